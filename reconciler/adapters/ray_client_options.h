@@ -1,0 +1,47 @@
+#pragma once
+// How to reach a Ray head: address, credentials, extra headers, TLS, timeouts. Resolved
+// from flags first, then Ray's own environment variables (RAY_JOBS_API.md, "Authentication
+// and transport").
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reconciler/core/result.h"
+
+namespace rg::adapters {
+
+struct RayClientOptions {
+  std::string address;                       // e.g. http://127.0.0.1:8265 (no trailing slash)
+  std::optional<std::string> token;          // sent as Authorization and X-Ray-Authorization
+  std::map<std::string, std::string> headers;  // extra headers for every request
+  std::string ca_file;                       // for https://
+  bool insecure = false;                     // https:// without verification
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds read_timeout{30000};
+  // Submit gets a long read timeout: a cancelled submit can leave a job PENDING forever.
+  std::chrono::milliseconds submit_timeout{300000};
+  int max_attempts = 4;  // for idempotent calls (GET, stop, delete)
+  std::chrono::milliseconds initial_backoff{200};
+  std::chrono::milliseconds max_backoff{5000};
+};
+
+// Inputs to resolution; empty means "not given".
+struct RayClientFlags {
+  std::string address;              // --ray-address
+  std::string fallback_address;     // e.g. cluster.yaml's address, used last
+  std::string token_file;           // --ray-token-file
+  std::vector<std::string> headers; // --ray-header K=V
+  std::string ca_file;              // --ray-ca-file
+  bool insecure = false;            // --ray-insecure
+};
+
+// Address: --ray-address, then RAY_API_SERVER_ADDRESS, then RAY_ADDRESS, then the fallback
+// ("ray://" or bare "host:port" addresses are turned into http://host:8265 / http://host:port).
+// Token: --ray-token-file, then RAY_AUTH_TOKEN. Headers: --ray-header, then RAY_JOB_HEADERS
+// (a JSON object). Errors (kInvalidInput) name the flag or variable at fault.
+core::Result<RayClientOptions> ResolveRayClientOptions(const RayClientFlags& flags);
+
+}  // namespace rg::adapters

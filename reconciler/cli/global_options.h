@@ -1,0 +1,31 @@
+#pragma once
+// Flags shared by every subcommand (DESIGN.md 6), and how each command plugs into main().
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace rg::cli {
+
+struct GlobalOptions {
+  std::string ray_address;              // --ray-address
+  std::string ray_token_file;           // --ray-token-file (else RAY_AUTH_TOKEN)
+  std::vector<std::string> ray_headers; // --ray-header K=V (else RAY_JOB_HEADERS)
+  std::string ray_ca_file;              // --ray-ca-file
+  bool ray_insecure = false;            // --ray-insecure
+  std::string log_format = "text";      // --log-format text|json
+  std::string log_level = "info";       // --log-level
+};
+
+// Each Add*Command registers a subcommand whose callback stores its exit status in
+// *exit_code. The options object outlives the parse.
+void AddValidateCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+void AddRenderCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+void AddVersionCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+// The seed's one-off actions against a Ray head: submit, status, stop, logs, list.
+void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code);
+
+}  // namespace rg::cli

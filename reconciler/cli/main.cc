@@ -1,0 +1,37 @@
+#include <CLI/CLI.hpp>
+
+#include "reconciler/cli/global_options.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ray-gitops: a declarative GitOps reconciler for Ray jobs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("ray-gitops ") + RG_VERSION);
+
+  rg::cli::GlobalOptions global;
+  app.add_option("--ray-address", global.ray_address,
+                 "Ray Jobs API address (else RAY_API_SERVER_ADDRESS, then RAY_ADDRESS, then "
+                 "cluster.yaml)");
+  app.add_option("--ray-token-file", global.ray_token_file,
+                 "file holding the Ray auth token (else RAY_AUTH_TOKEN)");
+  app.add_option("--ray-header", global.ray_headers,
+                 "extra HTTP header K=V for every Ray request (else RAY_JOB_HEADERS JSON)");
+  app.add_option("--ray-ca-file", global.ray_ca_file, "CA bundle for an https:// Ray address");
+  app.add_flag("--ray-insecure", global.ray_insecure, "do not verify the Ray server's TLS certificate");
+  app.add_option("--log-format", global.log_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+
+  int exit_code = 0;
+  rg::cli::AddValidateCommand(app, global, &exit_code);
+  rg::cli::AddRenderCommand(app, global, &exit_code);
+  rg::cli::AddVersionCommand(app, global, &exit_code);
+  rg::cli::AddJobCommands(app, global, &exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

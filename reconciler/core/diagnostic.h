@@ -1,0 +1,22 @@
+#pragma once
+// A problem found in a file a person wrote, located precisely enough to jump to.
+
+#include <string>
+#include <vector>
+
+namespace rg::core {
+
+struct Diagnostic {
+  std::string path;  // as the user named it: repo-relative ("jobs/ppo/x.yaml") or as given
+  int line = 0;      // 1-based; 0 when the problem concerns the whole file
+  int column = 0;    // 1-based; 0 when unknown
+  std::string message;
+
+  // "path:line:col: error: message" (line and column left out when 0).
+  std::string ToString() const;
+  friend bool operator==(const Diagnostic&, const Diagnostic&) = default;
+};
+
+using Diagnostics = std::vector<Diagnostic>;
+
+}  // namespace rg::core

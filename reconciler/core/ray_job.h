@@ -1,0 +1,44 @@
+#pragma once
+// A job as the Ray Jobs API reports it (RAY_JOBS_API.md, "Job details").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "reconciler/core/spec_model.h"
+
+namespace rg::core {
+
+enum class RayJobStatus { kPending, kRunning, kStopped, kSucceeded, kFailed, kUnknown };
+
+std::string_view RayJobStatusName(RayJobStatus s);
+RayJobStatus ParseRayJobStatus(std::string_view s);  // unknown strings -> kUnknown
+inline bool IsTerminal(RayJobStatus s) {
+  return s == RayJobStatus::kStopped || s == RayJobStatus::kSucceeded ||
+         s == RayJobStatus::kFailed;
+}
+
+struct RayJob {
+  std::string type;                    // "SUBMISSION" or "DRIVER"
+  std::optional<std::string> job_id;   // driver JobID (hex), null until the driver starts
+  std::string submission_id;           // empty for DRIVER jobs
+  RayJobStatus status = RayJobStatus::kUnknown;
+  std::string entrypoint;
+  std::string message;
+  std::optional<std::string> error_type;
+  std::optional<int64_t> start_time_ms;  // Unix epoch milliseconds
+  std::optional<int64_t> end_time_ms;
+  StringMap metadata;
+  std::optional<int64_t> driver_exit_code;
+  std::optional<std::string> driver_node_id;
+};
+
+struct RayVersion {
+  std::string version;       // Jobs API version, e.g. "4"
+  std::string ray_version;   // e.g. "2.52.0"
+  std::string ray_commit;
+  std::string session_name;  // changes when the head restarts
+};
+
+}  // namespace rg::core

@@ -1,0 +1,61 @@
+#pragma once
+// From JobSpec to the exact body of `POST /api/jobs/` (DESIGN.md 1.3).
+
+#include <string>
+#include <string_view>
+
+#include "reconciler/core/result.h"
+#include "reconciler/core/spec_model.h"
+#include "reconciler/core/value.h"
+
+namespace rg::core {
+
+// Ownership metadata keys (DESIGN.md 2.2).
+inline constexpr std::string_view kMetaManagedBy = "gitops.managed-by";
+inline constexpr std::string_view kMetaName = "gitops.name";
+inline constexpr std::string_view kMetaSpecPath = "gitops.spec-path";
+inline constexpr std::string_view kMetaSpecHash = "gitops.spec-hash";
+inline constexpr std::string_view kMetaAttempt = "gitops.attempt";
+inline constexpr std::string_view kMetaCommit = "gitops.commit";
+inline constexpr std::string_view kMetaRepo = "gitops.repo";
+
+struct RenderContext {
+  std::string instance = "ray-gitops";  // --instance
+  int attempt = 0;
+  std::string commit;    // the commit the spec was read from; left out of metadata when empty
+  std::string repo_url;  // credentials are stripped before it is recorded; left out when empty
+};
+
+// Quotes one shell word: returned as is when every character is in [A-Za-z0-9_./=:,@+%-]
+// (and it is not empty), else wrapped in single quotes with ' written as '\''.
+std::string ShellQuote(std::string_view word);
+
+// Quotes a Hydra override value when it holds a character Hydra's override grammar treats
+// specially; returned unchanged otherwise.
+std::string HydraQuoteValue(std::string_view value);
+
+// Replaces every `${shared_root}` in `text`. Errors (kInvalidInput) when the text uses it and
+// the cluster has no shared_root.
+Result<std::string> InterpolateSharedRoot(std::string_view text, const RayConfig& cluster);
+
+// The entrypoint command line for the spec (already shell-quoted).
+Result<std::string> RenderEntrypoint(const JobSpec& spec, const RayConfig& cluster,
+                                     std::string_view submission_id);
+
+// The whole POST /api/jobs/ body: submission_id, entrypoint, runtime_env, entrypoint_* and
+// metadata. Unset fields are left out, never null.
+Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
+                               const RenderContext& context);
+
+// Removes user:password@ (or token@) from a URL before it is recorded anywhere.
+std::string StripUrlCredentials(std::string_view url);
+
+// True for env var names that look like secrets (TOKEN, SECRET, PASSWORD, PASSWD, KEY,
+// CREDENTIAL, AUTH as a word part, case-insensitive).
+bool LooksLikeSecretName(std::string_view name);
+
+// A copy of a submission body with the values of secret-looking env vars replaced by
+// "<redacted>".
+Value RedactSecrets(const Value& body);
+
+}  // namespace rg::core

@@ -1,0 +1,83 @@
+#pragma once
+// The desired-state model: RayConfig (cluster.yaml) and JobSpec (jobs/**.yaml), as in
+// DESIGN.md 1.1 and 1.2. Values are kept as written: `${shared_root}` is substituted
+// when a spec is rendered, so that the spec hash never depends on cluster.yaml.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reconciler/core/value.h"
+
+namespace rg::core {
+
+struct SourcePos {
+  int line = 0;    // 1-based
+  int column = 0;  // 1-based
+};
+
+using StringMap = std::map<std::string, std::string, std::less<>>;
+using ResourceMap = std::map<std::string, double, std::less<>>;
+
+struct RayConfig {
+  std::string path = "cluster.yaml";
+  std::string address;
+  std::optional<std::string> shared_root;
+  std::optional<double> entrypoint_num_cpus;
+  std::optional<double> entrypoint_num_gpus;
+  std::optional<int64_t> entrypoint_memory;
+  std::optional<ResourceMap> entrypoint_resources;
+  // runtime_env as written, env_vars included (an object; empty when absent).
+  Value runtime_env = Value::Object{};
+  std::optional<std::string> user_code_path;
+  std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
+
+  // env_vars of runtime_env, or empty.
+  StringMap EnvVars() const;
+};
+
+enum class Workload { kPpo, kGrpo, kSft, kCustom };
+std::string_view WorkloadName(Workload w);
+
+enum class OnRemove { kStop, kKeep };
+std::string_view OnRemoveName(OnRemove o);
+
+struct JobSpec {
+  std::string path;  // repo-relative, e.g. "jobs/ppo/qwen.yaml"
+  Workload workload = Workload::kCustom;
+  std::string name;  // explicit or derived from the path
+  std::optional<std::string> submission_id;  // a pin
+  std::optional<std::string> code_path;
+  std::optional<std::string> model_id;
+  std::optional<std::string> train_file;
+  std::optional<std::string> val_file;
+  std::optional<int64_t> nnodes;
+  std::optional<int64_t> n_gpus_per_node;
+  std::optional<int64_t> total_training_steps;
+  std::optional<int64_t> save_freq;
+  std::optional<int64_t> test_freq;
+  std::vector<std::string> overrides;
+  std::optional<std::string> entrypoint;
+  Value runtime_env = Value::Object{};
+  StringMap env_vars;
+  std::optional<double> entrypoint_num_cpus;
+  std::optional<double> entrypoint_num_gpus;
+  std::optional<int64_t> entrypoint_memory;
+  std::optional<ResourceMap> entrypoint_resources;
+  int64_t retries = 0;
+  bool suspend = false;
+  OnRemove on_remove = OnRemove::kStop;
+  StringMap annotations;
+
+  // The document as parsed (YAML scalars resolved to their types); the hash input.
+  Value document = Value::Object{};
+  // First 10 hex digits of SHA-256 over the canonical JSON of `document` without the
+  // policy fields (DESIGN.md 2.1).
+  std::string spec_hash;
+  std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
+};
+
+}  // namespace rg::core

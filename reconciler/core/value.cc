@@ -1,0 +1,129 @@
+#include "reconciler/core/value.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace rg::core {
+
+Value& Value::operator[](const std::string& key) {
+  if (is_null()) data_ = Object{};
+  return std::get<Object>(data_)[key];
+}
+
+const Value* Value::Find(std::string_view key) const {
+  if (!is_object()) return nullptr;
+  const auto& obj = as_object();
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+void AppendEscaped(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[(c >> 4) & 0xf];
+          out += kHex[c & 0xf];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+void AppendDouble(std::string& out, double d) {
+  if (!std::isfinite(d)) {  // JSON has no NaN or infinity.
+    out += "null";
+    return;
+  }
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), d);
+  out.append(buf, res.ptr);
+}
+
+void Write(std::string& out, const Value& v, int indent, int depth) {
+  const bool pretty = indent > 0;
+  auto newline = [&](int d) {
+    if (!pretty) return;
+    out += '\n';
+    out.append(static_cast<size_t>(d * indent), ' ');
+  };
+  if (v.is_null()) {
+    out += "null";
+  } else if (v.is_bool()) {
+    out += v.as_bool() ? "true" : "false";
+  } else if (v.is_int()) {
+    out += std::to_string(v.as_int());
+  } else if (v.is_double()) {
+    AppendDouble(out, v.as_double());
+  } else if (v.is_string()) {
+    AppendEscaped(out, v.as_string());
+  } else if (v.is_array()) {
+    const auto& arr = v.as_array();
+    out += '[';
+    for (size_t i = 0; i < arr.size(); ++i) {
+      if (i > 0) out += ',';
+      newline(depth + 1);
+      Write(out, arr[i], indent, depth + 1);
+    }
+    if (!arr.empty()) newline(depth);
+    out += ']';
+  } else {
+    const auto& obj = v.as_object();
+    out += '{';
+    bool first = true;
+    for (const auto& [key, child] : obj) {
+      if (!first) out += ',';
+      first = false;
+      newline(depth + 1);
+      AppendEscaped(out, key);
+      out += pretty ? ": " : ":";
+      Write(out, child, indent, depth + 1);
+    }
+    if (!obj.empty()) newline(depth);
+    out += '}';
+  }
+}
+
+}  // namespace
+
+std::string ToCanonicalJson(const Value& value) {
+  std::string out;
+  Write(out, value, 0, 0);
+  return out;
+}
+
+std::string ToPrettyJson(const Value& value) {
+  std::string out;
+  Write(out, value, 2, 0);
+  return out;
+}
+
+}  // namespace rg::core

@@ -1,0 +1,44 @@
+#pragma once
+// The Ray Jobs API as ray-gitops needs it. One implementation speaks HTTP to a real head
+// (adapters/ray_http_job_server.h); tests also run it against the fake in tests/support/.
+// Errors come back as values: kTransient (5xx other than a duplicate id, timeouts, refused
+// connections), kNotFound (404), kConflict (duplicate submission id), kUnauthorized
+// (401/403), kInvalidInput (400), kFatal.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reconciler/core/ray_job.h"
+#include "reconciler/core/result.h"
+#include "reconciler/core/value.h"
+
+namespace rg::ports {
+
+class JobServer {
+ public:
+  virtual ~JobServer() = default;
+
+  // GET /api/version
+  virtual core::Result<core::RayVersion> Version() = 0;
+  // POST /api/jobs/ with `body` (as rendered; fields the server's version cannot take are
+  // dropped). Returns the submission id. A duplicate id is kConflict whose message holds
+  // Ray's text. A request that fails mid-flight is resolved by GET-ing the id, never by
+  // sending it again.
+  virtual core::Result<std::string> Submit(const core::Value& body) = 0;
+  // GET /api/jobs/{id}
+  virtual core::Result<core::RayJob> Get(std::string_view id) = 0;
+  // GET /api/jobs/ — every job, DRIVER ones included.
+  virtual core::Result<std::vector<core::RayJob>> List() = 0;
+  // POST /api/jobs/{id}/stop — true if a stop was sent, false if the job had already ended.
+  virtual core::Result<bool> Stop(std::string_view id) = 0;
+  // DELETE /api/jobs/{id} — kConflict while the job is not terminal.
+  virtual core::Result<bool> Delete(std::string_view id) = 0;
+  // GET /api/jobs/{id}/logs — the whole driver log.
+  virtual core::Result<std::string> Logs(std::string_view id) = 0;
+  // GET /api/cluster_status?format=1 — the text of `ray status` (may be empty).
+  virtual core::Result<std::string> ClusterStatus() = 0;
+};
+
+}  // namespace rg::ports

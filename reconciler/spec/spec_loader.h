@@ -1,0 +1,60 @@
+#pragma once
+// YAML loading and validation of cluster.yaml and JobSpecs: the only place yaml-cpp
+// appears. Every problem in a file is reported (not just the first), each as a
+// Diagnostic "path:line:col: error: message". Hostile input (over 1 MiB, alias bombs,
+// non-UTF-8, documents that are not a mapping) is rejected with a diagnostic, never a
+// crash or a hang.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "reconciler/core/desired_state.h"
+#include "reconciler/core/diagnostic.h"
+#include "reconciler/core/spec_model.h"
+
+namespace rg::spec {
+
+inline constexpr size_t kMaxSpecFileBytes = 1024 * 1024;
+
+template <typename T>
+struct Parsed {
+  std::optional<T> value;  // set iff diagnostics is empty
+  core::Diagnostics diagnostics;
+  bool ok() const { return value.has_value(); }
+};
+
+// `path` is used in diagnostics and, for a JobSpec, to derive the default name.
+Parsed<core::RayConfig> LoadRayConfig(std::string_view text, const std::string& path);
+Parsed<core::JobSpec> LoadJobSpec(std::string_view text, const std::string& path,
+                                  std::string_view jobs_dir = "jobs");
+
+// A file handed to LoadDesiredState: its repo-relative path and content.
+struct SourceFile {
+  std::string path;
+  std::string content;
+};
+
+// Loads the cluster file (nullopt: missing) and every JobSpec, then checks what only the
+// whole set can show: duplicate names and duplicate pinned ids (both files become invalid),
+// and `${shared_root}` used while cluster.yaml has none.
+core::DesiredState LoadDesiredState(const std::optional<SourceFile>& cluster_file,
+                                    const std::vector<SourceFile>& spec_files,
+                                    std::string_view jobs_dir = "jobs");
+
+// True for paths under jobs_dir ending in .yaml or .yml.
+bool IsSpecPath(std::string_view path, std::string_view jobs_dir);
+
+// Reads a desired-state repository from a directory on disk (for `validate`, `render`):
+// <repo>/<cluster_file> and every *.yaml|*.yml under <repo>/<jobs_dir>, paths reported
+// relative to repo. Files that cannot be read become diagnostics.
+core::DesiredState LoadDesiredStateFromDirectory(const std::string& repo_dir,
+                                                 const std::string& cluster_file = "cluster.yaml",
+                                                 const std::string& jobs_dir = "jobs");
+
+// Serialises a value as block-style YAML (for `render --format yaml` and status files).
+std::string ToYaml(const core::Value& value);
+
+}  // namespace rg::spec
