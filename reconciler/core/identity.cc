@@ -1,1 +1,121 @@
-// placeholder: being written
+#include "reconciler/core/identity.h"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace rg::core {
+namespace {
+
+constexpr size_t kSpecHashLength = 10;
+constexpr size_t kMaxJobNameLength = 63;
+constexpr size_t kMaxPinnedIdLength = 100;
+// A Ray driver JobID is written as 8 hex digits; an id of that shape would be ambiguous.
+constexpr size_t kRayDriverJobIdLength = 8;
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+bool IsIdChar(char c) { return IsLowerAlnum(c) || c == '.' || c == '_' || c == '-'; }
+
+bool IsHexDigit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// Ids and names share one alphabet: [a-z0-9._-], starting and ending with [a-z0-9].
+bool IsIdShaped(std::string_view text, size_t max_length) {
+  if (text.empty() || text.size() > max_length) return false;
+  if (!IsLowerAlnum(text.front()) || !IsLowerAlnum(text.back())) return false;
+  for (char c : text) {
+    if (!IsIdChar(c)) return false;
+  }
+  return true;
+}
+
+bool EndsWithIgnoringCase(std::string_view text, std::string_view suffix) {
+  if (text.size() < suffix.size()) return false;
+  std::string_view tail = text.substr(text.size() - suffix.size());
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    char c = tail[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != suffix[i]) return false;
+  }
+  return true;
+}
+
+std::string_view StripDotSlash(std::string_view path) {
+  while (path.substr(0, 2) == "./") path.remove_prefix(2);
+  return path;
+}
+
+}  // namespace
+
+bool IsPolicyField(std::string_view key) {
+  static constexpr std::array<std::string_view, 4> kPolicyFields = {"retries", "suspend",
+                                                                    "on_remove", "annotations"};
+  for (std::string_view field : kPolicyFields) {
+    if (key == field) return true;
+  }
+  return false;
+}
+
+std::string ComputeSpecHash(const Value& document) {
+  Value::Object identity;
+  for (const auto& [key, value] : document.as_object()) {
+    if (!IsPolicyField(key)) identity.emplace(key, value);
+  }
+  return Sha256Hex(ToCanonicalJson(Value(std::move(identity)))).substr(0, kSpecHashLength);
+}
+
+bool IsValidJobName(std::string_view name) { return IsIdShaped(name, kMaxJobNameLength); }
+
+bool IsValidPinnedSubmissionId(std::string_view id) {
+  if (!IsIdShaped(id, kMaxPinnedIdLength)) return false;
+  if (id.size() == kRayDriverJobIdLength) {
+    bool all_hex = true;
+    for (char c : id) all_hex = all_hex && IsHexDigit(c);
+    if (all_hex) return false;
+  }
+  return true;
+}
+
+std::string DefaultJobName(std::string_view spec_path, std::string_view jobs_dir) {
+  std::string_view path = StripDotSlash(spec_path);
+  std::string_view dir = StripDotSlash(jobs_dir);
+  while (!dir.empty() && dir.back() == '/') dir.remove_suffix(1);
+  if (!dir.empty() && path.size() > dir.size() && path.substr(0, dir.size()) == dir &&
+      path[dir.size()] == '/') {
+    path.remove_prefix(dir.size() + 1);
+  }
+  if (EndsWithIgnoringCase(path, ".yaml")) {
+    path.remove_suffix(5);
+  } else if (EndsWithIgnoringCase(path, ".yml")) {
+    path.remove_suffix(4);
+  }
+  std::string name;
+  name.reserve(path.size());
+  for (char c : path) {
+    if (c == '/') {
+      name += '-';
+    } else if (c >= 'A' && c <= 'Z') {
+      name += static_cast<char>(c - 'A' + 'a');
+    } else {
+      name += c;
+    }
+  }
+  return name;
+}
+
+std::string SubmissionIdBase(const JobSpec& spec) {
+  if (spec.submission_id.has_value()) return *spec.submission_id;
+  // The loader fills spec_hash; a spec built in code without it still gets its true hash.
+  std::string hash = spec.spec_hash.empty() && spec.document.is_object()
+                         ? ComputeSpecHash(spec.document)
+                         : spec.spec_hash;
+  return spec.name + "-" + hash;
+}
+
+std::string SubmissionIdForAttempt(const JobSpec& spec, int attempt) {
+  std::string id = SubmissionIdBase(spec);
+  if (attempt >= 1) id += "-r" + std::to_string(attempt);
+  return id;
+}
+
+}  // namespace rg::core
