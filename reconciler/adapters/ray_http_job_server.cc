@@ -1,1 +1,268 @@
-// placeholder: being written
+#include "reconciler/adapters/ray_http_job_server.h"
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "reconciler/adapters/ray_http_rules.h"
+
+namespace rg::adapters {
+namespace {
+
+using nlohmann::json;
+using ray_http::ClassifyHttpError;
+using ray_http::EncodePathSegment;
+
+constexpr char kJsonType[] = "application/json";
+
+// One HTTP answer, or why there was none.
+struct Exchange {
+  int status = 0;  // 0: no answer (refused, timed out, dropped)
+  std::string body;
+  httplib::Error transport = httplib::Error::Success;
+};
+
+// scheme://host:port and the path prefix of an address such as https://proxy/ray.
+struct SplitAddress {
+  std::string origin;
+  std::string prefix;
+};
+
+SplitAddress Split(const std::string& address) {
+  size_t scheme_end = address.find("://");
+  size_t path_start =
+      scheme_end == std::string::npos ? std::string::npos : address.find('/', scheme_end + 3);
+  if (path_start == std::string::npos) return {address, ""};
+  return {address.substr(0, path_start), address.substr(path_start)};
+}
+
+core::Error TransportError(std::string_view method, std::string_view path, httplib::Error err) {
+  std::string message =
+      std::string(method) + " " + std::string(path) + ": " + httplib::to_string(err);
+  switch (err) {
+    case httplib::Error::SSLLoadingCerts:
+      return core::Error::InvalidInput(message + " (check --ray-ca-file)");
+    case httplib::Error::SSLServerVerification:
+      return core::Error::Fatal(message + " (use --ray-ca-file, or --ray-insecure to skip)");
+    default:
+      return core::Error::Transient(message);
+  }
+}
+
+}  // namespace
+
+class RayHttpJobServer::Impl {
+ public:
+  explicit Impl(RayClientOptions options)
+      : options_(std::move(options)),
+        split_(Split(options_.address)),
+        rng_(std::random_device{}()) {}
+
+  core::Result<core::RayVersion> Version() {
+    auto ex = Retrying("GET", "/api/version", "", options_.read_timeout);
+    if (!ex) return ex.error();
+    auto version = ray_http::ParseVersion(ex->body);
+    if (version) ray_version_ = version->ray_version;
+    return version;
+  }
+
+  core::Result<std::string> Submit(const core::Value& body) {
+    if (!ray_version_) {
+      auto v = Version();
+      if (!v) return v.error();
+    }
+    core::Value gated = ray_http::GateSubmitBody(body, *ray_version_);
+    std::string payload = core::ToCanonicalJson(gated);
+    std::string submission_id;
+    if (const core::Value* sid = gated.Find("submission_id"); sid && sid->is_string()) {
+      submission_id = sid->as_string();
+    }
+
+    const std::string path = "/api/jobs/";
+    Exchange ex = Send("POST", path, payload, options_.submit_timeout);
+    if (ex.status >= 200 && ex.status < 300) {
+      json answer = json::parse(ex.body, nullptr, /*allow_exceptions=*/false);
+      if (answer.is_object() && answer.contains("submission_id") &&
+          answer["submission_id"].is_string()) {
+        return answer["submission_id"].get<std::string>();
+      }
+      if (!submission_id.empty()) return submission_id;
+      return core::Error::Fatal("POST /api/jobs/: answer holds no submission_id: " +
+                                ray_http::TrimBodyForMessage(ex.body));
+    }
+    core::Error failure = ex.status == 0 ? TransportError("POST", path, ex.transport)
+                                         : ClassifyHttpError("POST", path, ex.status, ex.body);
+    // The job may exist although the answer was lost or was an error from a proxy: learn what
+    // happened from the id, never by sending it again.
+    if (!failure.IsTransient() || submission_id.empty()) return failure;
+    auto existing = Get(submission_id);
+    if (existing) return submission_id;
+    if (existing.error().IsNotFound()) {
+      return core::Error::Transient(failure.message() + "; job " + submission_id +
+                                    " does not exist, submit again on the next pass");
+    }
+    return core::Error::Transient(failure.message() +
+                                  "; and its outcome is unknown: " + existing.error().message());
+  }
+
+  core::Result<core::RayJob> Get(std::string_view id) {
+    auto ex = Retrying("GET", "/api/jobs/" + EncodePathSegment(id), "", options_.read_timeout);
+    if (!ex) return ex.error();
+    return ray_http::ParseJobDetails(ex->body);
+  }
+
+  core::Result<std::vector<core::RayJob>> List() {
+    auto ex = Retrying("GET", "/api/jobs/", "", options_.read_timeout);
+    if (!ex) return ex.error();
+    return ray_http::ParseJobList(ex->body);
+  }
+
+  core::Result<bool> Stop(std::string_view id) {
+    auto ex =
+        Retrying("POST", "/api/jobs/" + EncodePathSegment(id) + "/stop", "", options_.read_timeout);
+    if (!ex) return ex.error();
+    return BoolField(ex->body, "stopped", "stop");
+  }
+
+  core::Result<bool> Delete(std::string_view id) {
+    auto ex = Retrying("DELETE", "/api/jobs/" + EncodePathSegment(id), "", options_.read_timeout);
+    if (!ex) return ex.error();
+    return BoolField(ex->body, "deleted", "delete");
+  }
+
+  core::Result<std::string> Logs(std::string_view id) {
+    auto ex =
+        Retrying("GET", "/api/jobs/" + EncodePathSegment(id) + "/logs", "", options_.read_timeout);
+    if (!ex) return ex.error();
+    json answer = json::parse(ex->body, nullptr, /*allow_exceptions=*/false);
+    if (!answer.is_object()) return core::Error::Fatal("logs: answer is not a JSON object");
+    auto it = answer.find("logs");
+    if (it == answer.end() || it->is_null()) return std::string();
+    if (!it->is_string()) return core::Error::Fatal("logs: 'logs' is not a string");
+    return it->get<std::string>();
+  }
+
+  core::Result<std::string> ClusterStatus() {
+    auto ex = Retrying("GET", "/api/cluster_status?format=1", "", options_.read_timeout);
+    if (!ex) return ex.error();
+    json answer = json::parse(ex->body, nullptr, /*allow_exceptions=*/false);
+    if (!answer.is_object()) return core::Error::Fatal("cluster_status: not a JSON object");
+    // Shortly after a head starts, data or clusterStatus may be missing or null.
+    auto data = answer.find("data");
+    if (data == answer.end() || !data->is_object()) return std::string();
+    auto text = data->find("clusterStatus");
+    if (text == data->end() || text->is_null()) return std::string();
+    if (text->is_string()) return text->get<std::string>();
+    return text->dump(2);
+  }
+
+ private:
+  // One request, no retry.
+  Exchange Send(const std::string& method, const std::string& path, const std::string& body,
+                std::chrono::milliseconds read_timeout) {
+    Exchange ex;
+    if (options_.address.empty()) {
+      ex.transport = httplib::Error::Connection;
+      return ex;
+    }
+    httplib::Client client(split_.origin);
+    if (!client.is_valid()) {
+      ex.transport = httplib::Error::Connection;
+      return ex;
+    }
+    client.set_connection_timeout(options_.connect_timeout);
+    client.set_read_timeout(read_timeout);
+    client.set_write_timeout(read_timeout);
+    client.set_keep_alive(false);
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    if (!options_.ca_file.empty()) client.set_ca_cert_path(options_.ca_file);
+    if (options_.insecure) client.enable_server_certificate_verification(false);
+#endif
+    httplib::Headers headers;
+    for (const auto& [name, value] : options_.headers) headers.emplace(name, value);
+    // Ray's dashboard answers a browser-looking POST with 405.
+    headers.emplace("User-Agent", std::string("ray-gitops/") + RG_VERSION);
+    headers.emplace("Accept", kJsonType);
+    if (options_.token) {
+      headers.emplace("Authorization", "Bearer " + *options_.token);
+      headers.emplace("X-Ray-Authorization", "Bearer " + *options_.token);
+    }
+    const std::string full_path = split_.prefix + path;
+    httplib::Result res(nullptr, httplib::Error::Unknown);
+    if (method == "GET") {
+      res = client.Get(full_path, headers);
+    } else if (method == "DELETE") {
+      res = client.Delete(full_path, headers);
+    } else {
+      res = client.Post(full_path, headers, body.empty() ? std::string("{}") : body, kJsonType);
+    }
+    if (!res) {
+      ex.transport = res.error();
+      return ex;
+    }
+    ex.status = res->status;
+    ex.body = res->body;
+    return ex;
+  }
+
+  // An idempotent request with retries on transient failures. Returns the 2xx answer.
+  core::Result<Exchange> Retrying(const std::string& method, const std::string& path,
+                                  const std::string& body, std::chrono::milliseconds read_timeout) {
+    if (options_.address.empty()) {
+      return core::Error::InvalidInput(
+          "no Ray address: pass --ray-address or set RAY_API_SERVER_ADDRESS or RAY_ADDRESS");
+    }
+    const int attempts = std::max(1, options_.max_attempts);
+    for (int attempt = 0;; ++attempt) {
+      Exchange ex = Send(method, path, body, read_timeout);
+      if (ex.status >= 200 && ex.status < 300) return ex;
+      core::Error err = ex.status == 0 ? TransportError(method, path, ex.transport)
+                                       : ClassifyHttpError(method, path, ex.status, ex.body);
+      if (!err.IsTransient() || attempt + 1 >= attempts) {
+        if (err.IsTransient() && attempts > 1) {
+          return core::Error::Transient(err.message() + " (after " + std::to_string(attempts) +
+                                        " attempts)");
+        }
+        return err;
+      }
+      std::uniform_real_distribution<double> unit(0.0, 1.0);
+      std::this_thread::sleep_for(ray_http::BackoffDelay(attempt, options_.initial_backoff,
+                                                         options_.max_backoff, unit(rng_)));
+    }
+  }
+
+  static core::Result<bool> BoolField(const std::string& body, const char* key, const char* what) {
+    json answer = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (answer.is_object()) {
+      auto it = answer.find(key);
+      if (it != answer.end() && it->is_boolean()) return it->get<bool>();
+    }
+    return core::Error::Fatal(std::string(what) + ": expected {\"" + key + "\": bool}, got " +
+                              ray_http::TrimBodyForMessage(body));
+  }
+
+  RayClientOptions options_;
+  SplitAddress split_;
+  std::optional<std::string> ray_version_;  // learnt once, for gating submit fields
+  std::mt19937_64 rng_;
+};
+
+RayHttpJobServer::RayHttpJobServer(RayClientOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+RayHttpJobServer::~RayHttpJobServer() = default;
+
+core::Result<core::RayVersion> RayHttpJobServer::Version() { return impl_->Version(); }
+core::Result<std::string> RayHttpJobServer::Submit(const core::Value& body) {
+  return impl_->Submit(body);
+}
+core::Result<core::RayJob> RayHttpJobServer::Get(std::string_view id) { return impl_->Get(id); }
+core::Result<std::vector<core::RayJob>> RayHttpJobServer::List() { return impl_->List(); }
+core::Result<bool> RayHttpJobServer::Stop(std::string_view id) { return impl_->Stop(id); }
+core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_->Delete(id); }
+core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }
+core::Result<std::string> RayHttpJobServer::ClusterStatus() { return impl_->ClusterStatus(); }
+
+}  // namespace rg::adapters

@@ -1,0 +1,247 @@
+#include "reconciler/adapters/ray_http_rules.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace rg::adapters::ray_http {
+namespace {
+
+using nlohmann::json;
+
+bool Contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+std::string Describe(std::string_view method, std::string_view path, int status,
+                     std::string_view body) {
+  std::string out;
+  out.append(method).append(" ").append(path).append(": HTTP ").append(std::to_string(status));
+  std::string trimmed = TrimBodyForMessage(body);
+  if (!trimmed.empty()) out.append(": ").append(trimmed);
+  return out;
+}
+
+// Ray writes some optional fields as null and leaves others out; both mean "unset".
+const json* Field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+core::Status ReadString(const json& obj, const char* key, std::string& out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return core::OkStatus();
+  if (!v->is_string()) {
+    return core::Error::Fatal(std::string("job details: '") + key + "' is not a string");
+  }
+  out = v->get<std::string>();
+  return core::OkStatus();
+}
+
+core::Status ReadOptionalString(const json& obj, const char* key, std::optional<std::string>& out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return core::OkStatus();
+  if (!v->is_string()) {
+    return core::Error::Fatal(std::string("job details: '") + key + "' is not a string");
+  }
+  out = v->get<std::string>();
+  return core::OkStatus();
+}
+
+core::Status ReadOptionalInt(const json& obj, const char* key, std::optional<int64_t>& out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return core::OkStatus();
+  if (v->is_number_integer()) {
+    out = v->get<int64_t>();
+  } else if (v->is_number_float() && std::isfinite(v->get<double>())) {
+    out = static_cast<int64_t>(std::llround(v->get<double>()));
+  } else {
+    return core::Error::Fatal(std::string("job details: '") + key + "' is not a number");
+  }
+  return core::OkStatus();
+}
+
+core::Result<core::RayJob> JobFromJson(const json& obj) {
+  if (!obj.is_object()) return core::Error::Fatal("job details: not a JSON object");
+  core::RayJob job;
+  core::Status st = ReadString(obj, "type", job.type);
+  if (st) st = ReadOptionalString(obj, "job_id", job.job_id);
+  if (st) st = ReadString(obj, "submission_id", job.submission_id);
+  if (st) st = ReadString(obj, "entrypoint", job.entrypoint);
+  if (st) st = ReadString(obj, "message", job.message);
+  if (st) st = ReadOptionalString(obj, "error_type", job.error_type);
+  if (st) st = ReadOptionalInt(obj, "start_time", job.start_time_ms);
+  if (st) st = ReadOptionalInt(obj, "end_time", job.end_time_ms);
+  if (st) st = ReadOptionalInt(obj, "driver_exit_code", job.driver_exit_code);
+  if (st) st = ReadOptionalString(obj, "driver_node_id", job.driver_node_id);
+  if (!st) return st.error();
+  std::string status;
+  if (auto s = ReadString(obj, "status", status); !s) return s.error();
+  job.status = core::ParseRayJobStatus(status);
+  if (const json* md = Field(obj, "metadata")) {
+    if (!md->is_object()) return core::Error::Fatal("job details: 'metadata' is not an object");
+    for (const auto& [k, v] : md->items()) {
+      // Ray validates metadata as string->string on submit; anything else is not ours.
+      if (v.is_string()) job.metadata[k] = v.get<std::string>();
+    }
+  }
+  // Older Rays leave time fields at 0 rather than null before the job starts or ends.
+  if (job.start_time_ms == 0) job.start_time_ms.reset();
+  if (job.end_time_ms == 0) job.end_time_ms.reset();
+  return job;
+}
+
+core::Result<json> ParseJson(std::string_view text, const char* what) {
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return core::Error::Fatal(std::string(what) + ": not valid JSON: " + TrimBodyForMessage(text));
+  }
+  return parsed;
+}
+
+}  // namespace
+
+std::string TrimBodyForMessage(std::string_view body) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  size_t begin = body.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return "";
+  size_t end = body.find_last_not_of(kSpace);
+  body = body.substr(begin, end - begin + 1);
+  if (body.size() <= kMaxBodyInMessage) return std::string(body);
+  return std::string(body.substr(0, kMaxBodyInMessage)) + "...";
+}
+
+bool IsDuplicateSubmissionBody(std::string_view body) {
+  return Contains(body, "already exists") || Contains(body, "Please use a different submission_id");
+}
+
+core::Error ClassifyHttpError(std::string_view method, std::string_view path, int status,
+                              std::string_view body) {
+  std::string message = Describe(method, path, status, body);
+  switch (status) {
+    case 400:
+      return core::Error::InvalidInput(std::move(message));
+    case 401:
+    case 403:
+      return core::Error::Unauthorized(std::move(message));
+    case 404:
+      return core::Error::NotFound(std::move(message));
+    default:
+      break;
+  }
+  if (status == 500 && method == "POST" && IsDuplicateSubmissionBody(body)) {
+    return core::Error::Conflict(std::move(message));
+  }
+  // Ray refuses to delete a job that has not ended with a 500 naming its state.
+  if (status == 500 && method == "DELETE" && Contains(body, "non-terminal")) {
+    return core::Error::Conflict(std::move(message));
+  }
+  if (status >= 400 && status < 500 && status != 408 && status != 429) {
+    return core::Error::Fatal(std::move(message));
+  }
+  return core::Error::Transient(std::move(message));
+}
+
+core::Result<core::RayJob> ParseJobDetails(std::string_view text) {
+  auto parsed = ParseJson(text, "job details");
+  if (!parsed) return parsed.error();
+  return JobFromJson(*parsed);
+}
+
+core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text) {
+  auto parsed = ParseJson(text, "job list");
+  if (!parsed) return parsed.error();
+  if (!parsed->is_array()) return core::Error::Fatal("job list: not a JSON array");
+  std::vector<core::RayJob> jobs;
+  jobs.reserve(parsed->size());
+  for (const json& item : *parsed) {
+    auto job = JobFromJson(item);
+    if (!job) return job.error();
+    jobs.push_back(std::move(*job));
+  }
+  return jobs;
+}
+
+core::Result<core::RayVersion> ParseVersion(std::string_view text) {
+  auto parsed = ParseJson(text, "version");
+  if (!parsed) return parsed.error();
+  if (!parsed->is_object()) return core::Error::Fatal("version: not a JSON object");
+  core::RayVersion v;
+  core::Status st = ReadString(*parsed, "version", v.version);
+  if (st) st = ReadString(*parsed, "ray_version", v.ray_version);
+  if (st) st = ReadString(*parsed, "ray_commit", v.ray_commit);
+  if (st) st = ReadString(*parsed, "session_name", v.session_name);
+  if (!st) return st.error();
+  if (v.ray_version.empty()) return core::Error::Fatal("version: no ray_version in the answer");
+  return v;
+}
+
+std::optional<VersionTriple> ParseVersionTriple(std::string_view text) {
+  int parts[3] = {0, 0, 0};
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  for (int i = 0; i < 3; ++i) {
+    auto [next, ec] = std::from_chars(p, end, parts[i]);
+    if (ec != std::errc()) {
+      if (i == 0) return std::nullopt;
+      break;
+    }
+    p = next;
+    if (p == end || *p != '.') break;
+    ++p;
+  }
+  return VersionTriple{parts[0], parts[1], parts[2]};
+}
+
+core::Value GateSubmitBody(const core::Value& body, std::string_view ray_version) {
+  std::optional<VersionTriple> server = ParseVersionTriple(ray_version);
+  auto takes = [&](const VersionTriple& since) { return !server || *server >= since; };
+  core::Value out = core::Value::Object{};
+  if (!body.is_object()) return out;
+  for (const auto& [key, value] : body.as_object()) {
+    if (value.is_null()) continue;
+    if (key == "submission_id" && !takes(kSubmissionIdSince)) continue;
+    if ((key == "entrypoint_num_cpus" || key == "entrypoint_num_gpus" ||
+         key == "entrypoint_resources") &&
+        !takes(kEntrypointResourcesSince)) {
+      continue;
+    }
+    if (key == "entrypoint_memory" && !takes(kEntrypointMemorySince)) continue;
+    if (key == "entrypoint_label_selector" && !takes(kEntrypointLabelSelectorSince)) continue;
+    out.as_object().emplace(key, value);
+  }
+  return out;
+}
+
+std::chrono::milliseconds BackoffDelay(int retry, std::chrono::milliseconds initial,
+                                       std::chrono::milliseconds max_backoff, double unit_random) {
+  if (initial.count() <= 0 || max_backoff.count() <= 0) return std::chrono::milliseconds(0);
+  int64_t ceiling = initial.count();
+  for (int i = 0; i < retry && ceiling < max_backoff.count(); ++i) ceiling *= 2;
+  ceiling = std::min<int64_t>(ceiling, max_backoff.count());
+  double u = std::clamp(unit_random, 0.0, 1.0);
+  auto delay = static_cast<int64_t>(u * static_cast<double>(ceiling));
+  return std::chrono::milliseconds(std::min(delay, ceiling));
+}
+
+std::string EncodePathSegment(std::string_view segment) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(segment.size());
+  for (unsigned char c : segment) {
+    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '.' || c == '_' || c == '~';
+    if (unreserved) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+}  // namespace rg::adapters::ray_http

@@ -1,0 +1,70 @@
+#pragma once
+// The pure rules of the Ray HTTP client, kept apart from the transport so that unit tests can
+// walk them as tables: how an HTTP answer maps to an error kind, how job details are read,
+// which submit fields a server version can take, and how long to back off. Private to
+// adapters/ and its tests.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reconciler/core/ray_job.h"
+#include "reconciler/core/result.h"
+#include "reconciler/core/value.h"
+
+namespace rg::adapters::ray_http {
+
+// At most this many bytes of a server's error body go into an error message.
+inline constexpr size_t kMaxBodyInMessage = 512;
+
+// `body` with surrounding whitespace removed and cut to kMaxBodyInMessage bytes (with "...").
+std::string TrimBodyForMessage(std::string_view body);
+
+// The error for a non-2xx answer to `method path`. 400 -> kInvalidInput, 401/403 ->
+// kUnauthorized, 404 -> kNotFound, 500 naming a duplicate submission id -> kConflict, 500 to
+// a DELETE of a job that is not terminal -> kConflict, 408/429 and other 5xx -> kTransient,
+// any other 4xx -> kFatal (a request we should never have sent, e.g. 405 to a browser-like
+// client). The message holds the request, the status and the trimmed body.
+core::Error ClassifyHttpError(std::string_view method, std::string_view path, int status,
+                              std::string_view body);
+
+// True for the text Ray answers a duplicate submission id with.
+bool IsDuplicateSubmissionBody(std::string_view body);
+
+// Reads one job-details object (every key may be null or missing). kFatal if `json` is not a
+// JSON object or a present key has the wrong type.
+core::Result<core::RayJob> ParseJobDetails(std::string_view json);
+// Reads the JSON array GET /api/jobs/ answers.
+core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view json);
+core::Result<core::RayVersion> ParseVersion(std::string_view json);
+
+// "2.60.0" -> {2, 60, 0}; missing parts are 0; nullopt when it does not start with a number.
+struct VersionTriple {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  friend auto operator<=>(const VersionTriple&, const VersionTriple&) = default;
+};
+std::optional<VersionTriple> ParseVersionTriple(std::string_view ray_version);
+
+// The first Ray versions that accept each optional submit field (the SDK's own gates).
+inline constexpr VersionTriple kSubmissionIdSince{2, 0, 0};
+inline constexpr VersionTriple kEntrypointResourcesSince{2, 2, 0};
+inline constexpr VersionTriple kEntrypointMemorySince{2, 8, 0};
+inline constexpr VersionTriple kEntrypointLabelSelectorSince{2, 49, 0};
+
+// The body to POST: `body` without null-valued keys and without the fields `ray_version`
+// cannot take. An unparsable version (a dev build) is treated as recent.
+core::Value GateSubmitBody(const core::Value& body, std::string_view ray_version);
+
+// Full-jitter exponential backoff before retry number `retry` (0-based):
+// uniform in [0, min(max_backoff, initial * 2^retry)], with `unit_random` in [0, 1).
+std::chrono::milliseconds BackoffDelay(int retry, std::chrono::milliseconds initial,
+                                       std::chrono::milliseconds max_backoff, double unit_random);
+
+// `segment` percent-encoded for use as one path segment.
+std::string EncodePathSegment(std::string_view segment);
+
+}  // namespace rg::adapters::ray_http
