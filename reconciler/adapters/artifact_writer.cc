@@ -1,1 +1,181 @@
-// placeholder: being written
+#include "reconciler/adapters/artifact_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "reconciler/core/render.h"
+
+namespace rg::adapters {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kRedacted = "<redacted>";
+
+bool IsSafePathComponent(std::string_view id) {
+  if (id.empty() || id == "." || id == "..") return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+core::Status WriteAll(int fd, std::string_view content, const fs::path& path) {
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return core::Error::Fatal("cannot write " + path.string() + ": " + ErrnoText(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return core::OkStatus();
+}
+
+// False when the file cannot be read (normally: it does not exist yet).
+bool ReadFile(const fs::path& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  *out = buffer.str();
+  return true;
+}
+
+std::string IndentLines(std::string_view text, std::string_view indent) {
+  std::string out;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    out += indent;
+    out += text.substr(0, end);
+    out += '\n';
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+std::string WithTrailingNewline(std::string text) {
+  if (text.empty() || text.back() != '\n') text += '\n';
+  return text;
+}
+
+}  // namespace
+
+std::string FormatRfc3339Utc(std::chrono::system_clock::time_point t) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char buffer[32];
+  const size_t n = std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return std::string(buffer, n);
+}
+
+core::Status WriteFileAtomically(const fs::path& path, std::string_view content) {
+  static std::atomic<unsigned> counter{0};
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) {
+    return core::Error::Fatal("cannot create " + path.parent_path().string() + ": " + ec.message());
+  }
+  fs::path temp = path;
+  temp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return core::Error::Fatal("cannot create " + temp.string() + ": " + ErrnoText(errno));
+  core::Status written = WriteAll(fd, content, temp);
+  if (written.ok() && ::fsync(fd) != 0) {
+    written = core::Error::Fatal("cannot flush " + temp.string() + ": " + ErrnoText(errno));
+  }
+  if (::close(fd) != 0 && written.ok()) {
+    written = core::Error::Fatal("cannot close " + temp.string() + ": " + ErrnoText(errno));
+  }
+  if (written.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
+    written = core::Error::Fatal("cannot rename " + temp.string() + " to " + path.string() + ": " +
+                                 ErrnoText(errno));
+  }
+  if (!written.ok()) ::unlink(temp.c_str());
+  return written;
+}
+
+ArtifactWriter::ArtifactWriter(fs::path root, std::vector<std::string> secrets, NowFunction now)
+    : root_(std::move(root)), secrets_(std::move(secrets)), now_(std::move(now)) {
+  std::erase_if(secrets_, [](const std::string& s) { return s.empty(); });
+}
+
+fs::path ArtifactWriter::JobDir(std::string_view submission_id) const {
+  return root_ / "jobs" / std::string(submission_id);
+}
+
+std::string ArtifactWriter::Scrub(std::string text) const {
+  for (const std::string& secret : secrets_) {
+    size_t pos = 0;
+    while ((pos = text.find(secret, pos)) != std::string::npos) {
+      text.replace(pos, secret.size(), kRedacted);
+      pos += kRedacted.size();
+    }
+  }
+  return text;
+}
+
+core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& record) {
+  if (!IsSafePathComponent(record.submission_id)) {
+    return core::Error::InvalidInput("submission id '" + record.submission_id +
+                                     "' cannot name an artifacts directory");
+  }
+  const fs::path dir = JobDir(record.submission_id);
+
+  // On adoption the run already exists: the files describing its creation stay as they are.
+  auto write_unless_adopted = [&](const fs::path& path, std::string content) -> core::Status {
+    std::error_code ec;
+    if (record.adopted && fs::exists(path, ec)) return core::OkStatus();
+    return WriteFileAtomically(path, Scrub(std::move(content)));
+  };
+
+  const std::string payload =
+      WithTrailingNewline(core::ToPrettyJson(core::RedactSecrets(record.submit_payload)));
+  const std::pair<fs::path, std::string> kept_on_adoption[] = {
+      {dir / "config" / "ray_config.yaml", record.ray_config_text},
+      {dir / "config" / "jobspec.yaml", record.jobspec_text},
+      {dir / "config" / "submit_payload.json", payload},
+      {dir / "debug" / "ray_status_pre.txt", WithTrailingNewline(record.cluster_status_pre)},
+  };
+  for (const auto& [path, content] : kept_on_adoption) {
+    if (core::Status s = write_unless_adopted(path, content); !s.ok()) return s;
+  }
+
+  if (core::Status s = WriteFileAtomically(dir / "debug" / "ray_job_list_post.txt",
+                                           Scrub(WithTrailingNewline(record.job_list_post)));
+      !s.ok()) {
+    return s;
+  }
+
+  std::string entry;
+  entry += "time: " + FormatRfc3339Utc(now_()) + "\n";
+  entry += "submission_id: " + record.submission_id + "\n";
+  entry += std::string("outcome: ") + (record.adopted ? "adopted" : "submitted") + "\n";
+  entry += "commit: " + (record.commit.empty() ? std::string("(none)") : record.commit) + "\n";
+  entry += "ray_address: " + core::StripUrlCredentials(record.ray_address) + "\n";
+  entry += "ray_answer:\n" + IndentLines(record.ray_answer, "  ");
+
+  const fs::path log_path = dir / "logs" / "submit.out";
+  std::string log;
+  if (ReadFile(log_path, &log) && !log.empty()) log = WithTrailingNewline(std::move(log)) + "\n";
+  log += entry;
+  return WriteFileAtomically(log_path, Scrub(std::move(log)));
+}
+
+}  // namespace rg::adapters

@@ -1,0 +1,54 @@
+#pragma once
+// ports::ArtifactSink on a filesystem (DESIGN.md 5, docs/artifacts.md):
+//
+//   <root>/jobs/<submission_id>/
+//     config/ray_config.yaml  config/jobspec.yaml  config/submit_payload.json
+//     logs/submit.out  debug/ray_status_pre.txt  debug/ray_job_list_post.txt
+//
+// Every file is written to a temporary name in its own directory and renamed over the final
+// name, so a reader sees the old content or the new, never a torn file. A fresh submission
+// replaces every file; an adoption keeps the config and ray_status_pre files that describe
+// the submission that created the run (filling in any that are missing), appends a record to
+// logs/submit.out and replaces the job list. Thread-compatible.
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reconciler/ports/artifact_sink.h"
+
+namespace rg::adapters {
+
+class ArtifactWriter : public ports::ArtifactSink {
+ public:
+  using NowFunction = std::function<std::chrono::system_clock::time_point()>;
+
+  // `root` stands for shared_root. Every occurrence of a string in `secrets` (e.g. the Ray
+  // token) is replaced by "<redacted>" in every file, whatever field it hides in.
+  explicit ArtifactWriter(std::filesystem::path root, std::vector<std::string> secrets = {},
+                          NowFunction now = std::chrono::system_clock::now);
+
+  core::Status WriteSubmission(const ports::SubmissionRecord& record) override;
+
+  // <root>/jobs/<submission_id>
+  std::filesystem::path JobDir(std::string_view submission_id) const;
+
+ private:
+  std::string Scrub(std::string text) const;
+
+  std::filesystem::path root_;
+  std::vector<std::string> secrets_;
+  NowFunction now_;
+};
+
+// Writes `content` to `path` through a temporary file in the same directory, flushed to disk
+// and renamed over `path`. Creates missing parent directories.
+core::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
+
+// UTC time as RFC 3339 with a "Z" suffix and whole seconds, e.g. "2025-01-31T08:05:09Z".
+std::string FormatRfc3339Utc(std::chrono::system_clock::time_point t);
+
+}  // namespace rg::adapters

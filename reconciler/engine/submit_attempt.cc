@@ -1,0 +1,133 @@
+#include "reconciler/engine/submit_attempt.h"
+
+#include <utility>
+
+#include "reconciler/core/identity.h"
+
+namespace rg::engine {
+namespace {
+
+std::string MetadataOr(const core::RayJob& job, std::string_view key, std::string fallback) {
+  auto it = job.metadata.find(key);
+  return it == job.metadata.end() ? std::move(fallback) : it->second;
+}
+
+// The id the body carries; the renderer always sets it, the fallback keeps this total.
+std::string SubmissionIdOf(const core::Value& body, const core::JobSpec& spec, int attempt) {
+  if (const core::Value* id = body.Find("submission_id"); id != nullptr && id->is_string()) {
+    return id->as_string();
+  }
+  return core::SubmissionIdForAttempt(spec, attempt);
+}
+
+// Adoption needs the same spec and the same owner; anything else is someone else's run.
+core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::string& id,
+                                         const core::JobSpec& spec,
+                                         const core::RenderContext& context,
+                                         const std::string& ray_text) {
+  core::Result<core::RayJob> existing = server.Get(id);
+  if (!existing.ok()) {
+    return core::Error(existing.error().kind(),
+                       "submission id " + id + " already exists in Ray (" + ray_text +
+                           ") but could not be read back: " + existing.error().message());
+  }
+  const std::string hash = MetadataOr(*existing, core::kMetaSpecHash, "");
+  const std::string owner = MetadataOr(*existing, core::kMetaManagedBy, "");
+  if (hash != spec.spec_hash) {
+    return core::Error::Conflict(
+        "submission id " + id + " already exists in Ray with a different spec (" +
+        std::string(core::kMetaSpecHash) + " " + (hash.empty() ? "unset" : "'" + hash + "'") +
+        ", this spec has '" + spec.spec_hash + "'); not adopting it");
+  }
+  if (owner != context.instance) {
+    return core::Error::Conflict("submission id " + id + " already exists in Ray, managed by " +
+                                 (owner.empty() ? std::string("nobody") : "'" + owner + "'") +
+                                 ", not by '" + context.instance + "'; not adopting it");
+  }
+  return existing;
+}
+
+}  // namespace
+
+std::string FormatJobListLines(const std::vector<core::RayJob>& jobs) {
+  std::string out;
+  for (const core::RayJob& job : jobs) {
+    std::string id = job.submission_id;
+    if (id.empty()) id = job.job_id.value_or("-");
+    out += id;
+    out += ' ';
+    out += core::RayJobStatusName(job.status);
+    out += ' ';
+    out += job.type.empty() ? "-" : job.type;
+    out += " managed-by=" + MetadataOr(job, core::kMetaManagedBy, "-");
+    out += ' ';
+    // One line per job, whatever the entrypoint holds.
+    for (char c : job.entrypoint) out += (c == '\n' || c == '\r') ? ' ' : c;
+    out += '\n';
+  }
+  return out;
+}
+
+core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
+                                                ports::ArtifactSink* artifacts,
+                                                const core::JobSpec& spec,
+                                                const core::RayConfig& cluster,
+                                                const core::RenderContext& context,
+                                                const SubmitArtifactInputs& inputs) {
+  core::Result<core::Value> body = core::RenderSubmission(spec, cluster, context);
+  if (!body.ok()) return body.error();
+
+  SubmitAttemptResult result;
+  result.body = std::move(*body);
+  result.submission_id = SubmissionIdOf(result.body, spec, context.attempt);
+
+  std::string cluster_status;
+  if (artifacts != nullptr) {
+    core::Result<std::string> status = server.ClusterStatus();
+    if (!status.ok()) {
+      cluster_status = "unavailable: " + status.error().ToString();
+    } else if (status->empty()) {
+      cluster_status = "unavailable: Ray returned an empty cluster status";
+    } else {
+      cluster_status = std::move(*status);
+    }
+  }
+
+  std::string ray_answer;
+  core::Result<std::string> submitted = server.Submit(result.body);
+  if (submitted.ok()) {
+    ray_answer = "accepted: submission_id " + *submitted;
+  } else if (submitted.error().IsConflict()) {
+    core::Result<core::RayJob> adopted =
+        AdoptExisting(server, result.submission_id, spec, context, submitted.error().message());
+    if (!adopted.ok()) return adopted.error();
+    result.adopted = true;
+    ray_answer = "duplicate submission id: " + submitted.error().message() + "\n" +
+                 "adopted the existing job (same spec hash and instance), status " +
+                 std::string(core::RayJobStatusName(adopted->status));
+  } else {
+    return submitted.error();
+  }
+
+  if (artifacts != nullptr) {
+    ports::SubmissionRecord record;
+    record.submission_id = result.submission_id;
+    record.adopted = result.adopted;
+    record.ray_config_text = inputs.ray_config_text;
+    record.jobspec_text = inputs.jobspec_text;
+    record.submit_payload = result.body;
+    record.ray_address = inputs.ray_address;
+    record.commit = context.commit;
+    record.ray_answer = std::move(ray_answer);
+    record.cluster_status_pre = std::move(cluster_status);
+    core::Result<std::vector<core::RayJob>> jobs = server.List();
+    record.job_list_post =
+        jobs.ok() ? FormatJobListLines(*jobs) : "unavailable: " + jobs.error().ToString();
+    if (core::Status written = artifacts->WriteSubmission(record); !written.ok()) {
+      result.artifact_error = written.error().ToString();
+    }
+  }
+  return result;
+}
+
+}  // namespace rg::engine

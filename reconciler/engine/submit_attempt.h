@@ -1,0 +1,57 @@
+#pragma once
+// One idempotent submission of a JobSpec (DESIGN.md 1.3, 3.3, 5): render the body, record
+// the cluster's view, submit with the deterministic id, adopt the run when Ray already has
+// it from the same spec, and leave the artifacts behind.
+
+#include <string>
+#include <vector>
+
+#include "reconciler/core/ray_job.h"
+#include "reconciler/core/render.h"
+#include "reconciler/core/result.h"
+#include "reconciler/core/spec_model.h"
+#include "reconciler/core/value.h"
+#include "reconciler/ports/artifact_sink.h"
+#include "reconciler/ports/job_server.h"
+
+namespace rg::engine {
+
+// What the artifacts record besides the rendered body: the inputs as read, and where they
+// were sent.
+struct SubmitArtifactInputs {
+  std::string ray_config_text;  // cluster.yaml as read
+  std::string jobspec_text;     // the JobSpec as read
+  std::string ray_address;      // the Jobs API address (credentials are stripped on record)
+};
+
+struct SubmitAttemptResult {
+  std::string submission_id;
+  // True when Ray already had this id from the same spec and instance: nothing was sent.
+  bool adopted = false;
+  core::Value body;  // the POST /api/jobs/ body as rendered (not redacted)
+  // Why the artifacts could not be written; empty when they were (or no sink was given).
+  // The submission stands either way.
+  std::string artifact_error;
+};
+
+// Renders `spec` against `cluster` and submits it.
+// - Errors from rendering (kInvalidInput) stop before anything is sent.
+// - A duplicate id (kConflict from the server) is resolved by GET-ing the job: it is adopted
+//   when its metadata has the spec's gitops.spec-hash and the context's
+//   gitops.managed-by; otherwise kConflict, naming what differs.
+// - Every other server error is returned as is.
+// The cluster status before submitting and the job list after are fetched only for the
+// artifacts, and only when `artifacts` is not null; their failures are recorded, not
+// returned.
+core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
+                                                ports::ArtifactSink* artifacts,
+                                                const core::JobSpec& spec,
+                                                const core::RayConfig& cluster,
+                                                const core::RenderContext& context,
+                                                const SubmitArtifactInputs& inputs);
+
+// One line per job, in the server's order:
+// "<submission_id or job_id> <STATUS> <type> managed-by=<instance or -> <entrypoint>".
+std::string FormatJobListLines(const std::vector<core::RayJob>& jobs);
+
+}  // namespace rg::engine
