@@ -1,0 +1,332 @@
+#include "reconciler/spec/yaml_document.h"
+
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <new>
+#include <utility>
+
+#include "reconciler/spec/spec_loader.h"
+
+namespace rg::spec {
+namespace {
+
+core::SourcePos PosOf(const YAML::Mark& mark) {
+  if (mark.line < 0 || mark.column < 0) return {1, 1};
+  return {mark.line + 1, mark.column + 1};
+}
+
+core::Diagnostic At(const std::string& path, core::SourcePos pos, std::string message) {
+  return {path, pos.line, pos.column, std::move(message)};
+}
+
+struct Utf8Error {
+  core::SourcePos pos;
+  unsigned char byte;
+};
+
+// RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
+std::optional<Utf8Error> FindInvalidUtf8(std::string_view text) {
+  int line = 1;
+  size_t line_start = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t length = 0;
+    uint32_t min = 0;
+    uint32_t code = 0;
+    if (c < 0x80) {
+      if (c == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      length = 2, min = 0x80, code = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      length = 3, min = 0x800, code = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      length = 4, min = 0x10000, code = c & 0x07;
+    }
+    bool valid = length != 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      const auto cont = static_cast<unsigned char>(text[i + k]);
+      valid = (cont & 0xC0) == 0x80;
+      code = (code << 6) | (cont & 0x3F);
+    }
+    valid = valid && code >= min && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
+    if (!valid) {
+      return Utf8Error{{line, static_cast<int>(i - line_start) + 1}, c};
+    }
+    i += length;
+  }
+  return std::nullopt;
+}
+
+bool IsDigits(std::string_view s, bool hex = false, bool octal = false) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    const bool ok = octal ? (c >= '0' && c <= '7')
+                          : (c >= '0' && c <= '9') ||
+                                (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool IsCoreFloat(std::string_view s) {
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+  size_t int_digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++int_digits;
+  size_t frac_digits = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++frac_digits;
+  }
+  if (int_digits == 0 && frac_digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (!IsDigits(s.substr(i))) return false;
+    i = s.size();
+  }
+  return i == s.size();
+}
+
+std::optional<double> ParseDouble(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double out = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return out;
+}
+
+class TreeBuilder {
+ public:
+  explicit TreeBuilder(const std::string& path) : path_(path) {}
+
+  // nullopt when the document is over the node or depth budget (reported once).
+  std::optional<YamlNode> Build(const YAML::Node& node, core::SourcePos pos, int depth) {
+    if (++visited_ > kMaxYamlNodes) {
+      Stop(pos, "document too large after alias expansion (more than " +
+                    std::to_string(kMaxYamlNodes) + " nodes)");
+      return std::nullopt;
+    }
+    if (depth > kMaxYamlDepth) {
+      Stop(pos,
+           "document nested too deeply (more than " + std::to_string(kMaxYamlDepth) + " levels)");
+      return std::nullopt;
+    }
+    YamlNode out;
+    out.pos = pos;
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        out.scalar = nullptr;
+        out.text = "null";
+        return out;
+      case YAML::NodeType::Scalar:
+        out.text = node.Scalar();
+        out.scalar = ResolveTagged(node, pos);
+        return out;
+      case YAML::NodeType::Sequence:
+        out.kind = YamlNode::Kind::kSequence;
+        for (const YAML::Node& item : node) {
+          auto child = Build(item, PosOf(item.Mark()), depth + 1);
+          if (!child) return std::nullopt;
+          out.items.push_back(std::move(*child));
+        }
+        return out;
+      case YAML::NodeType::Map:
+        out.kind = YamlNode::Kind::kMapping;
+        if (!BuildEntries(node, depth, out)) return std::nullopt;
+        return out;
+    }
+    return out;
+  }
+
+  core::Diagnostics TakeDiagnostics() { return std::move(diagnostics_); }
+
+ private:
+  bool BuildEntries(const YAML::Node& node, int depth, YamlNode& out) {
+    std::map<std::string, core::SourcePos, std::less<>> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const core::SourcePos key_pos = PosOf(it->first.Mark());
+      auto key = Build(it->first, key_pos, depth + 1);
+      if (!key) return false;
+      // An empty value's mark points past it (often at the next line); the key is where it is.
+      const bool empty_value = it->second.Type() == YAML::NodeType::Null;
+      auto value = Build(it->second, empty_value ? key_pos : PosOf(it->second.Mark()), depth + 1);
+      if (!value) return false;
+      if (!key->is_string()) {
+        diagnostics_.push_back(
+            At(path_, key_pos, "keys must be strings (got " + Describe(*key) + ")"));
+        continue;
+      }
+      auto [first, inserted] = seen.emplace(key->scalar.as_string(), key_pos);
+      if (!inserted) {
+        diagnostics_.push_back(At(path_, key_pos,
+                                  "duplicate key \"" + key->scalar.as_string() +
+                                      "\" (first written at line " +
+                                      std::to_string(first->second.line) + ")"));
+        continue;
+      }
+      out.entries.push_back({key->scalar.as_string(), key_pos, std::move(*value)});
+    }
+    return true;
+  }
+
+  core::Value ResolveTagged(const YAML::Node& node, core::SourcePos pos) {
+    const std::string& tag = node.Tag();
+    if (tag == "?") return ResolvePlainScalar(node.Scalar());
+    // "!" marks a quoted or block scalar: always a string.
+    if (tag == "!" || tag == "tag:yaml.org,2002:str") return node.Scalar();
+    diagnostics_.push_back(At(path_, pos, "unsupported tag \"" + tag + "\" (only !!str is)"));
+    return node.Scalar();
+  }
+
+  void Stop(core::SourcePos pos, std::string message) {
+    if (!stopped_) diagnostics_.push_back(At(path_, pos, std::move(message)));
+    stopped_ = true;
+  }
+
+  const std::string& path_;
+  core::Diagnostics diagnostics_;
+  int visited_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+core::Value ResolvePlainScalar(std::string_view text) {
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
+    return nullptr;
+  }
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  std::string_view body = text;
+  const bool signed_number = body.front() == '-' || body.front() == '+';
+  if (signed_number) body.remove_prefix(1);
+  if (IsDigits(body)) {
+    int64_t out = 0;
+    std::string_view digits = text.front() == '+' ? text.substr(1) : text;
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    if (ec == std::errc() && ptr == digits.data() + digits.size()) return out;
+    if (auto d = ParseDouble(text)) return *d;  // out of int64 range
+    return std::string(text);
+  }
+  if (!signed_number && text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'o')) {
+    const bool hex = text[1] == 'x';
+    std::string_view digits = text.substr(2);
+    if (IsDigits(digits, hex, !hex)) {
+      int64_t out = 0;
+      auto [ptr, ec] =
+          std::from_chars(digits.data(), digits.data() + digits.size(), out, hex ? 16 : 8);
+      if (ec == std::errc() && ptr == digits.data() + digits.size()) return out;
+    }
+    return std::string(text);
+  }
+  if (IsCoreFloat(text)) {
+    if (auto d = ParseDouble(text)) return *d;
+  }
+  return std::string(text);
+}
+
+YamlParse ParseYamlDocument(std::string_view text, const std::string& path) {
+  YamlParse out;
+  if (text.size() > kMaxSpecFileBytes) {
+    out.diagnostics.push_back({path, 0, 0,
+                               "file is too large (" + std::to_string(text.size()) +
+                                   " bytes; the limit is " + std::to_string(kMaxSpecFileBytes) +
+                                   ")"});
+    return out;
+  }
+  if (auto bad = FindInvalidUtf8(text)) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string byte = "0x";
+    byte += kHex[bad->byte >> 4];
+    byte += kHex[bad->byte & 0xF];
+    out.diagnostics.push_back(At(path, bad->pos, "invalid UTF-8 (byte " + byte + ")"));
+    return out;
+  }
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.empty()) {
+      out.diagnostics.push_back({path, 0, 0, "the file is empty (expected a mapping of fields)"});
+      return out;
+    }
+    if (docs.size() > 1) {
+      out.diagnostics.push_back(
+          At(path, PosOf(docs[1].Mark()),
+             "a file must hold one YAML document (found " + std::to_string(docs.size()) + ")"));
+      return out;
+    }
+    TreeBuilder builder(path);
+    std::optional<YamlNode> root = builder.Build(docs[0], PosOf(docs[0].Mark()), 0);
+    out.diagnostics = builder.TakeDiagnostics();
+    out.root = std::move(root);
+  } catch (const YAML::DeepRecursion& e) {
+    out.diagnostics.push_back(At(path, PosOf(e.mark), "the document is nested too deeply"));
+  } catch (const YAML::ParserException& e) {
+    out.diagnostics.push_back(At(path, PosOf(e.mark), e.msg));
+  } catch (const std::bad_alloc&) {
+    out.diagnostics.push_back({path, 0, 0, "out of memory while reading the document"});
+  } catch (const std::exception& e) {
+    out.diagnostics.push_back({path, 0, 0, std::string("cannot read YAML: ") + e.what()});
+  }
+  return out;
+}
+
+core::Value ToValue(const YamlNode& node) {
+  switch (node.kind) {
+    case YamlNode::Kind::kScalar:
+      return node.scalar;
+    case YamlNode::Kind::kSequence: {
+      core::Value::Array items;
+      items.reserve(node.items.size());
+      for (const auto& item : node.items) items.push_back(ToValue(item));
+      return items;
+    }
+    case YamlNode::Kind::kMapping: {
+      core::Value::Object object;
+      for (const auto& entry : node.entries) object.emplace(entry.key, ToValue(entry.value));
+      return object;
+    }
+  }
+  return nullptr;
+}
+
+std::string Describe(const YamlNode& node) {
+  if (node.is_mapping()) return "a mapping";
+  if (node.is_sequence()) return "a list";
+  if (!node.scalar.is_string()) return node.text.empty() ? "null" : node.text;
+  constexpr size_t kMaxShown = 60;
+  std::string out = "\"";
+  const std::string& text = node.text;
+  for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += '?';
+    } else {
+      out += c;
+    }
+  }
+  if (text.size() > kMaxShown) out += "...";
+  out += '"';
+  return out;
+}
+
+}  // namespace rg::spec
