@@ -17,7 +17,9 @@
 // [A-Za-z0-9_/+.$%*:-] and it is not empty; otherwise it is written as a Hydra double-quoted
 // string, in which `"` becomes `\"` and every run of backslashes that precedes a quote (an
 // escaped one or the closing one) is doubled, as Hydra's grammar page prescribes. Inside the
-// quotes everything else, newlines included, is taken literally.
+// quotes everything else, newlines included, is taken literally. Values of string fields of the
+// spec are also quoted when bare Hydra would type them (true, null, 10, 1e-5, inf), so that a
+// path or model id named "10" stays the string "10".
 //
 // Shell (ShellQuote). Ray runs the entrypoint with a shell, so every token holding a character
 // outside [A-Za-z0-9_./=:,@+%-] is single-quoted, with ' written as '\''. Nothing is special
@@ -69,6 +71,14 @@ bool IsHydraBare(char c) {
   }
 }
 
+std::string LowerAscii(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 char AsciiUpper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; }
 
 std::string SpecHashOf(const JobSpec& spec) {
@@ -104,6 +114,60 @@ Result<Value> InterpolateValue(const Value& value, const RayConfig& cluster) {
   return value;
 }
 
+// The value as a Hydra double-quoted string: `"` escaped as `\"`, and every run of
+// backslashes that precedes a quote doubled.
+std::string HydraDoubleQuoted(std::string_view value) {
+  std::string out = "\"";
+  size_t backslashes = 0;
+  auto flush_backslashes = [&](bool before_quote) {
+    out.append(before_quote ? 2 * backslashes : backslashes, '\\');
+    backslashes = 0;
+  };
+  for (char c : value) {
+    if (c == '\\') {
+      ++backslashes;
+      continue;
+    }
+    flush_backslashes(c == '"');
+    if (c == '"') out += '\\';
+    out += c;
+  }
+  flush_backslashes(true);  // the closing quote follows
+  out += '"';
+  return out;
+}
+
+// True when Hydra would read the bare text as a bool, null, int or float rather than a string.
+bool LooksLikeHydraScalar(std::string_view value) {
+  std::string lower = LowerAscii(value);
+  std::string_view unsigned_part = lower;
+  if (!unsigned_part.empty() && (unsigned_part[0] == '+' || unsigned_part[0] == '-')) {
+    unsigned_part.remove_prefix(1);
+  }
+  if (lower == "true" || lower == "false" || lower == "null" || unsigned_part == "inf" ||
+      unsigned_part == "nan") {
+    return true;
+  }
+  bool has_digit = false;
+  for (char c : lower) {
+    if (c >= '0' && c <= '9') {
+      has_digit = true;
+    } else if (c != '+' && c != '-' && c != '.' && c != '_' && c != 'e') {
+      return false;
+    }
+  }
+  return has_digit;
+}
+
+// A spec field that is a string stays a string for Hydra, even when it reads like a number.
+std::string HydraQuoteString(std::string_view value) {
+  std::string quoted = HydraQuoteValue(value);
+  if (quoted.size() == value.size() && LooksLikeHydraScalar(value)) {
+    return HydraDoubleQuoted(value);
+  }
+  return quoted;
+}
+
 // Collects the Hydra overrides of a verl trainer, each already quoted for Hydra and the shell.
 class OverrideList {
  public:
@@ -119,19 +183,15 @@ class OverrideList {
       status_ = interpolated.error();
       return;
     }
-    Raw(key, *interpolated);
+    Text(key, *interpolated);
   }
 
   void Integer(std::string_view key, const std::optional<int64_t>& value) {
-    if (value.has_value()) Raw(key, std::to_string(*value));
+    if (value.has_value()) Pair(key, std::to_string(*value));
   }
 
-  void Raw(std::string_view key, std::string_view value) {
-    std::string pair(key);
-    pair += '=';
-    pair += HydraQuoteValue(value);
-    tokens_.push_back(ShellQuote(pair));
-  }
+  // A string value we produce ourselves (ids, paths, fixed settings).
+  void Text(std::string_view key, std::string_view value) { Pair(key, HydraQuoteString(value)); }
 
   // A user override: already Hydra syntax, so it is only quoted for the shell.
   void UserOverride(std::string_view override_text) {
@@ -155,6 +215,13 @@ class OverrideList {
   }
 
  private:
+  void Pair(std::string_view key, std::string_view hydra_value) {
+    std::string pair(key);
+    pair += '=';
+    pair += hydra_value;
+    tokens_.push_back(ShellQuote(pair));
+  }
+
   const RayConfig& cluster_;
   std::vector<std::string> tokens_;
   Status status_;
@@ -190,7 +257,7 @@ Result<std::string> RenderVerlEntrypoint(const JobSpec& spec, const RayConfig& c
   } else {
     line.Word("verl.trainer.main_ppo");
   }
-  if (spec.workload == Workload::kGrpo) line.Raw("algorithm.adv_estimator", "grpo");
+  if (spec.workload == Workload::kGrpo) line.Text("algorithm.adv_estimator", "grpo");
 
   line.String("data.train_files", spec.train_file);
   line.String("data.val_files", spec.val_file);
@@ -205,24 +272,16 @@ Result<std::string> RenderVerlEntrypoint(const JobSpec& spec, const RayConfig& c
   line.Integer("trainer.total_training_steps", spec.total_training_steps);
   line.Integer("trainer.save_freq", spec.save_freq);
   line.Integer("trainer.test_freq", spec.test_freq);
-  line.Raw("trainer.experiment_name", submission_id);
+  line.Text("trainer.experiment_name", submission_id);
   if (cluster.shared_root.has_value()) {
-    line.Raw("trainer.default_local_dir", CheckpointDir(*cluster.shared_root, submission_id));
+    line.Text("trainer.default_local_dir", CheckpointDir(*cluster.shared_root, submission_id));
   }
   // verl's SFT driver computes on trainer.device and the driver holds no GPU.
   if (spec.workload == Workload::kSft && !OverridesSetKey(spec.overrides, "trainer.device")) {
-    line.Raw("trainer.device", "cpu");
+    line.Text("trainer.device", "cpu");
   }
   for (const std::string& item : spec.overrides) line.UserOverride(item);
   return line.Join();
-}
-
-std::string LowerAscii(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
 }
 
 // Splits an env var name into words at non-alphanumerics and at lower-to-upper case steps,
@@ -271,25 +330,7 @@ std::string HydraQuoteValue(std::string_view value) {
   bool bare = !value.empty();
   for (char c : value) bare = bare && IsHydraBare(c);
   if (bare) return std::string(value);
-
-  std::string out = "\"";
-  size_t backslashes = 0;
-  auto flush_backslashes = [&](bool before_quote) {
-    out.append(before_quote ? 2 * backslashes : backslashes, '\\');
-    backslashes = 0;
-  };
-  for (char c : value) {
-    if (c == '\\') {
-      ++backslashes;
-      continue;
-    }
-    flush_backslashes(c == '"');
-    if (c == '"') out += '\\';
-    out += c;
-  }
-  flush_backslashes(true);  // the closing quote follows
-  out += '"';
-  return out;
+  return HydraDoubleQuoted(value);
 }
 
 Result<std::string> InterpolateSharedRoot(std::string_view text, const RayConfig& cluster) {

@@ -1,0 +1,217 @@
+#include "reconciler/core/identity.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+using rg::core::ComputeSpecHash;
+using rg::core::JobSpec;
+using rg::core::Value;
+
+namespace {
+
+Value SampleDocument() {
+  Value doc = Value::Object{};
+  doc["workload"] = "ppo";
+  doc["name"] = "ppo-qwen";
+  doc["code_path"] = "${shared_root}/common/code/verl/a";
+  doc["model_id"] = "Qwen/Qwen2.5-0.5B";
+  doc["train_file"] = "/data/train.parquet";
+  doc["val_file"] = "/data/test.parquet";
+  doc["nnodes"] = 1;
+  doc["n_gpus_per_node"] = 2;
+  doc["total_training_steps"] = 10;
+  doc["save_freq"] = 5;
+  doc["test_freq"] = 5;
+  doc["overrides"] = Value::Array{"a.b=1"};
+  doc["runtime_env"] = Value::Object{{"pip", Value::Array{"x"}}};
+  doc["env_vars"] = Value::Object{{"K", "v"}};
+  doc["entrypoint_num_cpus"] = 1.5;
+  doc["entrypoint_num_gpus"] = 0.5;
+  doc["entrypoint_memory"] = int64_t{1000000000};
+  doc["entrypoint_resources"] = Value::Object{{"worker_node", 1}};
+  doc["submission_id"] = "pinned-id";
+  doc["retries"] = 2;
+  doc["suspend"] = false;
+  doc["on_remove"] = "stop";
+  doc["annotations"] = Value::Object{{"owner", "me"}};
+  return doc;
+}
+
+JobSpec SpecNamed(std::string name, std::string hash) {
+  JobSpec spec;
+  spec.name = std::move(name);
+  spec.spec_hash = std::move(hash);
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("spec hash is the first 10 hex digits of SHA-256 over the canonical JSON") {
+  Value doc = Value::Object{};
+  doc["workload"] = "ppo";
+  doc["model_id"] = "m";
+  doc["retries"] = 3;
+  // sha256 of the text {"model_id":"m","workload":"ppo"}, computed independently.
+  CHECK(ComputeSpecHash(doc) == "613ada0887");
+  CHECK(ComputeSpecHash(doc) ==
+        rg::core::Sha256Hex(R"({"model_id":"m","workload":"ppo"})").substr(0, 10));
+}
+
+TEST_CASE("spec hash does not depend on the order keys were written in") {
+  Value a = Value::Object{};
+  a["workload"] = "sft";
+  a["nnodes"] = 2;
+  a["env_vars"] = Value::Object{{"B", "2"}, {"A", "1"}};
+  Value b = Value::Object{};
+  b["env_vars"] = Value::Object{{"A", "1"}, {"B", "2"}};
+  b["nnodes"] = 2;
+  b["workload"] = "sft";
+  CHECK(ComputeSpecHash(a) == ComputeSpecHash(b));
+}
+
+TEST_CASE("spec hash ignores the policy fields") {
+  Value base = SampleDocument();
+  std::string hash = ComputeSpecHash(base);
+  std::vector<std::pair<std::string, Value>> policy_changes = {
+      {"retries", 7},
+      {"suspend", true},
+      {"on_remove", "keep"},
+      {"annotations", Value::Object{{"owner", "someone else"}, {"ticket", "T-1"}}},
+  };
+  for (const auto& [key, value] : policy_changes) {
+    Value changed = base;
+    changed[key] = value;
+    INFO(key);
+    CHECK(ComputeSpecHash(changed) == hash);
+    changed.as_object().erase(key);
+    CHECK(ComputeSpecHash(changed) == hash);
+  }
+}
+
+TEST_CASE("spec hash changes when any field that defines the run changes") {
+  Value base = SampleDocument();
+  std::string hash = ComputeSpecHash(base);
+  for (const auto& [key, value] : base.as_object()) {
+    if (rg::core::IsPolicyField(key)) continue;
+    INFO(key);
+    Value changed = base;
+    changed[key] = Value("something else");
+    CHECK(ComputeSpecHash(changed) != hash);
+    Value removed = base;
+    removed.as_object().erase(key);
+    CHECK(ComputeSpecHash(removed) != hash);
+  }
+  Value type_changed = base;
+  type_changed["nnodes"] = "1";  // the string "1" is not the integer 1
+  CHECK(ComputeSpecHash(type_changed) != hash);
+}
+
+TEST_CASE("policy fields are exactly retries, suspend, on_remove and annotations") {
+  CHECK(rg::core::IsPolicyField("retries"));
+  CHECK(rg::core::IsPolicyField("suspend"));
+  CHECK(rg::core::IsPolicyField("on_remove"));
+  CHECK(rg::core::IsPolicyField("annotations"));
+  CHECK_FALSE(rg::core::IsPolicyField("name"));
+  CHECK_FALSE(rg::core::IsPolicyField("submission_id"));
+  CHECK_FALSE(rg::core::IsPolicyField("Retries"));
+}
+
+TEST_CASE("submission ids: attempt 0 is the base, later attempts add -r<k>") {
+  JobSpec spec = SpecNamed("ppo-qwen", "3f2a1c9b0e");
+  CHECK(rg::core::SubmissionIdBase(spec) == "ppo-qwen-3f2a1c9b0e");
+  CHECK(rg::core::SubmissionIdForAttempt(spec, 0) == "ppo-qwen-3f2a1c9b0e");
+  CHECK(rg::core::SubmissionIdForAttempt(spec, 1) == "ppo-qwen-3f2a1c9b0e-r1");
+  CHECK(rg::core::SubmissionIdForAttempt(spec, 12) == "ppo-qwen-3f2a1c9b0e-r12");
+}
+
+TEST_CASE("a pinned submission id replaces name and hash") {
+  JobSpec spec = SpecNamed("ppo-qwen", "3f2a1c9b0e");
+  spec.submission_id = "my-run.v2";
+  CHECK(rg::core::SubmissionIdBase(spec) == "my-run.v2");
+  CHECK(rg::core::SubmissionIdForAttempt(spec, 0) == "my-run.v2");
+  CHECK(rg::core::SubmissionIdForAttempt(spec, 3) == "my-run.v2-r3");
+}
+
+TEST_CASE("a spec without a stored hash gets the hash of its document") {
+  JobSpec spec = SpecNamed("x", "");
+  spec.document = SampleDocument();
+  CHECK(rg::core::SubmissionIdBase(spec) == "x-" + ComputeSpecHash(spec.document));
+}
+
+TEST_CASE("generated ids never look like a Ray driver JobID and are valid pins") {
+  JobSpec spec = SpecNamed("a", "0123456789");
+  std::string id = rg::core::SubmissionIdBase(spec);
+  CHECK(id == "a-0123456789");
+  CHECK(rg::core::IsValidPinnedSubmissionId(id));
+}
+
+TEST_CASE("job names follow ^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$") {
+  struct Case {
+    std::string name;
+    bool valid;
+  };
+  std::vector<Case> cases = {
+      {"a", true},
+      {"9", true},
+      {"ppo-qwen2.5", true},
+      {"a_b.c-d", true},
+      {std::string(63, 'a'), true},
+      {std::string(64, 'a'), false},
+      {"", false},
+      {"-a", false},
+      {"a-", false},
+      {".a", false},
+      {"a.", false},
+      {"A", false},
+      {"ppo/qwen", false},
+      {"a b", false},
+      {"caf\xc3\xa9", false},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    CHECK(rg::core::IsValidJobName(c.name) == c.valid);
+  }
+}
+
+TEST_CASE("pinned ids: [a-z0-9._-], 1 to 100 characters, alphanumeric ends, never 8 hex") {
+  struct Case {
+    std::string id;
+    bool valid;
+  };
+  std::vector<Case> cases = {
+      {"run-1", true},
+      {"a", true},
+      {std::string(100, 'z'), true},
+      {std::string(101, 'z'), false},
+      {"", false},
+      {"-run", false},
+      {"run_", false},
+      {"Run", false},
+      {"run/1", false},
+      {"run 1", false},
+      {"deadbeef", false},
+      {"01234567", false},
+      {"0123456g", true},
+      {"deadbee", true},
+      {"deadbeef0", true},
+      {"raysubmit_abc", true},
+  };
+  for (const auto& c : cases) {
+    INFO(c.id);
+    CHECK(rg::core::IsValidPinnedSubmissionId(c.id) == c.valid);
+  }
+}
+
+TEST_CASE("default job names come from the path under the jobs directory") {
+  using rg::core::DefaultJobName;
+  CHECK(DefaultJobName("jobs/ppo/Qwen2.5.yaml", "jobs") == "ppo-qwen2.5");
+  CHECK(DefaultJobName("jobs/smoke/hello.yml", "jobs") == "smoke-hello");
+  CHECK(DefaultJobName("jobs/a/b/c.yaml", "jobs") == "a-b-c");
+  CHECK(DefaultJobName("jobs/top.yaml", "jobs/") == "top");
+  CHECK(DefaultJobName("./jobs/top.yaml", "./jobs") == "top");
+  CHECK(DefaultJobName("specs/x/Y.YAML", "specs") == "x-y");
+  CHECK(DefaultJobName("deploy/jobs/x.yaml", "deploy/jobs") == "x");
+  // Only a whole directory component is stripped.
+  CHECK(DefaultJobName("jobsx/y.yaml", "jobs") == "jobsx-y");
+}
