@@ -1,0 +1,106 @@
+#pragma once
+// An in-process fake of a Ray head's Jobs REST API (RAY_JOBS_API.md and docs/ray-jobs-api.md),
+// faithful to the quirks that ray-gitops relies on, so that the contract suite gives the same
+// answers against it as against a real Ray 2.60 head.
+//
+// Lifecycle: by default a job's fate follows its entrypoint, as a real head's would:
+//   `sleep N...`             RUNNING until stopped or until N seconds have passed (then SUCCEEDED)
+//   `false`, `exit K` (K>0)  FAILED with driver_exit_code K (1 for `false`)
+//   anything else            SUCCEEDED with driver_exit_code 0; `echo WORDS` logs WORDS
+// A job whose entrypoint resources the fake cluster cannot satisfy stays PENDING. Progress is
+// computed from the monotonic clock whenever the server is asked, so no timer thread exists.
+// Tests can take over a job with SetStatus, after which it no longer moves by itself.
+//
+// Thread-safe: the HTTP threads and the test thread share one lock.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reconciler/core/ray_job.h"
+
+namespace rg::testing {
+
+// Route names for fault injection and counters: the method and the path pattern.
+inline constexpr std::string_view kRouteVersion = "GET /api/version";
+inline constexpr std::string_view kRouteAuthMode = "GET /api/authentication_mode";
+inline constexpr std::string_view kRouteHealthz = "GET /api/gcs_healthz";
+inline constexpr std::string_view kRouteClusterStatus = "GET /api/cluster_status";
+inline constexpr std::string_view kRouteSubmit = "POST /api/jobs/";
+inline constexpr std::string_view kRouteList = "GET /api/jobs/";
+inline constexpr std::string_view kRouteGet = "GET /api/jobs/{id}";
+inline constexpr std::string_view kRouteStop = "POST /api/jobs/{id}/stop";
+inline constexpr std::string_view kRouteDelete = "DELETE /api/jobs/{id}";
+inline constexpr std::string_view kRouteLogs = "GET /api/jobs/{id}/logs";
+
+struct FakeRayOptions {
+  std::string ray_version = "2.60.0";
+  std::map<std::string, double> cluster_resources = {{"CPU", 4}, {"worker_node", 2}};
+  // When set, the server behaves as a head started with RAY_AUTH_MODE=token.
+  std::optional<std::string> token;
+  std::chrono::milliseconds start_delay{50};  // PENDING -> RUNNING
+  std::chrono::milliseconds run_time{100};    // RUNNING -> end, for entrypoints that are not sleep
+  std::chrono::milliseconds stop_delay{150};  // stop request -> STOPPED (Ray stops asynchronously)
+};
+
+class FakeRayServer {
+ public:
+  // Binds 127.0.0.1 on a free port and serves from a background thread.
+  explicit FakeRayServer(FakeRayOptions options = {});
+  ~FakeRayServer();
+  FakeRayServer(const FakeRayServer&) = delete;
+  FakeRayServer& operator=(const FakeRayServer&) = delete;
+
+  int port() const;
+  std::string address() const;  // http://127.0.0.1:<port>
+
+  // --- driving jobs ---
+  // Takes the job over: it keeps `status` until the next SetStatus, whatever its entrypoint.
+  // Terminal statuses set end_time; FAILED sets driver_exit_code to `exit_code` (default 1).
+  // Returns false when no such job exists.
+  bool SetStatus(std::string_view submission_id, core::RayJobStatus status,
+                 std::string message = "", std::optional<int64_t> exit_code = std::nullopt);
+  bool AppendLogs(std::string_view submission_id, std::string_view text);
+  // Finishes every requested stop now and advances every job to the present.
+  void Tick();
+  // A head restart without GCS fault tolerance: every job is forgotten, session_name changes.
+  void Restart();
+  // A job started with ray.init() outside the Jobs API (type DRIVER, no submission id).
+  void AddDriverJob(std::string job_id, std::string entrypoint);
+  void SetToken(std::optional<std::string> token);
+  void SetClusterResources(std::map<std::string, double> resources);
+
+  // --- observing ---
+  std::optional<core::RayJobStatus> StatusOf(std::string_view submission_id);
+  size_t JobCount() const;
+  // Every POST /api/jobs/ body received, in order, as sent.
+  std::vector<std::string> SubmitBodies() const;
+  std::string SessionName() const;
+  // Requests seen per route (see the kRoute* names; unknown paths count as "<METHOD> other").
+  int RequestCount(std::string_view route) const;
+  // The headers of the last request to `route` (names lowercased); empty if none.
+  std::map<std::string, std::string> LastHeaders(std::string_view route) const;
+  void ResetCounters();
+
+  // --- fault injection ---
+  // The next `count` requests to `route` get `status` with a text/plain `body`, untouched.
+  void FailNext(std::string_view route, int count, int status,
+                std::string body = "injected failure");
+  // The next `count` requests to `route` lose their answer: the connection is closed before a
+  // complete response is sent. With `after_handling`, the request takes effect first (e.g. the
+  // job is accepted), which is what a client sees when a proxy or the network drops a reply.
+  void DropNext(std::string_view route, int count, bool after_handling);
+  // Every request waits this long before it is handled.
+  void SetLatency(std::chrono::milliseconds latency);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rg::testing
