@@ -1,0 +1,454 @@
+#include "reconciler/core/planner.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+
+#include "reconciler/core/identity.h"
+#include "reconciler/core/render.h"
+
+namespace rg::core {
+
+int Plan::CountActions(ActionKind kind) const {
+  return static_cast<int>(std::count_if(actions.begin(), actions.end(),
+                                        [&](const Action& a) { return a.kind == kind; }));
+}
+
+const JobPlan* Plan::FindJob(std::string_view name) const {
+  for (const auto& j : jobs) {
+    if (j.name == name) return &j;
+  }
+  return nullptr;
+}
+
+Phase PhaseForRayStatus(RayJobStatus status) {
+  switch (status) {
+    case RayJobStatus::kRunning:
+      return Phase::kRunning;
+    case RayJobStatus::kSucceeded:
+      return Phase::kSucceeded;
+    case RayJobStatus::kFailed:
+      return Phase::kFailed;
+    case RayJobStatus::kStopped:
+      return Phase::kStopped;
+    case RayJobStatus::kPending:
+    case RayJobStatus::kUnknown:
+      return Phase::kPending;
+  }
+  return Phase::kPending;
+}
+
+namespace {
+
+std::string MetaOr(const RayJob& job, std::string_view key, std::string fallback = "") {
+  auto it = job.metadata.find(key);
+  return it == job.metadata.end() ? fallback : it->second;
+}
+
+std::optional<int> ParseInt(std::string_view s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+// The attempt number of a job of ours: its gitops.attempt label, else the "-r<k>" suffix of its
+// id after `base`, else 0.
+int AttemptOf(const RayJob& job, std::string_view base) {
+  if (auto a = ParseInt(MetaOr(job, kMetaAttempt))) return *a;
+  std::string_view id = job.submission_id;
+  if (id.size() > base.size() + 2 && id.substr(0, base.size()) == base &&
+      id.substr(base.size(), 2) == "-r") {
+    if (auto a = ParseInt(id.substr(base.size() + 2))) return *a;
+  }
+  return 0;
+}
+
+bool IsActive(RayJobStatus s) { return s == RayJobStatus::kPending || s == RayJobStatus::kRunning; }
+
+bool IsOurs(const RayJob& job, const PlanPolicy& policy) {
+  return job.type != "DRIVER" && MetaOr(job, kMetaManagedBy) == policy.instance;
+}
+
+// The latest of a set of jobs: greatest start time, then id, so the choice is stable.
+const RayJob* Latest(const std::vector<const RayJob*>& jobs) {
+  const RayJob* best = nullptr;
+  for (const RayJob* j : jobs) {
+    if (best == nullptr || j->start_time_ms.value_or(0) > best->start_time_ms.value_or(0) ||
+        (j->start_time_ms.value_or(0) == best->start_time_ms.value_or(0) &&
+         j->submission_id > best->submission_id)) {
+      best = j;
+    }
+  }
+  return best;
+}
+
+class Planner {
+ public:
+  Planner(const DesiredState& desired, const std::vector<RayJob>& observed, const Ledger& ledger,
+          const PlanPolicy& policy)
+      : desired_(desired), ledger_(ledger), policy_(policy) {
+    for (const auto& job : observed) {
+      if (job.type == "DRIVER" || job.submission_id.empty()) continue;
+      by_id_[job.submission_id] = &job;
+      if (IsOurs(job, policy)) {
+        by_name_[MetaOr(job, kMetaName)].push_back(&job);
+      } else {
+        plan_.unmanaged.push_back(job);
+      }
+    }
+  }
+
+  Plan Run() {
+    std::set<std::string, std::less<>> handled;
+    for (const auto& bad : desired_.invalid) {
+      PlanInvalid(bad);
+      handled.insert(bad.name);
+      frozen_paths_.insert(bad.path);
+    }
+    for (const auto& spec : desired_.jobs) {
+      PlanDesired(spec);
+      handled.insert(spec.name);
+    }
+    std::set<std::string, std::less<>> removed;
+    for (const auto& [name, jobs] : by_name_) {
+      if (!handled.contains(name)) removed.insert(name);
+    }
+    for (const auto& [name, rec] : ledger_) {
+      if (!handled.contains(name)) removed.insert(name);
+    }
+    for (const auto& name : removed) PlanRemoved(name);
+    ApplyGuards();
+    Finish();
+    return std::move(plan_);
+  }
+
+ private:
+  void PlanInvalid(const InvalidSpec& bad) {
+    JobPlan jp;
+    jp.name = bad.name;
+    jp.spec_path = bad.path;
+    jp.phase = Phase::kInvalid;
+    jp.message = "spec is invalid; its job is frozen (nothing submitted or stopped)";
+    if (auto it = by_name_.find(bad.name); it != by_name_.end()) {
+      if (const RayJob* latest = Latest(it->second)) {
+        jp.observed = *latest;
+        jp.submission_id = latest->submission_id;
+        jp.attempt = AttemptOf(*latest, "");
+      }
+    } else if (auto rec = ledger_.find(bad.name); rec != ledger_.end()) {
+      jp.submission_id = rec->second.submission_id;
+      jp.attempt = rec->second.attempt;
+    }
+    plan_.jobs.push_back(std::move(jp));
+  }
+
+  void AddStop(const RayJob& job, const std::string& name, int attempt, std::string_view why,
+               std::string reason) {
+    Action a;
+    a.kind = ActionKind::kStop;
+    a.name = name;
+    a.submission_id = job.submission_id;
+    a.attempt = attempt;
+    a.stop_reason = std::string(why);
+    a.reason = std::move(reason);
+    stops_.push_back(std::move(a));
+  }
+
+  // True when `id` is free for `spec` to use: absent from Ray, or ours with the same spec hash.
+  bool IdUsable(const std::string& id, const JobSpec& spec, std::string* why) const {
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return true;
+    const RayJob& job = *it->second;
+    if (!IsOurs(job, policy_)) {
+      *why = "submission id " + id + " is taken by a job not managed by " + policy_.instance;
+      return false;
+    }
+    if (MetaOr(job, kMetaSpecHash) != spec.spec_hash) {
+      *why = "submission id " + id + " is taken by a run of different content (spec hash " +
+             MetaOr(job, kMetaSpecHash, "?") + ", now " + spec.spec_hash + ")";
+      if (spec.submission_id)
+        *why += "; a pinned submission_id needs a new value when the spec changes";
+      return false;
+    }
+    return true;
+  }
+
+  void PlanDesired(const JobSpec& spec) {
+    const std::string base = SubmissionIdBase(spec);
+    JobPlan jp;
+    jp.name = spec.name;
+    jp.spec_path = spec.path;
+
+    const StatusRecord* rec = nullptr;
+    if (auto it = ledger_.find(spec.name); it != ledger_.end()) rec = &it->second;
+    if (rec != nullptr && !rec->spec_hash.empty() && rec->spec_hash != spec.spec_hash) {
+      jp.spec_changed = true;
+      jp.previous_spec_hash = rec->spec_hash;
+    }
+
+    // Attempts of this spec version, from Ray and from the ledger.
+    std::map<int, const RayJob*> in_ray;
+    std::vector<const RayJob*> older_versions;  // ours, same name, other spec hash
+    if (auto it = by_name_.find(spec.name); it != by_name_.end()) {
+      for (const RayJob* job : it->second) {
+        if (MetaOr(*job, kMetaSpecHash) == spec.spec_hash) {
+          in_ray[AttemptOf(*job, base)] = job;
+        } else {
+          older_versions.push_back(job);
+        }
+      }
+    }
+    std::map<int, const AttemptRecord*> in_ledger;
+    if (rec != nullptr) {
+      for (const auto& a : rec->attempts) {
+        if (a.spec_hash == spec.spec_hash) in_ledger[a.attempt] = &a;
+      }
+    }
+
+    // A pinned id (or, in theory, a generated one) already used by something else.
+    std::string conflict;
+    if (in_ray.empty() && !IdUsable(base, spec, &conflict)) {
+      jp.phase = Phase::kConflict;
+      jp.message = conflict;
+      jp.submission_id = base;
+      if (auto it = by_id_.find(base); it != by_id_.end()) jp.observed = *it->second;
+      plan_.jobs.push_back(std::move(jp));
+      return;  // no stop of the older run either: the person has to resolve the conflict
+    }
+
+    // Older versions of this job that are still active are replaced.
+    for (const RayJob* old : older_versions) {
+      if (!IsActive(old->status)) continue;
+      AddStop(*old, spec.name, AttemptOf(*old, ""), kStopForReplacement,
+              "spec changed (" + MetaOr(*old, kMetaSpecHash, "?") + " -> " + spec.spec_hash +
+                  "): stopping the old run");
+    }
+
+    int latest = -1;
+    if (!in_ray.empty()) latest = std::max(latest, in_ray.rbegin()->first);
+    if (!in_ledger.empty()) latest = std::max(latest, in_ledger.rbegin()->first);
+
+    auto submit = [&](int attempt, std::string reason) {
+      const std::string id = SubmissionIdForAttempt(spec, attempt);
+      std::string why;
+      if (!IdUsable(id, spec, &why)) {
+        jp.phase = Phase::kConflict;
+        jp.message = why;
+        jp.submission_id = id;
+        return false;
+      }
+      Action a;
+      a.kind = ActionKind::kSubmit;
+      a.name = spec.name;
+      a.submission_id = id;
+      a.attempt = attempt;
+      a.spec_path = spec.path;
+      a.reason = std::move(reason);
+      submits_.push_back(std::move(a));
+      jp.submission_id = id;
+      jp.attempt = attempt;
+      return true;
+    };
+
+    if (latest < 0) {
+      if (spec.suspend) {
+        jp.phase = Phase::kSuspended;
+        jp.message = "suspend: true; nothing submitted";
+      } else {
+        jp.phase = Phase::kPending;
+        jp.message = jp.spec_changed ? "spec changed: submitting the new version" : "new job";
+        submit(0, jp.message);
+      }
+      plan_.jobs.push_back(std::move(jp));
+      return;
+    }
+
+    const RayJob* job = in_ray.contains(latest) ? in_ray[latest] : nullptr;
+    const AttemptRecord* remembered = in_ledger.contains(latest) ? in_ledger[latest] : nullptr;
+    jp.submission_id = job != nullptr ? job->submission_id : remembered->submission_id;
+    jp.attempt = latest;
+    if (job != nullptr) jp.observed = *job;
+
+    const RayJobStatus status = job != nullptr ? job->status : remembered->status;
+    const bool lost = job == nullptr && IsActive(status);
+    const std::string retry_note =
+        "attempt " + std::to_string(latest + 1) + " of " + std::to_string(spec.retries + 1);
+
+    if (lost) {
+      jp.phase = spec.suspend ? Phase::kSuspended : Phase::kLost;
+      jp.message = "Ray no longer knows " + jp.submission_id + " (was " +
+                   std::string(RayJobStatusName(status)) + "; the head restarted?)";
+      if (!spec.suspend && latest < spec.retries) {
+        jp.message += "; resubmitting as attempt " + std::to_string(latest + 1);
+        submit(latest + 1, jp.message);
+        if (jp.phase != Phase::kConflict) jp.phase = Phase::kLost;
+      } else if (!spec.suspend) {
+        jp.message += "; no retries left (" + retry_note + ")";
+      }
+      plan_.jobs.push_back(std::move(jp));
+      return;
+    }
+
+    switch (status) {
+      case RayJobStatus::kPending:
+      case RayJobStatus::kRunning:
+      case RayJobStatus::kUnknown:
+        if (spec.suspend) {
+          jp.phase = Phase::kSuspended;
+          jp.message = "suspend: true; stopping the active run";
+          if (job != nullptr) {
+            AddStop(*job, spec.name, latest, kStopForSuspend, jp.message);
+          }
+        } else {
+          jp.phase = PhaseForRayStatus(status);
+          jp.message = job != nullptr ? job->message : "";
+        }
+        break;
+      case RayJobStatus::kSucceeded:
+        jp.phase = Phase::kSucceeded;
+        jp.message = job != nullptr ? job->message : remembered->message;
+        break;
+      case RayJobStatus::kFailed:
+        jp.phase = Phase::kFailed;
+        jp.message = job != nullptr ? job->message : remembered->message;
+        if (spec.suspend) {
+          jp.phase = Phase::kSuspended;
+          jp.message = "suspend: true; the failed run is not retried";
+        } else if (latest < spec.retries) {
+          jp.phase = Phase::kPending;
+          jp.message = jp.submission_id + " failed; retrying as attempt " +
+                       std::to_string(latest + 1) + " of " + std::to_string(spec.retries);
+          submit(latest + 1, jp.message);
+        }
+        break;
+      case RayJobStatus::kStopped: {
+        const bool stopped_for_suspend =
+            remembered != nullptr && remembered->stop_reason == kStopForSuspend;
+        if (stopped_for_suspend && spec.suspend) {
+          jp.phase = Phase::kSuspended;
+          jp.message = "suspend: true";
+        } else if (stopped_for_suspend) {
+          jp.phase = Phase::kPending;
+          jp.message = "unsuspended: submitting attempt " + std::to_string(latest + 1);
+          submit(latest + 1, jp.message);
+        } else {
+          jp.phase = spec.suspend ? Phase::kSuspended : Phase::kStopped;
+          jp.message = "stopped outside ray-gitops; change the spec to start a new run";
+        }
+        break;
+      }
+    }
+    plan_.jobs.push_back(std::move(jp));
+  }
+
+  void PlanRemoved(const std::string& name) {
+    JobPlan jp;
+    jp.name = name;
+    jp.phase = Phase::kRemoved;
+    const StatusRecord* rec = nullptr;
+    if (auto it = ledger_.find(name); it != ledger_.end()) {
+      rec = &it->second;
+      jp.spec_path = rec->spec_path;
+      jp.submission_id = rec->submission_id;
+      jp.attempt = rec->attempt;
+    }
+    std::vector<const RayJob*> active;
+    if (auto it = by_name_.find(name); it != by_name_.end()) {
+      for (const RayJob* job : it->second) {
+        if (jp.spec_path.empty()) jp.spec_path = MetaOr(*job, kMetaSpecPath);
+        if (IsActive(job->status)) active.push_back(job);
+      }
+      if (const RayJob* latest = Latest(it->second)) {
+        jp.observed = *latest;
+        jp.submission_id = latest->submission_id;
+        jp.attempt = AttemptOf(*latest, "");
+      }
+    }
+    // A run whose spec file is now unreadable is frozen, whatever its name was.
+    for (const RayJob* job : active) {
+      if (frozen_paths_.contains(MetaOr(*job, kMetaSpecPath))) {
+        jp.phase = Phase::kInvalid;
+        jp.message = "its spec file is invalid; frozen";
+        plan_.jobs.push_back(std::move(jp));
+        return;
+      }
+    }
+    const bool keep = rec != nullptr && rec->on_remove == OnRemove::kKeep;
+    if (active.empty()) {
+      jp.message = "spec removed; no active run";
+      jp.forget = true;
+    } else if (keep) {
+      jp.message = "spec removed; on_remove: keep leaves " + std::to_string(active.size()) +
+                   " run(s) running";
+    } else {
+      jp.message = "spec removed; stopping its active run";
+      for (const RayJob* job : active) {
+        AddStop(*job, name, AttemptOf(*job, ""), kStopForRemoval, jp.message);
+      }
+    }
+    plan_.jobs.push_back(std::move(jp));
+  }
+
+  void ApplyGuards() {
+    const int stops = static_cast<int>(stops_.size());
+    int active_ours = 0;
+    for (const auto& [name, jobs] : by_name_) {
+      for (const RayJob* job : jobs) active_ours += IsActive(job->status) ? 1 : 0;
+    }
+    std::string reason;
+    if (stops > policy_.max_stops) {
+      reason = "the plan would stop " + std::to_string(stops) + " jobs, more than --max-stops " +
+               std::to_string(policy_.max_stops);
+    } else if (!policy_.max_stops_explicit && desired_.jobs.empty() && stops > 0 &&
+               stops == active_ours) {
+      reason = "the desired state is empty and the plan would stop every active job (" +
+               std::to_string(stops) + ")";
+    }
+    if (reason.empty()) return;
+    plan_.blocked = true;
+    plan_.blocked_reason = reason + "; stopping none (run sync --max-stops N to override)";
+    std::set<std::string, std::less<>> names;
+    for (const auto& a : stops_) names.insert(a.name);
+    stops_.clear();
+    // A replacement is held back with the stop it needs: never two versions side by side.
+    std::erase_if(submits_, [&](const Action& a) { return names.contains(a.name); });
+    for (auto& jp : plan_.jobs) {
+      if (!names.contains(jp.name)) continue;
+      jp.phase = Phase::kBlocked;
+      jp.message = plan_.blocked_reason;
+    }
+  }
+
+  void Finish() {
+    auto by_name = [](const Action& a, const Action& b) {
+      return std::tie(a.name, a.submission_id) < std::tie(b.name, b.submission_id);
+    };
+    std::sort(stops_.begin(), stops_.end(), by_name);
+    std::sort(submits_.begin(), submits_.end(), by_name);
+    plan_.actions = std::move(stops_);
+    plan_.actions.insert(plan_.actions.end(), submits_.begin(), submits_.end());
+    std::sort(plan_.jobs.begin(), plan_.jobs.end(),
+              [](const JobPlan& a, const JobPlan& b) { return a.name < b.name; });
+  }
+
+  const DesiredState& desired_;
+  const Ledger& ledger_;
+  const PlanPolicy& policy_;
+  Plan plan_;
+  std::map<std::string, const RayJob*, std::less<>> by_id_;
+  std::map<std::string, std::vector<const RayJob*>, std::less<>> by_name_;
+  std::set<std::string, std::less<>> frozen_paths_;
+  std::vector<Action> stops_;
+  std::vector<Action> submits_;
+};
+
+}  // namespace
+
+Plan PlanActions(const DesiredState& desired, const std::vector<RayJob>& observed,
+                 const Ledger& ledger, const PlanPolicy& policy) {
+  return Planner(desired, observed, ledger, policy).Run();
+}
+
+}  // namespace rg::core

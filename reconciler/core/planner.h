@@ -1,0 +1,73 @@
+#pragma once
+// The reconcile decision as a pure function (DESIGN.md 3.1 and 3.2): from what Git says
+// (desired), what Ray reports (observed), what the status branch remembers (ledger) and the
+// policy, to an ordered list of actions with reasons and the phase of every job. No I/O, no
+// clock. Table-tested in tests/unit/planner/.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reconciler/core/desired_state.h"
+#include "reconciler/core/ray_job.h"
+#include "reconciler/core/status_model.h"
+
+namespace rg::core {
+
+struct PlanPolicy {
+  std::string instance = "ray-gitops";  // our gitops.managed-by value
+  int max_stops = 5;
+  // `sync --max-stops N` given explicitly: a deliberate override that also lifts the
+  // "desired set is empty" guard.
+  bool max_stops_explicit = false;
+};
+
+enum class ActionKind { kStop, kSubmit };
+
+struct Action {
+  ActionKind kind = ActionKind::kSubmit;
+  std::string name;
+  std::string submission_id;
+  int attempt = 0;
+  std::string reason;       // one line for people: why this action
+  std::string stop_reason;  // kStop: kStopForSuspend / kStopForRemoval / kStopForReplacement
+  std::string spec_path;    // kSubmit: the spec to render (a path in DesiredState::jobs)
+};
+
+// What the planner concluded about one job name.
+struct JobPlan {
+  std::string name;
+  std::string spec_path;
+  Phase phase = Phase::kPending;
+  std::string message;  // why (for Blocked, Conflict, Invalid, Lost, retries, ...)
+  // The attempt this job is about after the actions: the one to submit, else the latest one.
+  std::string submission_id;
+  std::optional<int> attempt;
+  std::optional<RayJob> observed;  // Ray's view of the latest attempt, when Ray has it
+  bool spec_changed = false;       // the ledger knew an older spec hash for this name
+  std::string previous_spec_hash;
+  // Removed jobs only: no run of it is active any more, so its status record can be deleted.
+  bool forget = false;
+};
+
+struct Plan {
+  std::vector<Action> actions;  // every stop, then every submit
+  std::vector<JobPlan> jobs;    // by name
+  bool blocked = false;         // a guard held stops back
+  std::string blocked_reason;
+  std::vector<RayJob> unmanaged;  // SUBMISSION jobs not managed by this instance
+
+  bool HasChanges() const { return !actions.empty() || blocked; }
+  int CountActions(ActionKind kind) const;
+  const JobPlan* FindJob(std::string_view name) const;
+};
+
+// REQUIRES: desired.ClusterValid() — with an invalid cluster the pass must not act at all;
+// the caller reports that instead of planning.
+Plan PlanActions(const DesiredState& desired, const std::vector<RayJob>& observed,
+                 const Ledger& ledger, const PlanPolicy& policy);
+
+// Phase for an attempt in a given Ray status (PENDING -> Pending, ...).
+Phase PhaseForRayStatus(RayJobStatus status);
+
+}  // namespace rg::core

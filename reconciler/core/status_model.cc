@@ -1,0 +1,131 @@
+#include "reconciler/core/status_model.h"
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+
+namespace rg::core {
+
+namespace {
+
+constexpr std::array<std::pair<Phase, std::string_view>, 11> kPhaseNames{{
+    {Phase::kPending, "Pending"},
+    {Phase::kRunning, "Running"},
+    {Phase::kSucceeded, "Succeeded"},
+    {Phase::kFailed, "Failed"},
+    {Phase::kStopped, "Stopped"},
+    {Phase::kSuspended, "Suspended"},
+    {Phase::kLost, "Lost"},
+    {Phase::kInvalid, "Invalid"},
+    {Phase::kBlocked, "Blocked"},
+    {Phase::kConflict, "Conflict"},
+    {Phase::kRemoved, "Removed"},
+}};
+
+}  // namespace
+
+std::string_view PhaseName(Phase p) {
+  for (const auto& [phase, name] : kPhaseNames) {
+    if (phase == p) return name;
+  }
+  return "Unknown";
+}
+
+std::optional<Phase> ParsePhase(std::string_view s) {
+  for (const auto& [phase, name] : kPhaseNames) {
+    if (name == s) return phase;
+  }
+  return std::nullopt;
+}
+
+const AttemptRecord* StatusRecord::FindAttempt(std::string_view id) const {
+  for (const auto& a : attempts) {
+    if (a.submission_id == id) return &a;
+  }
+  return nullptr;
+}
+
+bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after) {
+  // Everything but spec_commit and dashboard_url: a new commit that leaves a spec untouched, or
+  // a dashboard that moved, is not news about the run.
+  return before.name != after.name || before.spec_path != after.spec_path ||
+         before.spec_hash != after.spec_hash || before.phase != after.phase ||
+         before.on_remove != after.on_remove || before.submission_id != after.submission_id ||
+         before.attempt != after.attempt || before.status != after.status ||
+         before.message != after.message || before.error_type != after.error_type ||
+         before.job_id != after.job_id || before.start_time_ms != after.start_time_ms ||
+         before.end_time_ms != after.end_time_ms ||
+         before.driver_exit_code != after.driver_exit_code || before.errors != after.errors ||
+         before.attempts != after.attempts;
+}
+
+std::string DescribeTransition(const StatusRecord* before, const StatusRecord* after) {
+  if (after == nullptr) {
+    if (before == nullptr) return "";
+    return before->name + ": " + std::string(PhaseName(before->phase)) + " -> deleted";
+  }
+  std::string out = after->name + ": ";
+  out += before == nullptr ? "new" : std::string(PhaseName(before->phase));
+  out += " -> ";
+  out += PhaseName(after->phase);
+  if (!after->submission_id.empty()) {
+    out += " (" + after->submission_id;
+    if (after->status != RayJobStatus::kUnknown) {
+      out += ", ";
+      out += RayJobStatusName(after->status);
+    }
+    out += ")";
+  }
+  return out;
+}
+
+std::string FormatRfc3339Millis(int64_t epoch_ms) {
+  using namespace std::chrono;
+  const sys_time<milliseconds> tp{milliseconds{epoch_ms}};
+  const auto day = floor<days>(tp);
+  const year_month_day ymd{day};
+  const hh_mm_ss hms{tp - day};
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
+                static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()),
+                static_cast<int>(hms.subseconds().count()));
+  return buf;
+}
+
+std::optional<int64_t> ParseRfc3339Millis(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS[.mmm]Z
+  auto num = [&](size_t pos, size_t len) -> std::optional<int> {
+    if (pos + len > text.size()) return std::nullopt;
+    int v = 0;
+    auto [p, ec] = std::from_chars(text.data() + pos, text.data() + pos + len, v);
+    if (ec != std::errc{} || p != text.data() + pos + len) return std::nullopt;
+    return v;
+  };
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':') {
+    return std::nullopt;
+  }
+  auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+       s = num(17, 2);
+  if (!y || !mo || !d || !h || !mi || !s) return std::nullopt;
+  int ms = 0;
+  size_t pos = 19;
+  if (text[pos] == '.') {
+    auto frac = num(pos + 1, 3);
+    if (!frac) return std::nullopt;
+    ms = *frac;
+    pos += 4;
+  }
+  if (pos + 1 != text.size() || text[pos] != 'Z') return std::nullopt;
+  using namespace std::chrono;
+  const year_month_day ymd{year{*y}, month{static_cast<unsigned>(*mo)},
+                           day{static_cast<unsigned>(*d)}};
+  if (!ymd.ok() || *h > 23 || *mi > 59 || *s > 60) return std::nullopt;
+  const auto tp = sys_days{ymd} + hours{*h} + minutes{*mi} + seconds{*s} + milliseconds{ms};
+  return duration_cast<milliseconds>(tp.time_since_epoch()).count();
+}
+
+}  // namespace rg::core

@@ -1,0 +1,99 @@
+#pragma once
+// What ray-gitops records about each job on the status branch (DESIGN.md 4). The same records,
+// read back, are the ledger: the durable memory of which attempts existed and how they ended,
+// which survives a Ray head restart.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reconciler/core/ray_job.h"
+#include "reconciler/core/spec_model.h"
+
+namespace rg::core {
+
+enum class Phase {
+  kPending,  // submitted (or about to be), driver not running yet
+  kRunning,
+  kSucceeded,
+  kFailed,     // failed and out of retries
+  kStopped,    // stopped by a person (or by us for a reason that still holds)
+  kSuspended,  // `suspend: true`
+  kLost,       // Ray forgot an active attempt (head restart)
+  kInvalid,    // the spec failed validation: frozen
+  kBlocked,    // a guard held back the stop this job needs
+  kConflict,   // the id is taken by a run of different content (or not ours)
+  kRemoved,    // the spec is gone; the record stays while a run of it may still be active
+};
+
+std::string_view PhaseName(Phase p);
+std::optional<Phase> ParsePhase(std::string_view s);
+
+// Why ray-gitops stopped an attempt; empty when it did not (or a person did).
+inline constexpr std::string_view kStopForSuspend = "suspend";
+inline constexpr std::string_view kStopForRemoval = "removed";
+inline constexpr std::string_view kStopForReplacement = "replaced";
+
+struct AttemptRecord {
+  int attempt = 0;
+  std::string submission_id;
+  std::string spec_hash;
+  RayJobStatus status = RayJobStatus::kUnknown;  // last status seen in Ray
+  Phase phase = Phase::kPending;
+  std::optional<int64_t> start_time_ms;
+  std::optional<int64_t> end_time_ms;
+  std::string message;
+  std::string stop_reason;  // kStopFor*, or empty
+
+  friend bool operator==(const AttemptRecord&, const AttemptRecord&) = default;
+};
+
+struct StatusRecord {
+  std::string name;
+  std::string spec_path;
+  std::string spec_hash;    // empty when the spec could not be parsed
+  std::string spec_commit;  // empty when unknown
+  Phase phase = Phase::kPending;
+  OnRemove on_remove = OnRemove::kStop;
+  // The latest attempt, as Ray last reported it.
+  std::string submission_id;  // empty when nothing was submitted
+  std::optional<int> attempt;
+  RayJobStatus status = RayJobStatus::kUnknown;
+  std::string message;
+  std::optional<std::string> error_type;
+  std::optional<std::string> job_id;
+  std::optional<int64_t> start_time_ms;
+  std::optional<int64_t> end_time_ms;
+  std::optional<int64_t> driver_exit_code;
+  std::string dashboard_url;
+  std::vector<std::string> errors;  // validation errors, "path:line:col: error: message"
+  // Every attempt of every spec version this name has run, oldest first; the latest included.
+  std::vector<AttemptRecord> attempts;
+
+  friend bool operator==(const StatusRecord&, const StatusRecord&) = default;
+
+  // REQUIRES: nothing. The attempt record with this submission id, or nullptr.
+  const AttemptRecord* FindAttempt(std::string_view submission_id) const;
+};
+
+// name -> record
+using Ledger = std::map<std::string, StatusRecord, std::less<>>;
+
+// True when the difference between two records is one a person would care about (phase, Ray
+// status, attempt, submission id, errors, message, exit code, attempts), as opposed to
+// bookkeeping only. Decides whether a pass commits.
+bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after);
+
+// "ppo-qwen: Pending -> Running (ppo-qwen-3f2a1c9b0e)"; for a new record "ppo-qwen: new ->
+// Pending (...)"; for a deleted record "ppo-qwen: Removed -> deleted".
+std::string DescribeTransition(const StatusRecord* before, const StatusRecord* after);
+
+// RFC 3339 UTC with millisecond precision, e.g. "2026-11-22T09:11:31.123Z".
+std::string FormatRfc3339Millis(int64_t epoch_ms);
+// Parses what FormatRfc3339Millis writes (and whole seconds with Z). nullopt on bad input.
+std::optional<int64_t> ParseRfc3339Millis(std::string_view text);
+
+}  // namespace rg::core

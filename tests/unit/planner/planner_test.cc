@@ -1,0 +1,351 @@
+// The state machine of DESIGN.md 3.1 and the guards of 3.2, row by row.
+
+#include "reconciler/core/planner.h"
+
+#include <catch2/catch.hpp>
+
+#include "reconciler/core/render.h"
+
+namespace rg::core {
+namespace {
+
+constexpr const char* kHash = "aaaaaaaaaa";
+constexpr const char* kOldHash = "bbbbbbbbbb";
+
+JobSpec Spec(const std::string& name, const std::string& hash = kHash) {
+  JobSpec s;
+  s.name = name;
+  s.path = "jobs/" + name + ".yaml";
+  s.workload = Workload::kCustom;
+  s.entrypoint = "true";
+  s.spec_hash = hash;
+  return s;
+}
+
+RayJob Job(const std::string& name, int attempt, RayJobStatus status,
+           const std::string& hash = kHash, const std::string& instance = "ray-gitops") {
+  RayJob j;
+  j.type = "SUBMISSION";
+  j.submission_id = name + "-" + hash + (attempt > 0 ? "-r" + std::to_string(attempt) : "");
+  j.status = status;
+  j.start_time_ms = 1000 + attempt;
+  j.metadata = {{std::string(kMetaManagedBy), instance},
+                {std::string(kMetaName), name},
+                {std::string(kMetaSpecPath), "jobs/" + name + ".yaml"},
+                {std::string(kMetaSpecHash), hash},
+                {std::string(kMetaAttempt), std::to_string(attempt)}};
+  return j;
+}
+
+AttemptRecord Attempt(const std::string& name, int attempt, RayJobStatus status,
+                      const std::string& stop_reason = "", const std::string& hash = kHash) {
+  AttemptRecord a;
+  a.attempt = attempt;
+  a.submission_id = name + "-" + hash + (attempt > 0 ? "-r" + std::to_string(attempt) : "");
+  a.spec_hash = hash;
+  a.status = status;
+  a.phase = PhaseForRayStatus(status);
+  a.stop_reason = stop_reason;
+  return a;
+}
+
+StatusRecord Record(const std::string& name, std::vector<AttemptRecord> attempts,
+                    OnRemove on_remove = OnRemove::kStop) {
+  StatusRecord r;
+  r.name = name;
+  r.spec_path = "jobs/" + name + ".yaml";
+  r.spec_hash = attempts.empty() ? kHash : attempts.back().spec_hash;
+  r.on_remove = on_remove;
+  if (!attempts.empty()) {
+    r.submission_id = attempts.back().submission_id;
+    r.attempt = attempts.back().attempt;
+    r.status = attempts.back().status;
+    r.phase = attempts.back().phase;
+  }
+  r.attempts = std::move(attempts);
+  return r;
+}
+
+DesiredState Desired(std::vector<JobSpec> jobs) {
+  DesiredState d;
+  d.cluster = RayConfig{};
+  d.jobs = std::move(jobs);
+  return d;
+}
+
+std::string Describe(const Plan& plan) {
+  std::string out;
+  for (const auto& a : plan.actions) {
+    out += a.kind == ActionKind::kStop ? "stop " : "submit ";
+    out += a.submission_id + ";";
+  }
+  return out;
+}
+
+struct Row {
+  std::string title;
+  JobSpec spec;
+  std::vector<RayJob> observed;
+  Ledger ledger;
+  Phase phase;
+  std::string actions;  // as Describe() prints them
+};
+
+TEST_CASE("each row of the per-job state machine gives its action and phase") {
+  JobSpec plain = Spec("a");
+  JobSpec suspended = Spec("a");
+  suspended.suspend = true;
+  JobSpec retry2 = Spec("a");
+  retry2.retries = 2;
+
+  const std::vector<Row> rows = {
+      {"no attempt: submit attempt 0", plain, {}, {}, Phase::kPending, "submit a-aaaaaaaaaa;"},
+      {"no attempt, suspended: nothing", suspended, {}, {}, Phase::kSuspended, ""},
+      {"pending: nothing", plain, {Job("a", 0, RayJobStatus::kPending)}, {}, Phase::kPending, ""},
+      {"running: nothing", plain, {Job("a", 0, RayJobStatus::kRunning)}, {}, Phase::kRunning, ""},
+      {"running, suspended: stop it",
+       suspended,
+       {Job("a", 0, RayJobStatus::kRunning)},
+       {},
+       Phase::kSuspended,
+       "stop a-aaaaaaaaaa;"},
+      {"succeeded: nothing",
+       plain,
+       {Job("a", 0, RayJobStatus::kSucceeded)},
+       {},
+       Phase::kSucceeded,
+       ""},
+      {"failed, no retries: nothing",
+       plain,
+       {Job("a", 0, RayJobStatus::kFailed)},
+       {},
+       Phase::kFailed,
+       ""},
+      {"failed with retries left: next attempt",
+       retry2,
+       {Job("a", 0, RayJobStatus::kFailed)},
+       {},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"failed on the last retry: nothing",
+       retry2,
+       {Job("a", 0, RayJobStatus::kFailed), Job("a", 1, RayJobStatus::kFailed),
+        Job("a", 2, RayJobStatus::kFailed)},
+       {},
+       Phase::kFailed,
+       ""},
+      {"stopped by us for suspend, now unsuspended: next attempt",
+       plain,
+       {Job("a", 0, RayJobStatus::kStopped)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "suspend")})}},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"stopped by us for suspend, still suspended: nothing",
+       suspended,
+       {Job("a", 0, RayJobStatus::kStopped)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "suspend")})}},
+       Phase::kSuspended,
+       ""},
+      {"stopped by a person: nothing",
+       plain,
+       {Job("a", 0, RayJobStatus::kStopped)},
+       {},
+       Phase::kStopped,
+       ""},
+      {"lost (ledger active, Ray forgot), retries left: resubmit",
+       retry2,
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
+       Phase::kLost,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"lost, no retries: reported, nothing submitted",
+       plain,
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
+       Phase::kLost,
+       ""},
+      {"missing while the ledger says succeeded: never re-run",
+       retry2,
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kSucceeded)})}},
+       Phase::kSucceeded,
+       ""},
+      {"missing while the ledger says failed on the last retry: nothing",
+       Spec("a"),
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed)})}},
+       Phase::kFailed,
+       ""},
+      {"latest attempt wins over earlier ones",
+       retry2,
+       {Job("a", 0, RayJobStatus::kFailed), Job("a", 1, RayJobStatus::kRunning)},
+       {},
+       Phase::kRunning,
+       ""},
+  };
+  for (const auto& row : rows) {
+    SECTION(row.title) {
+      Plan plan = PlanActions(Desired({row.spec}), row.observed, row.ledger, PlanPolicy{});
+      REQUIRE(plan.jobs.size() == 1);
+      CHECK(PhaseName(plan.jobs[0].phase) == PhaseName(row.phase));
+      CHECK(Describe(plan) == row.actions);
+      CHECK_FALSE(plan.blocked);
+    }
+  }
+}
+
+TEST_CASE("a changed spec stops the old attempt and submits the new id") {
+  Plan plan = PlanActions(
+      Desired({Spec("a")}), {Job("a", 0, RayJobStatus::kRunning, kOldHash)},
+      {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning, "", kOldHash)})}}, PlanPolicy{});
+  CHECK(Describe(plan) == "stop a-bbbbbbbbbb;submit a-aaaaaaaaaa;");
+  CHECK(plan.actions[0].stop_reason == kStopForReplacement);
+  REQUIRE(plan.jobs.size() == 1);
+  CHECK(plan.jobs[0].spec_changed);
+  CHECK(plan.jobs[0].previous_spec_hash == kOldHash);
+}
+
+TEST_CASE("a changed spec whose old run finished submits without stopping") {
+  Plan plan = PlanActions(Desired({Spec("a")}), {Job("a", 0, RayJobStatus::kSucceeded, kOldHash)},
+                          {}, PlanPolicy{});
+  CHECK(Describe(plan) == "submit a-aaaaaaaaaa;");
+}
+
+TEST_CASE("a removed spec stops its active run, and on_remove keep leaves it running") {
+  SECTION("stop") {
+    Plan plan =
+        PlanActions(Desired({}), {Job("gone", 0, RayJobStatus::kRunning)},
+                    {{"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kRunning)})}},
+                    PlanPolicy{.max_stops_explicit = true});
+    CHECK(Describe(plan) == "stop gone-aaaaaaaaaa;");
+    CHECK(plan.actions[0].stop_reason == kStopForRemoval);
+    CHECK(plan.jobs.at(0).phase == Phase::kRemoved);
+  }
+  SECTION("keep") {
+    Plan plan = PlanActions(
+        Desired({Spec("other")}), {Job("gone", 0, RayJobStatus::kRunning)},
+        {{"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kRunning)}, OnRemove::kKeep)}},
+        PlanPolicy{});
+    CHECK(Describe(plan) == "submit other-aaaaaaaaaa;");
+    const JobPlan* gone = plan.FindJob("gone");
+    REQUIRE(gone != nullptr);
+    CHECK(gone->phase == Phase::kRemoved);
+    CHECK_FALSE(gone->forget);
+  }
+  SECTION("a removed job with no active run can be forgotten") {
+    Plan plan = PlanActions(
+        Desired({Spec("other")}), {Job("gone", 0, RayJobStatus::kSucceeded)},
+        {{"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kSucceeded)})}}, PlanPolicy{});
+    const JobPlan* gone = plan.FindJob("gone");
+    REQUIRE(gone != nullptr);
+    CHECK(gone->forget);
+    CHECK(Describe(plan) == "submit other-aaaaaaaaaa;");
+  }
+}
+
+TEST_CASE("an invalid spec freezes its job: nothing submitted, nothing stopped") {
+  DesiredState d = Desired({});
+  d.invalid.push_back({"jobs/a.yaml", "a", {Diagnostic{"jobs/a.yaml", 3, 1, "bad"}}});
+  SECTION("by name") {
+    Plan plan = PlanActions(d, {Job("a", 0, RayJobStatus::kRunning)}, {}, PlanPolicy{});
+    CHECK(Describe(plan).empty());
+    CHECK(plan.jobs.at(0).phase == Phase::kInvalid);
+    CHECK_FALSE(plan.blocked);
+  }
+  SECTION("by path, when the file is too broken to tell its name") {
+    d.invalid[0].name = "jobs-a-unreadable";
+    Plan plan = PlanActions(d, {Job("a", 0, RayJobStatus::kRunning)}, {}, PlanPolicy{});
+    CHECK(Describe(plan).empty());
+    const JobPlan* a = plan.FindJob("a");
+    REQUIRE(a != nullptr);
+    CHECK(a->phase == Phase::kInvalid);
+  }
+}
+
+TEST_CASE("unmanaged jobs and other instances' jobs are never touched") {
+  RayJob by_hand;
+  by_hand.type = "SUBMISSION";
+  by_hand.submission_id = "raysubmit_123";
+  by_hand.status = RayJobStatus::kRunning;
+  RayJob driver;
+  driver.type = "DRIVER";
+  driver.status = RayJobStatus::kRunning;
+  RayJob other = Job("x", 0, RayJobStatus::kRunning, kHash, "another-instance");
+  Plan plan = PlanActions(Desired({}), {by_hand, driver, other}, {}, PlanPolicy{});
+  CHECK(Describe(plan).empty());
+  CHECK(plan.unmanaged.size() == 2);
+  CHECK(plan.jobs.empty());
+}
+
+TEST_CASE("a pinned id taken by a run of different content is a conflict, not a resubmit") {
+  JobSpec pinned = Spec("a");
+  pinned.submission_id = "my-run";
+  RayJob old = Job("a", 0, RayJobStatus::kRunning, kOldHash);
+  old.submission_id = "my-run";
+  Plan plan = PlanActions(Desired({pinned}), {old}, {}, PlanPolicy{});
+  CHECK(Describe(plan).empty());
+  CHECK(plan.jobs.at(0).phase == Phase::kConflict);
+  CHECK_THAT(plan.jobs.at(0).message, Catch::Contains("pinned"));
+}
+
+TEST_CASE("an id taken by a job someone else submitted is a conflict") {
+  RayJob squatter;
+  squatter.type = "SUBMISSION";
+  squatter.submission_id = "a-aaaaaaaaaa";
+  squatter.status = RayJobStatus::kRunning;
+  Plan plan = PlanActions(Desired({Spec("a")}), {squatter}, {}, PlanPolicy{});
+  CHECK(Describe(plan).empty());
+  CHECK(plan.jobs.at(0).phase == Phase::kConflict);
+}
+
+TEST_CASE("more stops than --max-stops blocks every stop and the replacements that need them") {
+  std::vector<JobSpec> specs;
+  std::vector<RayJob> observed;
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "j" + std::to_string(i);
+    specs.push_back(Spec(name));
+    observed.push_back(Job(name, 0, RayJobStatus::kRunning, kOldHash));
+  }
+  specs.push_back(Spec("fresh"));
+  Plan plan = PlanActions(Desired(specs), observed, {}, PlanPolicy{});
+  CHECK(plan.blocked);
+  CHECK(plan.CountActions(ActionKind::kStop) == 0);
+  CHECK(Describe(plan) == "submit fresh-aaaaaaaaaa;");
+  CHECK(plan.FindJob("j0")->phase == Phase::kBlocked);
+  CHECK(plan.FindJob("fresh")->phase == Phase::kPending);
+
+  SECTION("an explicit --max-stops large enough lets them through") {
+    Plan forced = PlanActions(Desired(specs), observed, {},
+                              PlanPolicy{.max_stops = 6, .max_stops_explicit = true});
+    CHECK_FALSE(forced.blocked);
+    CHECK(forced.CountActions(ActionKind::kStop) == 6);
+    CHECK(forced.CountActions(ActionKind::kSubmit) == 7);
+    CHECK(forced.actions.front().kind == ActionKind::kStop);  // stops first
+    CHECK(forced.actions.back().kind == ActionKind::kSubmit);
+  }
+}
+
+TEST_CASE("emptying the desired set while jobs run is blocked until --max-stops is given") {
+  std::vector<RayJob> observed = {Job("a", 0, RayJobStatus::kRunning),
+                                  Job("b", 0, RayJobStatus::kPending)};
+  Plan plan = PlanActions(Desired({}), observed, {}, PlanPolicy{});
+  CHECK(plan.blocked);
+  CHECK(Describe(plan).empty());
+  CHECK(plan.FindJob("a")->phase == Phase::kBlocked);
+
+  Plan forced = PlanActions(Desired({}), observed, {},
+                            PlanPolicy{.max_stops = 2, .max_stops_explicit = true});
+  CHECK_FALSE(forced.blocked);
+  CHECK(Describe(forced) == "stop a-aaaaaaaaaa;stop b-aaaaaaaaaa;");
+}
+
+TEST_CASE("a pass over a converged state plans nothing") {
+  Plan plan =
+      PlanActions(Desired({Spec("a"), Spec("b")}),
+                  {Job("a", 0, RayJobStatus::kRunning), Job("b", 0, RayJobStatus::kSucceeded)}, {},
+                  PlanPolicy{});
+  CHECK_FALSE(plan.HasChanges());
+}
+
+}  // namespace
+}  // namespace rg::core
