@@ -1,0 +1,52 @@
+#pragma once
+// The status branch (DESIGN.md 4): status/<name>.yaml per job plus STATUS.md, written as one
+// commit built in memory and pushed. Read back, the records are the ledger.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reconciler/core/result.h"
+#include "reconciler/core/status_model.h"
+
+namespace rg::ports {
+
+// One pass's changes: name -> new record, or nullopt to delete that job's status file.
+using StatusChanges = std::map<std::string, std::optional<core::StatusRecord>, std::less<>>;
+
+struct StatusCommit {
+  std::string subject;                          // first line
+  std::vector<std::string> body_lines;          // one transition per line
+  std::map<std::string, std::string> trailers;  // e.g. Spec-Commit, Ray-Cluster
+};
+
+struct StatusHistoryEntry {
+  std::string commit;
+  int64_t time_ms = 0;  // commit time
+  std::string subject;
+  std::optional<core::StatusRecord> record;  // the file at that commit; nullopt if deleted
+};
+
+class StatusStore {
+ public:
+  virtual ~StatusStore() = default;
+
+  // Every status record at the tip of the status branch (empty when the branch does not
+  // exist yet). Files that cannot be parsed are skipped and reported in the error text only
+  // when nothing can be read at all.
+  virtual core::Result<core::Ledger> ReadLedger() = 0;
+
+  // Applies `changes` on top of the current tip as one commit (STATUS.md regenerated from the
+  // resulting set of records) and publishes it. Nothing is committed when the resulting tree
+  // equals the tip's. When another writer moved the branch meanwhile, fetches, re-applies the
+  // same changes on the new tip and retries (bounded); other writers' files survive. Returns
+  // the new commit id, or an empty string when there was nothing to commit.
+  virtual core::Result<std::string> Write(const StatusChanges& changes,
+                                          const StatusCommit& message) = 0;
+
+  // The commits that touched status/<name>.yaml, newest first.
+  virtual core::Result<std::vector<StatusHistoryEntry>> History(const std::string& name) = 0;
+};
+
+}  // namespace rg::ports
