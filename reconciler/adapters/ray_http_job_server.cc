@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -49,6 +51,13 @@ core::Error TransportError(std::string_view method, std::string_view path, httpl
     default:
       return core::Error::Transient(message);
   }
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 }  // namespace
@@ -181,7 +190,11 @@ class RayHttpJobServer::Impl {
     if (options_.insecure) client.enable_server_certificate_verification(false);
 #endif
     httplib::Headers headers;
-    for (const auto& [name, value] : options_.headers) headers.emplace(name, value);
+    for (const auto& [name, value] : options_.headers) {
+      // The client's own identity and body type are not for extra headers to change.
+      if (EqualsIgnoreCase(name, "User-Agent") || EqualsIgnoreCase(name, "Content-Type")) continue;
+      headers.emplace(name, value);
+    }
     // Ray's dashboard answers a browser-looking POST with 405.
     headers.emplace("User-Agent", std::string("ray-gitops/") + RG_VERSION);
     headers.emplace("Accept", kJsonType);

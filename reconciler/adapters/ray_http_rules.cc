@@ -109,6 +109,22 @@ std::string TrimBodyForMessage(std::string_view body) {
   if (begin == std::string_view::npos) return "";
   size_t end = body.find_last_not_of(kSpace);
   body = body.substr(begin, end - begin + 1);
+  // A Python traceback says what went wrong in its last exception line, not in its first.
+  if (body.rfind("Traceback (most recent call last)", 0) == 0) {
+    size_t line_start = body.size();
+    while (line_start > 0) {
+      size_t prev = body.rfind('\n', line_start - 1);
+      size_t from = prev == std::string_view::npos ? 0 : prev + 1;
+      std::string_view line = body.substr(from, line_start - from);
+      if (!line.empty() && line.front() != ' ' &&
+          (Contains(line, "Error: ") || Contains(line, "Exception: "))) {
+        body = body.substr(from);
+        break;
+      }
+      if (prev == std::string_view::npos) break;
+      line_start = prev;
+    }
+  }
   if (body.size() <= kMaxBodyInMessage) return std::string(body);
   return std::string(body.substr(0, kMaxBodyInMessage)) + "...";
 }

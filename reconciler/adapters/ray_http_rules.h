@@ -20,6 +20,7 @@ namespace rg::adapters::ray_http {
 inline constexpr size_t kMaxBodyInMessage = 512;
 
 // `body` with surrounding whitespace removed and cut to kMaxBodyInMessage bytes (with "...").
+// Of a Python traceback only the part from its last exception line ("ValueError: ...") is kept.
 std::string TrimBodyForMessage(std::string_view body);
 
 // The error for a non-2xx answer to `method path`. 400 -> kInvalidInput, 401/403 ->

@@ -1,0 +1,345 @@
+// The Ray Jobs contract as ray-gitops relies on it, written once against ports::JobServer and
+// run against two targets:
+//   fake (default)  an in-process FakeRayServer in token mode
+//   real            the head described by $RG_E2E_RAY_STATE_DIR/{address,token}
+// A case that passes against the fake but fails against the real head means the fake lies.
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "reconciler/adapters/ray_client_options.h"
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "tests/support/fake_ray_server.h"
+
+namespace {
+
+using rg::adapters::RayClientOptions;
+using rg::adapters::RayHttpJobServer;
+using rg::core::ErrorKind;
+using rg::core::RayJob;
+using rg::core::RayJobStatus;
+using rg::core::Value;
+using namespace std::chrono_literals;
+
+std::string ReadTrimmed(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+// Where the cases run. Created once per process.
+struct Target {
+  std::string name;
+  RayClientOptions options;  // token included when the target has one
+  std::unique_ptr<rg::testing::FakeRayServer> fake;
+  std::chrono::milliseconds deadline{10000};  // for a job to reach a status
+  std::chrono::milliseconds pending_watch{1500};
+  std::string run_tag;  // makes ids unique per run: a real head keeps every job
+};
+
+Target& TheTarget() {
+  static Target* target = [] {
+    auto* t = new Target;
+    std::mt19937_64 rng(std::random_device{}());
+    std::ostringstream tag;
+    tag << std::hex << (rng() & 0xffffff);
+    t->run_tag = tag.str();
+    t->options.max_attempts = 3;
+    t->options.initial_backoff = 100ms;
+    const char* state_dir = std::getenv("RG_E2E_RAY_STATE_DIR");
+    if (state_dir != nullptr && *state_dir != '\0') {
+      t->name = "real";
+      t->options.address = ReadTrimmed(std::string(state_dir) + "/address");
+      std::string token = ReadTrimmed(std::string(state_dir) + "/token");
+      if (!token.empty()) t->options.token = token;
+      t->deadline = 60s;
+      t->pending_watch = 4s;
+      if (t->options.address.empty()) {
+        FAIL("RG_E2E_RAY_STATE_DIR is set but " << state_dir << "/address is missing or empty");
+      }
+    } else {
+      t->name = "fake";
+      rg::testing::FakeRayOptions fake_options;
+      fake_options.token = "contract-token-" + t->run_tag;
+      t->fake = std::make_unique<rg::testing::FakeRayServer>(fake_options);
+      t->options.address = t->fake->address();
+      t->options.token = fake_options.token;
+    }
+    return t;
+  }();
+  return *target;
+}
+
+std::string UniqueId(std::string_view what) {
+  static int counter = 0;
+  return "contract-" + TheTarget().run_tag + "-" + std::string(what) + "-" +
+         std::to_string(++counter);
+}
+
+RayHttpJobServer Client() { return RayHttpJobServer(TheTarget().options); }
+
+Value Body(const std::string& id, const std::string& entrypoint) {
+  Value body = Value::Object{};
+  body["entrypoint"] = entrypoint;
+  body["submission_id"] = id;
+  body["metadata"]["gitops.managed-by"] = "contract-test";
+  body["metadata"]["gitops.name"] = id;
+  return body;
+}
+
+// Polls every 150 ms until `done` holds for the job or the target's deadline passes.
+RayJob WaitFor(RayHttpJobServer& client, const std::string& id,
+               const std::function<bool(const RayJob&)>& done, const char* what) {
+  auto deadline = std::chrono::steady_clock::now() + TheTarget().deadline;
+  std::string last = "never read";
+  for (;;) {
+    auto job = client.Get(id);
+    if (job) {
+      if (done(*job)) return *job;
+      last = std::string(rg::core::RayJobStatusName(job->status)) + " (" + job->message + ")";
+    } else {
+      last = job.error().ToString();
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      FAIL("job " << id << " did not become " << what << " in time; last seen: " << last);
+    }
+    std::this_thread::sleep_for(150ms);
+  }
+}
+
+RayJob WaitForStatus(RayHttpJobServer& client, const std::string& id, RayJobStatus status) {
+  return WaitFor(
+      client, id, [status](const RayJob& j) { return j.status == status; },
+      std::string(rg::core::RayJobStatusName(status)).c_str());
+}
+
+std::string Submitted(RayHttpJobServer& client, const Value& body) {
+  auto id = client.Submit(body);
+  if (!id) FAIL("submit failed: " << id.error().ToString());
+  return *id;
+}
+
+TEST_CASE("contract: version names the Ray release and the head's session", "[contract]") {
+  INFO("target " << TheTarget().name);
+  auto client = Client();
+  auto version = client.Version();
+  REQUIRE(version.ok());
+  CHECK(version->version == "4");
+  CHECK(version->ray_version.find('.') != std::string::npos);
+  CHECK(version->session_name.rfind("session_", 0) == 0);
+}
+
+TEST_CASE("contract: a submitted job can be read back and runs to SUCCEEDED with its logs",
+          "[contract]") {
+  auto client = Client();
+  const std::string id = UniqueId("echo");
+  REQUIRE(Submitted(client, Body(id, "echo hello-contract")) == id);
+
+  auto first = client.Get(id);
+  REQUIRE(first.ok());
+  CHECK(first->type == "SUBMISSION");
+  CHECK(first->submission_id == id);
+  CHECK(first->entrypoint == "echo hello-contract");
+  REQUIRE(first->start_time_ms.has_value());
+  // Epoch milliseconds: later than 2020-01-01 in ms, not seconds.
+  CHECK(*first->start_time_ms > 1577836800000);
+
+  RayJob done = WaitForStatus(client, id, RayJobStatus::kSucceeded);
+  CHECK(done.driver_exit_code == 0);
+  REQUIRE(done.end_time_ms.has_value());
+  CHECK(*done.end_time_ms >= *done.start_time_ms);
+  CHECK_FALSE(done.error_type.has_value());
+  CHECK(done.metadata.at("gitops.name") == id);
+
+  auto logs = client.Logs(id);
+  REQUIRE(logs.ok());
+  CHECK(logs->find("hello-contract") != std::string::npos);
+}
+
+TEST_CASE("contract: a second submit with the same id is a conflict that names the duplicate",
+          "[contract]") {
+  auto client = Client();
+  const std::string id = UniqueId("dup");
+  REQUIRE(Submitted(client, Body(id, "echo first")) == id);
+  auto again = client.Submit(Body(id, "echo second"));
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().kind() == ErrorKind::kConflict);
+  CHECK(again.error().message().find("already exists") != std::string::npos);
+  auto job = client.Get(id);
+  REQUIRE(job.ok());
+  CHECK(job->entrypoint == "echo first");
+}
+
+TEST_CASE("contract: the job list holds submitted jobs with their metadata", "[contract]") {
+  auto client = Client();
+  const std::string id = UniqueId("list");
+  Value body = Body(id, "echo listed");
+  body["metadata"]["gitops.spec-hash"] = "0123456789";
+  body["metadata"]["note"] = "spaces and: punctuation/ä";
+  Submitted(client, body);
+  auto jobs = client.List();
+  REQUIRE(jobs.ok());
+  const RayJob* found = nullptr;
+  for (const RayJob& j : *jobs) {
+    CHECK(j.status != RayJobStatus::kUnknown);
+    if (j.submission_id == id) found = &j;
+  }
+  REQUIRE(found != nullptr);
+  CHECK(found->metadata.at("gitops.spec-hash") == "0123456789");
+  CHECK(found->metadata.at("note") == "spaces and: punctuation/ä");
+  CHECK(found->metadata.at("gitops.managed-by") == "contract-test");
+}
+
+TEST_CASE("contract: a running job refuses delete, stops asynchronously, then can be deleted",
+          "[contract]") {
+  auto client = Client();
+  const std::string id = UniqueId("sleep");
+  Submitted(client, Body(id, "sleep 60"));
+  WaitForStatus(client, id, RayJobStatus::kRunning);
+
+  auto refused = client.Delete(id);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().kind() == ErrorKind::kConflict);
+
+  auto stopped = client.Stop(id);
+  REQUIRE(stopped.ok());
+  CHECK(*stopped);
+  RayJob job = WaitForStatus(client, id, RayJobStatus::kStopped);
+  CHECK(job.end_time_ms.has_value());
+
+  auto again = client.Stop(id);
+  REQUIRE(again.ok());
+  CHECK_FALSE(*again);
+
+  auto deleted = client.Delete(id);
+  REQUIRE(deleted.ok());
+  CHECK(*deleted);
+  auto gone = client.Get(id);
+  REQUIRE_FALSE(gone.ok());
+  CHECK(gone.error().kind() == ErrorKind::kNotFound);
+}
+
+TEST_CASE("contract: a failing entrypoint ends FAILED with its exit code", "[contract]") {
+  auto client = Client();
+  const std::string id = UniqueId("false");
+  Submitted(client, Body(id, "false"));
+  RayJob job = WaitForStatus(client, id, RayJobStatus::kFailed);
+  CHECK(job.driver_exit_code == 1);
+  CHECK(job.error_type == "JOB_ENTRYPOINT_COMMAND_ERROR");
+  auto stop = client.Stop(id);
+  REQUIRE(stop.ok());
+  CHECK_FALSE(*stop);
+}
+
+TEST_CASE("contract: unknown ids are not found on get, stop, delete and logs", "[contract]") {
+  auto client = Client();
+  const std::string id = UniqueId("missing");
+  auto get = client.Get(id);
+  REQUIRE_FALSE(get.ok());
+  CHECK(get.error().kind() == ErrorKind::kNotFound);
+  CHECK(get.error().message().find("does not exist") != std::string::npos);
+  auto stop = client.Stop(id);
+  REQUIRE_FALSE(stop.ok());
+  CHECK(stop.error().kind() == ErrorKind::kNotFound);
+  auto del = client.Delete(id);
+  REQUIRE_FALSE(del.ok());
+  CHECK(del.error().kind() == ErrorKind::kNotFound);
+  auto logs = client.Logs(id);
+  REQUIRE_FALSE(logs.ok());
+  CHECK(logs.error().kind() == ErrorKind::kNotFound);
+}
+
+TEST_CASE("contract: a job asking for a resource the cluster lacks stays PENDING", "[contract]") {
+  auto client = Client();
+  const std::string id = UniqueId("unschedulable");
+  Value body = Body(id, "echo never-runs");
+  body["entrypoint_resources"]["no_such_resource"] = 1;
+  Submitted(client, body);
+  auto until = std::chrono::steady_clock::now() + TheTarget().pending_watch;
+  while (std::chrono::steady_clock::now() < until) {
+    auto job = client.Get(id);
+    REQUIRE(job.ok());
+    REQUIRE(job->status == RayJobStatus::kPending);
+    std::this_thread::sleep_for(200ms);
+  }
+  auto logs = client.Logs(id);
+  REQUIRE(logs.ok());
+  CHECK(logs->empty());
+  // Ray answers true, but the stop only reaches the job once it is scheduled: it stays PENDING.
+  auto stop = client.Stop(id);
+  REQUIRE(stop.ok());
+  CHECK(*stop);
+}
+
+TEST_CASE("contract: request validation rejects what Ray's JobSubmitRequest rejects",
+          "[contract]") {
+  auto client = Client();
+  SECTION("an unknown non-null key") {
+    const std::string id = UniqueId("unknown-key");
+    Value body = Body(id, "true");
+    body["no_such_field"] = 1;
+    auto r = client.Submit(body);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind() == ErrorKind::kInvalidInput);
+    CHECK(r.error().message().find("unexpected keyword argument") != std::string::npos);
+    CHECK(client.Get(id).error().kind() == ErrorKind::kNotFound);
+  }
+  SECTION("a metadata value that is not a string") {
+    Value body = Body(UniqueId("md"), "true");
+    body["metadata"]["n"] = 1;
+    auto r = client.Submit(body);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind() == ErrorKind::kInvalidInput);
+  }
+  SECTION("entrypoint_memory that is not an integer") {
+    Value body = Body(UniqueId("mem"), "true");
+    body["entrypoint_memory"] = 1.5;
+    auto r = client.Submit(body);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind() == ErrorKind::kInvalidInput);
+  }
+}
+
+TEST_CASE("contract: cluster status answers with the text of ray status", "[contract]") {
+  auto client = Client();
+  auto status = client.ClusterStatus();
+  REQUIRE(status.ok());
+  // May be empty for a few seconds after a head starts; when present it lists resources.
+  if (!status->empty()) CHECK(status->find("CPU") != std::string::npos);
+}
+
+TEST_CASE("contract: with token auth a missing or wrong token is unauthorized", "[contract]") {
+  const Target& target = TheTarget();
+  if (!target.options.token) {
+    WARN("target " << target.name << " has no token: auth is off, nothing to check");
+    return;
+  }
+  RayClientOptions no_token = target.options;
+  no_token.token.reset();
+  auto anonymous = RayHttpJobServer(no_token).List();
+  REQUIRE_FALSE(anonymous.ok());
+  CHECK(anonymous.error().kind() == ErrorKind::kUnauthorized);
+  CHECK(anonymous.error().message().find("401") != std::string::npos);
+
+  RayClientOptions wrong = target.options;
+  wrong.token = "not-the-token";
+  auto forbidden = RayHttpJobServer(wrong).Version();
+  REQUIRE_FALSE(forbidden.ok());
+  CHECK(forbidden.error().kind() == ErrorKind::kUnauthorized);
+  CHECK(forbidden.error().message().find("403") != std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,317 @@
+// RayHttpJobServer against the fake head, where faults can be injected: what goes on the wire,
+// what is retried and what is not, and how a submit whose answer was lost is resolved.
+
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "tests/support/fake_ray_server.h"
+
+namespace {
+
+using rg::adapters::RayClientOptions;
+using rg::adapters::RayHttpJobServer;
+using rg::core::ErrorKind;
+using rg::core::RayJobStatus;
+using rg::core::Value;
+using rg::testing::FakeRayOptions;
+using rg::testing::FakeRayServer;
+namespace route = rg::testing;
+using namespace std::chrono_literals;
+
+RayClientOptions FastOptions(const FakeRayServer& fake) {
+  RayClientOptions o;
+  o.address = fake.address();
+  o.max_attempts = 3;
+  o.initial_backoff = 1ms;
+  o.max_backoff = 5ms;
+  o.read_timeout = 2000ms;
+  o.submit_timeout = 2000ms;
+  return o;
+}
+
+Value Body(const std::string& id, const std::string& entrypoint = "echo hi") {
+  Value body = Value::Object{};
+  body["entrypoint"] = entrypoint;
+  body["submission_id"] = id;
+  return body;
+}
+
+nlohmann::json LastSubmitted(const FakeRayServer& fake) {
+  auto bodies = fake.SubmitBodies();
+  REQUIRE_FALSE(bodies.empty());
+  return nlohmann::json::parse(bodies.back());
+}
+
+TEST_CASE("client identifies itself, authenticates twice over and sends JSON bodies", "[client]") {
+  FakeRayOptions fo;
+  fo.token = "s3cret";
+  FakeRayServer fake(fo);
+  RayClientOptions o = FastOptions(fake);
+  o.token = "s3cret";
+  o.headers = {{"X-Team", "rl"}, {"User-Agent", "Mozilla/5.0"}};
+  RayHttpJobServer client(o);
+  REQUIRE(client.Submit(Body("wire-1")).ok());
+
+  auto h = fake.LastHeaders(route::kRouteSubmit);
+  CHECK(h["user-agent"] == std::string("ray-gitops/") + RG_VERSION);
+  CHECK(h["authorization"] == "Bearer s3cret");
+  CHECK(h["x-ray-authorization"] == "Bearer s3cret");
+  CHECK(h["x-team"] == "rl");
+  CHECK(h["content-type"] == "application/json");
+  CHECK(fake.LastHeaders(route::kRouteVersion)["user-agent"].rfind("ray-gitops/", 0) == 0);
+}
+
+TEST_CASE("an extra User-Agent header cannot make the client look like a browser", "[client]") {
+  FakeRayServer fake;
+  RayClientOptions o = FastOptions(fake);
+  o.headers = {{"user-agent", "Mozilla/5.0"}};
+  RayHttpJobServer client(o);
+  REQUIRE(client.Submit(Body("ua-1")).ok());
+  CHECK(fake.LastHeaders(route::kRouteSubmit)["user-agent"].rfind("ray-gitops/", 0) == 0);
+}
+
+TEST_CASE("the fake refuses a browser-looking POST with 405 and needs the trailing slash",
+          "[fake]") {
+  FakeRayServer fake;
+  httplib::Client raw(fake.address());
+  httplib::Headers browser = {{"User-Agent", "Mozilla/5.0 (X11; Linux x86_64)"}};
+  auto post = raw.Post("/api/jobs/", browser, R"({"entrypoint":"true"})", "application/json");
+  REQUIRE(post);
+  CHECK(post->status == 405);
+  CHECK(post->body == "'POST' method not allowed for browser traffic.");
+  auto get = raw.Get("/api/jobs/", browser);
+  REQUIRE(get);
+  CHECK(get->status == 200);
+  auto no_slash = raw.Get("/api/jobs");
+  REQUIRE(no_slash);
+  CHECK(no_slash->status == 404);
+  CHECK(fake.JobCount() == 0);
+}
+
+TEST_CASE("idempotent calls are retried on 5xx and succeed when the server recovers", "[client]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client.Submit(Body("retry-1")).ok());
+  fake.FailNext(route::kRouteGet, 2, 503, "upstream unavailable");
+  auto job = client.Get("retry-1");
+  REQUIRE(job.ok());
+  CHECK(job->submission_id == "retry-1");
+  CHECK(fake.RequestCount(route::kRouteGet) == 3);
+}
+
+TEST_CASE("retries stop after max_attempts and report a transient error with the body",
+          "[client]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  fake.FailNext(route::kRouteList, 10, 503, "upstream unavailable");
+  auto jobs = client.List();
+  REQUIRE_FALSE(jobs.ok());
+  CHECK(jobs.error().kind() == ErrorKind::kTransient);
+  CHECK(jobs.error().message().find("503") != std::string::npos);
+  CHECK(jobs.error().message().find("upstream unavailable") != std::string::npos);
+  CHECK(fake.RequestCount(route::kRouteList) == 3);
+}
+
+TEST_CASE("client errors are not retried", "[client]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  auto job = client.Get("nobody");
+  REQUIRE_FALSE(job.ok());
+  CHECK(job.error().kind() == ErrorKind::kNotFound);
+  CHECK(fake.RequestCount(route::kRouteGet) == 1);
+}
+
+TEST_CASE("stop and delete are retried as idempotent calls", "[client]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client.Submit(Body("idem-1", "sleep 60")).ok());
+  fake.FailNext(route::kRouteStop, 1, 502, "bad gateway");
+  auto stop = client.Stop("idem-1");
+  REQUIRE(stop.ok());
+  CHECK(*stop);
+  CHECK(fake.RequestCount(route::kRouteStop) == 2);
+  fake.Tick();
+  fake.FailNext(route::kRouteDelete, 1, 503, "busy");
+  auto del = client.Delete("idem-1");
+  REQUIRE(del.ok());
+  CHECK(fake.RequestCount(route::kRouteDelete) == 2);
+}
+
+TEST_CASE("a submit whose answer is lost after the job was accepted succeeds without resending",
+          "[client][submit]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  fake.DropNext(route::kRouteSubmit, 1, /*after_handling=*/true);
+  auto id = client.Submit(Body("lost-answer"));
+  REQUIRE(id.ok());
+  CHECK(*id == "lost-answer");
+  CHECK(fake.RequestCount(route::kRouteSubmit) == 1);
+  CHECK(fake.RequestCount(route::kRouteGet) == 1);
+  CHECK(fake.JobCount() == 1);
+}
+
+TEST_CASE("a submit lost before the job was accepted is transient and is not resent",
+          "[client][submit]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  fake.DropNext(route::kRouteSubmit, 1, /*after_handling=*/false);
+  auto id = client.Submit(Body("lost-request"));
+  REQUIRE_FALSE(id.ok());
+  CHECK(id.error().kind() == ErrorKind::kTransient);
+  CHECK(id.error().message().find("lost-request") != std::string::npos);
+  CHECK(fake.RequestCount(route::kRouteSubmit) == 1);
+  CHECK(fake.JobCount() == 0);
+}
+
+TEST_CASE("a 5xx answer to a submit is resolved by reading the id", "[client][submit]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  fake.FailNext(route::kRouteSubmit, 1, 500,
+                "No available agent to submit job, please try again later.");
+  auto id = client.Submit(Body("no-agent"));
+  REQUIRE_FALSE(id.ok());
+  CHECK(id.error().kind() == ErrorKind::kTransient);
+  CHECK(id.error().message().find("No available agent") != std::string::npos);
+  CHECK(fake.RequestCount(route::kRouteSubmit) == 1);
+}
+
+TEST_CASE("a duplicate submit is a conflict and is not retried", "[client][submit]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client.Submit(Body("dup-1")).ok());
+  auto again = client.Submit(Body("dup-1"));
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().kind() == ErrorKind::kConflict);
+  // The message keeps Ray's sentence, not the start of its traceback.
+  CHECK(again.error().message().find("Please use a different submission_id") != std::string::npos);
+  CHECK(fake.RequestCount(route::kRouteSubmit) == 2);
+}
+
+TEST_CASE("submit drops null fields and fields the server's Ray version cannot take",
+          "[client][submit]") {
+  auto body_with_everything = [](const std::string& id) {
+    Value body = Body(id);
+    body["entrypoint_num_cpus"] = 1;
+    body["entrypoint_num_gpus"] = 0;
+    body["entrypoint_memory"] = int64_t{1} << 30;
+    body["entrypoint_resources"]["worker_node"] = 1;
+    body["runtime_env"] = nullptr;
+    return body;
+  };
+  SECTION("Ray 2.1 takes the submission id but no entrypoint resources") {
+    FakeRayOptions fo;
+    fo.ray_version = "2.1.0";
+    FakeRayServer fake(fo);
+    RayHttpJobServer client(FastOptions(fake));
+    REQUIRE(client.Submit(body_with_everything("old-1")).ok());
+    auto sent = LastSubmitted(fake);
+    CHECK(sent["submission_id"] == "old-1");
+    CHECK_FALSE(sent.contains("entrypoint_num_cpus"));
+    CHECK_FALSE(sent.contains("entrypoint_resources"));
+    CHECK_FALSE(sent.contains("entrypoint_memory"));
+    CHECK_FALSE(sent.contains("runtime_env"));
+  }
+  SECTION("Ray 2.60 takes them all, and the version is asked once per client") {
+    FakeRayServer fake;
+    RayHttpJobServer client(FastOptions(fake));
+    REQUIRE(client.Submit(body_with_everything("new-1")).ok());
+    REQUIRE(client.Submit(body_with_everything("new-2")).ok());
+    auto sent = LastSubmitted(fake);
+    CHECK(sent["entrypoint_num_cpus"] == 1);
+    CHECK(sent["entrypoint_memory"] == (int64_t{1} << 30));
+    CHECK(sent["entrypoint_resources"]["worker_node"] == 1);
+    CHECK_FALSE(sent.contains("runtime_env"));
+    CHECK(fake.RequestCount(route::kRouteVersion) == 1);
+  }
+}
+
+TEST_CASE("a head restart forgets jobs and changes the session name", "[client][fake]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  auto before = client.Version();
+  REQUIRE(before.ok());
+  REQUIRE(client.Submit(Body("before-restart")).ok());
+  fake.Restart();
+  auto after = client.Version();
+  REQUIRE(after.ok());
+  CHECK(after->session_name != before->session_name);
+  CHECK(client.Get("before-restart").error().kind() == ErrorKind::kNotFound);
+}
+
+TEST_CASE("a refused connection and a slow server are transient", "[client]") {
+  RayClientOptions o;
+  {
+    FakeRayServer fake;
+    o = FastOptions(fake);
+  }
+  o.max_attempts = 2;
+  auto refused = RayHttpJobServer(o).List();
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().kind() == ErrorKind::kTransient);
+
+  FakeRayServer slow;
+  RayClientOptions so = FastOptions(slow);
+  so.read_timeout = 200ms;
+  so.max_attempts = 1;
+  slow.SetLatency(1000ms);
+  auto start = std::chrono::steady_clock::now();
+  auto timed_out = RayHttpJobServer(so).List();
+  REQUIRE_FALSE(timed_out.ok());
+  CHECK(timed_out.error().kind() == ErrorKind::kTransient);
+  CHECK(std::chrono::steady_clock::now() - start < 900ms);
+}
+
+TEST_CASE("an empty address is invalid input, not a network error", "[client]") {
+  RayHttpJobServer client(RayClientOptions{});
+  auto v = client.Version();
+  REQUIRE_FALSE(v.ok());
+  CHECK(v.error().kind() == ErrorKind::kInvalidInput);
+}
+
+TEST_CASE("DRIVER jobs appear in the list without a submission id", "[client][fake]") {
+  FakeRayServer fake;
+  fake.AddDriverJob("02000000", "python train.py");
+  RayHttpJobServer client(FastOptions(fake));
+  auto jobs = client.List();
+  REQUIRE(jobs.ok());
+  REQUIRE(jobs->size() == 1);
+  CHECK(jobs->front().type == "DRIVER");
+  CHECK(jobs->front().submission_id.empty());
+  CHECK(jobs->front().job_id == "02000000");
+  auto stop = client.Stop("02000000");
+  REQUIRE_FALSE(stop.ok());
+  CHECK(stop.error().kind() == ErrorKind::kInvalidInput);
+}
+
+TEST_CASE("tests can drive a job's status explicitly", "[client][fake]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client.Submit(Body("driven", "sleep 60")).ok());
+  REQUIRE(fake.SetStatus("driven", RayJobStatus::kFailed, "node died", 137));
+  auto job = client.Get("driven");
+  REQUIRE(job.ok());
+  CHECK(job->status == RayJobStatus::kFailed);
+  CHECK(job->message == "node died");
+  CHECK(job->driver_exit_code == 137);
+  CHECK(job->end_time_ms.has_value());
+}
+
+TEST_CASE("a stopped job turns STOPPED only later, or at once on Tick", "[client][fake]") {
+  FakeRayOptions fo;
+  fo.stop_delay = 10s;
+  fo.start_delay = 0ms;
+  FakeRayServer fake(fo);
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client.Submit(Body("slow-stop", "sleep 60")).ok());
+  REQUIRE(client.Stop("slow-stop").ok());
+  CHECK(client.Get("slow-stop")->status == RayJobStatus::kRunning);
+  fake.Tick();
+  CHECK(client.Get("slow-stop")->status == RayJobStatus::kStopped);
+}
+
+}  // namespace
