@@ -149,7 +149,8 @@ def succeeded():
         sys.exit(f"readiness job {sid} ended {status}")
     return status == "SUCCEEDED"
 wait_for(f"readiness job {sid} to succeed", succeeded)
-call("DELETE", "/api/jobs/" + sid)
+# The job is left in place: a DELETE right after SUCCEEDED races the exiting supervisor
+# actor, and Ray 2.60 then lists the job again as FAILED ("Entrypoint not found.").
 print(version.get("ray_version", "?"))
 PYEOF
 }

@@ -1,5 +1,421 @@
-// placeholder: being written
+// The seed's one-off actions against a Ray head (DESIGN.md 6): submit, status, stop, logs,
+// list. Output for people goes to stdout; what went wrong goes to stderr prefixed
+// "ray-gitops: ". Exit status 0 on success, 1 on any error.
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "reconciler/adapters/artifact_writer.h"
+#include "reconciler/adapters/ray_client_options.h"
+#include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/core/ray_job.h"
+#include "reconciler/core/render.h"
+#include "reconciler/core/value.h"
+#include "reconciler/engine/submit_attempt.h"
+#include "reconciler/spec/spec_loader.h"
+
 namespace rg::cli {
-void AddJobCommands(CLI::App&, const GlobalOptions&, int*) {}
+namespace {
+
+namespace fs = std::filesystem;
+
+int Fail(const std::string& message) {
+  std::cerr << "ray-gitops: " << message << "\n";
+  return 1;
+}
+
+core::Result<std::string> ReadTextFile(const std::string& path, std::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::Error::InvalidInput(std::string(flag) + ": cannot read '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    return core::Error::InvalidInput(std::string(flag) + ": cannot read '" + path + "'");
+  return text.str();
+}
+
+// The path a spec is known by in the repository: from its last "jobs/" component on, so that
+// `--jobspec ~/repo/jobs/ppo/x.yaml` gets the same name and spec-path as the daemon would
+// give it; a file outside any jobs/ folder is treated as jobs/<file name>.
+std::string RepoRelativeSpecPath(const std::string& given) {
+  const std::string path = fs::path(given).lexically_normal().generic_string();
+  if (path.rfind("jobs/", 0) == 0) return path;
+  if (size_t at = path.rfind("/jobs/"); at != std::string::npos) return path.substr(at + 1);
+  return "jobs/" + fs::path(path).filename().string();
+}
+
+// Address and credentials from the global flags, then Ray's environment variables, then
+// the cluster file's address (when one was read).
+core::Result<adapters::RayClientOptions> ResolveOptions(const GlobalOptions& global,
+                                                        const std::string& fallback_address) {
+  adapters::RayClientFlags flags;
+  flags.address = global.ray_address;
+  flags.fallback_address = fallback_address;
+  flags.token_file = global.ray_token_file;
+  flags.headers = global.ray_headers;
+  flags.ca_file = global.ray_ca_file;
+  flags.insecure = global.ray_insecure;
+  core::Result<adapters::RayClientOptions> options = adapters::ResolveRayClientOptions(flags);
+  if (!options.ok()) return options;
+  if (options->address.empty()) {
+    return core::Error::InvalidInput(
+        "no Ray address: give --ray-address, set RAY_API_SERVER_ADDRESS or RAY_ADDRESS, or "
+        "pass --config with a cluster file that has an address");
+  }
+  return options;
+}
+
+// For commands that take an optional --config only to learn the address.
+core::Result<std::string> AddressFromConfig(const std::string& config_path) {
+  if (config_path.empty()) return std::string();
+  core::Result<std::string> text = ReadTextFile(config_path, "--config");
+  if (!text.ok()) return text.error();
+  spec::Parsed<core::RayConfig> cluster = spec::LoadRayConfig(*text, config_path);
+  if (!cluster.ok()) {
+    std::string message = "invalid cluster file:";
+    for (const core::Diagnostic& d : cluster.diagnostics) message += "\n" + d.ToString();
+    return core::Error::InvalidInput(message);
+  }
+  return cluster.value->address;
+}
+
+core::Result<std::unique_ptr<adapters::RayHttpJobServer>> ConnectFromFlags(
+    const GlobalOptions& global, const std::string& config_path) {
+  core::Result<std::string> fallback = AddressFromConfig(config_path);
+  if (!fallback.ok()) return fallback.error();
+  core::Result<adapters::RayClientOptions> options = ResolveOptions(global, *fallback);
+  if (!options.ok()) return options.error();
+  return std::make_unique<adapters::RayHttpJobServer>(std::move(*options));
+}
+
+std::string FormatTime(const std::optional<int64_t>& ms) {
+  if (!ms) return "-";
+  return adapters::FormatRfc3339Utc(std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::milliseconds(*ms))));
+}
+
+std::string ManagedBy(const core::RayJob& job) {
+  auto it = job.metadata.find(core::kMetaManagedBy);
+  return it == job.metadata.end() ? "-" : it->second;
+}
+
+std::string JobKey(const core::RayJob& job) {
+  if (!job.submission_id.empty()) return job.submission_id;
+  return job.job_id.value_or("-");
+}
+
+// The last `n` lines of `text` (a final line without '\n' counts as a line).
+std::string_view LastLines(std::string_view text, int n) {
+  if (n < 0) return text;
+  if (n == 0) return {};
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;
+  int seen = 0;
+  while (end > 0) {
+    const size_t nl = text.rfind('\n', end - 1);
+    if (nl == std::string_view::npos) return text;
+    if (++seen == n) return text.substr(nl + 1);
+    end = nl;
+  }
+  return text;
+}
+
+// --- submit ---
+
+struct SubmitFlags {
+  std::string config;
+  std::string jobspec;
+  std::string instance = "ray-gitops";
+  std::string artifacts_root;
+  bool no_artifacts = false;
+};
+
+int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
+  core::Result<std::string> config_text = ReadTextFile(flags.config, "--config");
+  if (!config_text.ok()) return Fail(config_text.error().message());
+  core::Result<std::string> spec_text = ReadTextFile(flags.jobspec, "--jobspec");
+  if (!spec_text.ok()) return Fail(spec_text.error().message());
+
+  spec::Parsed<core::RayConfig> cluster = spec::LoadRayConfig(*config_text, flags.config);
+  spec::Parsed<core::JobSpec> job =
+      spec::LoadJobSpec(*spec_text, RepoRelativeSpecPath(flags.jobspec));
+  if (!cluster.ok() || !job.ok()) {
+    for (const core::Diagnostic& d : cluster.diagnostics) std::cerr << d.ToString() << "\n";
+    for (const core::Diagnostic& d : job.diagnostics) {
+      core::Diagnostic shown = d;
+      shown.path = flags.jobspec;  // name the file as the user gave it
+      std::cerr << shown.ToString() << "\n";
+    }
+    return 1;
+  }
+
+  core::Result<adapters::RayClientOptions> options = ResolveOptions(global, cluster.value->address);
+  if (!options.ok()) return Fail(options.error().message());
+
+  std::unique_ptr<adapters::ArtifactWriter> writer;
+  std::string artifacts_note;
+  if (!flags.no_artifacts) {
+    std::string root = flags.artifacts_root;
+    if (root.empty() && cluster.value->shared_root) {
+      std::error_code ec;
+      if (fs::is_directory(*cluster.value->shared_root, ec)) {
+        root = *cluster.value->shared_root;
+      } else {
+        artifacts_note = "no artifacts: shared_root " + *cluster.value->shared_root +
+                         " does not exist on this machine (use --artifacts-root)";
+      }
+    } else if (root.empty()) {
+      artifacts_note = "no artifacts: the cluster file has no shared_root (use --artifacts-root)";
+    }
+    if (!root.empty()) {
+      std::vector<std::string> secrets;
+      if (options->token) secrets.push_back(*options->token);
+      for (const auto& [name, value] : options->headers) secrets.push_back(value);
+      writer = std::make_unique<adapters::ArtifactWriter>(root, std::move(secrets));
+    }
+  }
+
+  adapters::RayHttpJobServer server(*options);
+  core::RenderContext context;
+  context.instance = flags.instance;
+  engine::SubmitArtifactInputs inputs{*config_text, *spec_text, options->address};
+  core::Result<engine::SubmitAttemptResult> result =
+      engine::SubmitAttempt(server, writer.get(), *job.value, *cluster.value, context, inputs);
+  if (!result.ok()) return Fail("submit failed: " + result.error().ToString());
+
+  std::cout << result->submission_id << "\n";
+  std::cerr << "ray-gitops: " << (result->adopted ? "adopted existing job " : "submitted ")
+            << result->submission_id << " to " << core::StripUrlCredentials(options->address)
+            << "\n";
+  if (writer) {
+    if (result->artifact_error.empty()) {
+      std::cerr << "ray-gitops: artifacts in " << writer->JobDir(result->submission_id).string()
+                << "\n";
+    } else {
+      std::cerr << "ray-gitops: warning: the job was submitted but its artifacts were not "
+                   "written: "
+                << result->artifact_error << "\n";
+    }
+  } else if (!artifacts_note.empty()) {
+    std::cerr << "ray-gitops: " << artifacts_note << "\n";
+  }
+  return 0;
+}
+
+// --- status, stop, logs, list ---
+
+int RunStatus(const GlobalOptions& global, const std::string& config, const std::string& id) {
+  auto server = ConnectFromFlags(global, config);
+  if (!server.ok()) return Fail(server.error().message());
+  core::Result<core::RayJob> job = (*server)->Get(id);
+  if (!job.ok()) {
+    if (job.error().IsNotFound()) return Fail("no job " + id + " in Ray");
+    return Fail(job.error().ToString());
+  }
+  std::cout << "submission_id: " << JobKey(*job) << "\n"
+            << "status: " << core::RayJobStatusName(job->status) << "\n"
+            << "message: " << job->message << "\n"
+            << "error_type: " << job->error_type.value_or("-") << "\n"
+            << "start_time: " << FormatTime(job->start_time_ms) << "\n"
+            << "end_time: " << FormatTime(job->end_time_ms) << "\n"
+            << "driver_exit_code: "
+            << (job->driver_exit_code ? std::to_string(*job->driver_exit_code) : "-") << "\n"
+            << "managed_by: " << ManagedBy(*job) << "\n";
+  return 0;
+}
+
+int RunStop(const GlobalOptions& global, const std::string& config, const std::string& id) {
+  auto server = ConnectFromFlags(global, config);
+  if (!server.ok()) return Fail(server.error().message());
+  core::Result<bool> stopped = (*server)->Stop(id);
+  if (!stopped.ok()) {
+    if (stopped.error().IsNotFound()) return Fail("no job " + id + " in Ray");
+    return Fail(stopped.error().ToString());
+  }
+  if (*stopped) {
+    std::cout << "stop sent to " << id << " (Ray stops it asynchronously)\n";
+  } else {
+    std::cout << id << " had already ended; no stop sent\n";
+  }
+  return 0;
+}
+
+// --follow polls GET /logs once a second and prints the bytes past what it printed before,
+// until the job is terminal (then one last fetch). Polling, not the /logs/tail WebSocket:
+// it needs nothing beyond the calls every other command makes, survives a dropped
+// connection, and a second of delay does not matter for training logs.
+int RunLogs(const GlobalOptions& global, const std::string& config, const std::string& id,
+            bool follow, int tail) {
+  auto server = ConnectFromFlags(global, config);
+  if (!server.ok()) return Fail(server.error().message());
+  core::Result<std::string> logs = (*server)->Logs(id);
+  if (!logs.ok()) {
+    if (logs.error().IsNotFound()) return Fail("no job " + id + " in Ray");
+    return Fail(logs.error().ToString());
+  }
+  std::cout << LastLines(*logs, tail) << std::flush;
+  if (!follow) return 0;
+
+  size_t printed = logs->size();
+  while (true) {
+    core::Result<core::RayJob> job = (*server)->Get(id);
+    if (!job.ok()) return Fail(job.error().ToString());
+    const bool terminal = core::IsTerminal(job->status);
+    core::Result<std::string> now = (*server)->Logs(id);
+    if (!now.ok()) return Fail(now.error().ToString());
+    if (now->size() < printed) printed = 0;  // the log was replaced: print it anew
+    std::cout << std::string_view(*now).substr(printed) << std::flush;
+    printed = now->size();
+    if (terminal) return 0;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+core::Value JobToJson(const core::RayJob& job) {
+  core::Value::Object metadata;
+  for (const auto& [k, v] : job.metadata) metadata[k] = v;
+  core::Value::Object o;
+  auto optional_int = [](const std::optional<int64_t>& v) {
+    return v ? core::Value(*v) : core::Value();
+  };
+  o["type"] = job.type;
+  o["submission_id"] = job.submission_id.empty() ? core::Value() : core::Value(job.submission_id);
+  o["job_id"] = job.job_id ? core::Value(*job.job_id) : core::Value();
+  o["status"] = std::string(core::RayJobStatusName(job.status));
+  o["message"] = job.message;
+  o["error_type"] = job.error_type ? core::Value(*job.error_type) : core::Value();
+  o["entrypoint"] = job.entrypoint;
+  o["start_time"] = job.start_time_ms ? core::Value(FormatTime(job.start_time_ms)) : core::Value();
+  o["end_time"] = job.end_time_ms ? core::Value(FormatTime(job.end_time_ms)) : core::Value();
+  o["driver_exit_code"] = optional_int(job.driver_exit_code);
+  o["managed_by"] = ManagedBy(job) == "-" ? core::Value() : core::Value(ManagedBy(job));
+  o["metadata"] = std::move(metadata);
+  return o;
+}
+
+int RunList(const GlobalOptions& global, const std::string& config, const std::string& format) {
+  auto server = ConnectFromFlags(global, config);
+  if (!server.ok()) return Fail(server.error().message());
+  core::Result<std::vector<core::RayJob>> jobs = (*server)->List();
+  if (!jobs.ok()) return Fail(jobs.error().ToString());
+  std::vector<core::RayJob> sorted = std::move(*jobs);
+  // Oldest first, like `ray job list`; jobs not started yet last.
+  std::stable_sort(sorted.begin(), sorted.end(), [](const core::RayJob& a, const core::RayJob& b) {
+    return a.start_time_ms.value_or(INT64_MAX) < b.start_time_ms.value_or(INT64_MAX);
+  });
+
+  if (format == "json") {
+    core::Value::Array array;
+    for (const core::RayJob& job : sorted) array.push_back(JobToJson(job));
+    std::cout << core::ToPrettyJson(core::Value(std::move(array))) << "\n";
+    return 0;
+  }
+
+  const std::vector<std::string> header = {"SUBMISSION_ID", "STATUS",     "TYPE",
+                                           "MANAGED_BY",    "START_TIME", "ENTRYPOINT"};
+  std::vector<std::vector<std::string>> rows = {header};
+  for (const core::RayJob& job : sorted) {
+    std::string entrypoint = job.entrypoint;
+    std::replace(entrypoint.begin(), entrypoint.end(), '\n', ' ');
+    if (entrypoint.size() > 60) entrypoint = entrypoint.substr(0, 57) + "...";
+    rows.push_back({JobKey(job), std::string(core::RayJobStatusName(job.status)),
+                    job.type.empty() ? "-" : job.type, ManagedBy(job),
+                    FormatTime(job.start_time_ms), entrypoint});
+  }
+  std::vector<size_t> widths(header.size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  auto submit_flags = std::make_shared<SubmitFlags>();
+  CLI::App* submit = app.add_subcommand(
+      "submit", "submit one JobSpec to Ray now, with artifacts (the seed's one-off action)");
+  submit->add_option("--config", submit_flags->config, "the cluster file (RayConfig)")->required();
+  submit->add_option("--jobspec", submit_flags->jobspec, "the JobSpec file")->required();
+  submit->add_option("--instance", submit_flags->instance,
+                     "the gitops.managed-by label (default ray-gitops)");
+  submit->add_option("--artifacts-root", submit_flags->artifacts_root,
+                     "write artifacts under DIR/jobs/<submission_id>/ instead of shared_root");
+  submit->add_flag("--no-artifacts", submit_flags->no_artifacts, "write no artifacts");
+  submit->callback(
+      [&global, exit_code, submit_flags] { *exit_code = RunSubmit(global, *submit_flags); });
+
+  // The other commands take the id as a positional and an optional cluster file whose
+  // address is the last fallback.
+  struct IdFlags {
+    std::string id;
+    std::string config;
+    bool follow = false;
+    int tail = -1;
+    std::string format = "table";
+  };
+  auto add_id_command = [&app](const std::string& name, const std::string& help,
+                               const std::shared_ptr<IdFlags>& flags) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->add_option("id", flags->id, "the submission id (or Ray job id)")->required();
+    cmd->add_option("--config", flags->config,
+                    "a cluster file whose address is used when no other is given");
+    return cmd;
+  };
+
+  auto status_flags = std::make_shared<IdFlags>();
+  add_id_command("status", "print a job's status, message, times and exit code", status_flags)
+      ->callback([&global, exit_code, status_flags] {
+        *exit_code = RunStatus(global, status_flags->config, status_flags->id);
+      });
+
+  auto stop_flags = std::make_shared<IdFlags>();
+  add_id_command("stop", "ask Ray to stop a job", stop_flags)
+      ->callback([&global, exit_code, stop_flags] {
+        *exit_code = RunStop(global, stop_flags->config, stop_flags->id);
+      });
+
+  auto logs_flags = std::make_shared<IdFlags>();
+  CLI::App* logs = add_id_command("logs", "print a job's driver log", logs_flags);
+  logs->add_flag("--follow,-f", logs_flags->follow,
+                 "keep printing new output (polled every second) until the job ends");
+  logs->add_option("--tail", logs_flags->tail, "print only the last N lines first")
+      ->check(CLI::NonNegativeNumber);
+  logs->callback([&global, exit_code, logs_flags] {
+    *exit_code =
+        RunLogs(global, logs_flags->config, logs_flags->id, logs_flags->follow, logs_flags->tail);
+  });
+
+  auto list_flags = std::make_shared<IdFlags>();
+  CLI::App* list = app.add_subcommand("list", "list every job Ray knows, managed or not");
+  list->add_option("--format", list_flags->format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  list->add_option("--config", list_flags->config,
+                   "a cluster file whose address is used when no other is given");
+  list->callback([&global, exit_code, list_flags] {
+    *exit_code = RunList(global, list_flags->config, list_flags->format);
+  });
+}
+
 }  // namespace rg::cli

@@ -1,15 +1,52 @@
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <iostream>
 
+#include "reconciler/adapters/ray_client_options.h"
+#include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/core/render.h"
 
 namespace rg::cli {
+namespace {
+
+// The Ray side of `version`: only when an address is known from --ray-address or the
+// environment, and never a failure: the command must answer even when Ray is down.
+void PrintRayVersion(const GlobalOptions& global) {
+  adapters::RayClientFlags flags;
+  flags.address = global.ray_address;
+  flags.token_file = global.ray_token_file;
+  flags.headers = global.ray_headers;
+  flags.ca_file = global.ray_ca_file;
+  flags.insecure = global.ray_insecure;
+  core::Result<adapters::RayClientOptions> options = adapters::ResolveRayClientOptions(flags);
+  if (!options.ok()) {
+    std::cout << "ray: unknown (" << options.error().message() << ")\n";
+    return;
+  }
+  if (options->address.empty()) return;
+  const std::string shown = core::StripUrlCredentials(options->address);
+  options->connect_timeout = std::chrono::seconds(2);
+  options->read_timeout = std::chrono::seconds(5);
+  options->max_attempts = 1;
+  adapters::RayHttpJobServer server(std::move(*options));
+  core::Result<core::RayVersion> version = server.Version();
+  if (!version.ok()) {
+    std::cout << "ray: unreachable at " << shown << " (" << version.error().ToString() << ")\n";
+    return;
+  }
+  std::cout << "ray " << version->ray_version << " at " << shown << " (Jobs API version "
+            << version->version << ")\n";
+}
+
+}  // namespace
 
 void AddVersionCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
-  auto* cmd = app.add_subcommand("version", "print the ray-gitops version");
+  auto* cmd = app.add_subcommand(
+      "version", "print the ray-gitops version, and Ray's when an address is known");
   cmd->callback([&global, exit_code] {
-    (void)global;
     std::cout << "ray-gitops " << RG_VERSION << "\n";
+    PrintRayVersion(global);
     *exit_code = 0;
   });
 }
