@@ -1,5 +1,133 @@
-// placeholder: being written
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+
 #include "reconciler/cli/global_options.h"
+#include "reconciler/core/desired_state.h"
+#include "reconciler/core/diagnostic.h"
+#include "reconciler/core/render.h"
+#include "reconciler/spec/spec_loader.h"
+
 namespace rg::cli {
-void AddRenderCommand(CLI::App&, const GlobalOptions&, int*) {}
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RenderOptions {
+  std::string repo = ".";
+  std::string cluster_file = "cluster.yaml";
+  std::string jobs_dir = "jobs";
+  std::string file;
+  std::string format = "yaml";
+  std::string instance = "ray-gitops";
+  int attempt = 0;
+};
+
+void PrintError(const std::string& path, const std::string& message) {
+  std::cerr << core::Diagnostic{path, 0, 0, message}.ToString() << "\n";
+}
+
+// FILE names a JobSpec relative to the repository or, failing that, to the working directory.
+std::optional<std::string> RepoRelativePath(const RenderOptions& options) {
+  std::error_code ec;
+  const fs::path repo = fs::absolute(options.repo, ec).lexically_normal();
+  const fs::path given(options.file);
+  fs::path full = given.is_absolute() ? given : repo / given;
+  if (!given.is_absolute() && !fs::exists(full, ec) && fs::exists(given, ec)) {
+    full = fs::absolute(given, ec);
+  }
+  const std::string relative = full.lexically_normal().lexically_relative(repo).generic_string();
+  if (relative.empty() || relative == "." || relative.starts_with("..")) return std::nullopt;
+  return relative;
+}
+
+int RunRender(const RenderOptions& options) {
+  const std::optional<std::string> path = RepoRelativePath(options);
+  if (!path) {
+    PrintError(options.file, "not inside the repository " + options.repo);
+    return 1;
+  }
+  const core::DesiredState state =
+      spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
+
+  const core::JobSpec* spec = nullptr;
+  for (const auto& job : state.jobs) {
+    if (job.path == *path) spec = &job;
+  }
+  const core::InvalidSpec* invalid = nullptr;
+  for (const auto& bad : state.invalid) {
+    if (bad.path == *path) invalid = &bad;
+  }
+  if (spec == nullptr && invalid == nullptr) {
+    PrintError(options.file, "not a JobSpec of the repository (*.yaml or *.yml under " +
+                                 options.jobs_dir + "/ in " + options.repo + ")");
+    return 1;
+  }
+
+  bool failed = false;
+  for (const auto& d : state.cluster_diagnostics) {
+    std::cerr << d.ToString() << "\n";
+    failed = true;
+  }
+  if (!state.ClusterValid() && state.cluster_diagnostics.empty()) {
+    PrintError(options.cluster_file, "cluster file not found");
+    failed = true;
+  }
+  if (invalid != nullptr) {
+    for (const auto& d : invalid->diagnostics) std::cerr << d.ToString() << "\n";
+    failed = true;
+  }
+  if (failed) return 1;
+
+  core::RenderContext context;
+  context.instance = options.instance;
+  context.attempt = options.attempt;
+  auto body = core::RenderSubmission(*spec, *state.cluster, context);
+  if (!body.ok()) {
+    PrintError(spec->path, body.error().message());
+    return 1;
+  }
+  if (options.format == "json") {
+    std::cout << core::ToPrettyJson(*body) << "\n";
+  } else {
+    std::cout << spec::ToYaml(*body);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddRenderCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  auto options = std::make_shared<RenderOptions>();
+  auto* cmd = app.add_subcommand(
+      "render",
+      "print the POST /api/jobs/ body that one JobSpec submits; exit 0, or 1 when the spec or "
+      "the cluster file is invalid");
+  cmd->add_option("file", options->file, "the JobSpec (relative to the repository or to here)")
+      ->required();
+  cmd->add_option("--repo", options->repo, "desired-state repository directory")
+      ->capture_default_str();
+  cmd->add_option("--format", options->format, "yaml or json")
+      ->check(CLI::IsMember({"yaml", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--cluster-file", options->cluster_file,
+                  "cluster file, relative to the repository")
+      ->capture_default_str();
+  cmd->add_option("--jobs-dir", options->jobs_dir, "JobSpec folder, relative to the repository")
+      ->capture_default_str();
+  cmd->add_option("--instance", options->instance, "instance name recorded in gitops.managed-by")
+      ->capture_default_str();
+  cmd->add_option("--attempt", options->attempt, "attempt number (0 is the first run)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->callback([options, &global, exit_code] {
+    (void)global;
+    *exit_code = RunRender(*options);
+  });
+}
+
 }  // namespace rg::cli
