@@ -1,5 +1,129 @@
-// placeholder: being written
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <system_error>
+#include <tuple>
+#include <vector>
+
 #include "reconciler/cli/global_options.h"
+#include "reconciler/core/diagnostic.h"
+#include "reconciler/spec/spec_loader.h"
+
 namespace rg::cli {
-void AddValidateCommand(CLI::App&, const GlobalOptions&, int*) {}
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ValidateOptions {
+  std::string repo = ".";
+  std::string cluster_file = "cluster.yaml";
+  std::string jobs_dir = "jobs";
+  std::vector<std::string> files;
+};
+
+std::string Plural(size_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// A FILE argument names a path inside the repository: relative to the repository first (as a
+// pre-commit hook passes them), else relative to the working directory.
+struct SelectedFile {
+  std::string repo_relative;
+  std::optional<core::Diagnostic> problem;
+};
+
+SelectedFile SelectFile(const std::string& file, const ValidateOptions& options) {
+  std::error_code ec;
+  const fs::path repo = fs::absolute(options.repo, ec).lexically_normal();
+  fs::path full = fs::path(file).is_absolute() ? fs::path(file) : repo / file;
+  if (!fs::exists(full, ec) && !fs::path(file).is_absolute() && fs::exists(file, ec)) {
+    full = fs::absolute(file, ec);
+  }
+  full = full.lexically_normal();
+  const std::string relative = full.lexically_relative(repo).generic_string();
+  if (relative.empty() || relative == "." || relative.starts_with("..")) {
+    return {"", core::Diagnostic{file, 0, 0, "not inside the repository " + options.repo}};
+  }
+  if (!fs::is_regular_file(full, ec)) {
+    return {relative, core::Diagnostic{file, 0, 0, "file not found"}};
+  }
+  if (relative != options.cluster_file && !spec::IsSpecPath(relative, options.jobs_dir)) {
+    return {relative, core::Diagnostic{file, 0, 0,
+                                       "neither the cluster file nor a JobSpec (*.yaml or *.yml "
+                                       "under " +
+                                           options.jobs_dir + "/)"}};
+  }
+  return {relative, std::nullopt};
+}
+
+int RunValidate(const ValidateOptions& options) {
+  const core::DesiredState state =
+      spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
+  core::Diagnostics diagnostics = state.AllDiagnostics();
+  size_t valid_specs = state.jobs.size();
+
+  if (!options.files.empty()) {
+    std::set<std::string> selected{options.cluster_file};
+    core::Diagnostics argument_problems;
+    for (const auto& file : options.files) {
+      SelectedFile choice = SelectFile(file, options);
+      if (choice.problem) {
+        argument_problems.push_back(*choice.problem);
+      } else {
+        selected.insert(choice.repo_relative);
+      }
+    }
+    std::erase_if(diagnostics,
+                  [&](const core::Diagnostic& d) { return !selected.contains(d.path); });
+    diagnostics.insert(diagnostics.end(), argument_problems.begin(), argument_problems.end());
+    valid_specs = static_cast<size_t>(
+        std::count_if(state.jobs.begin(), state.jobs.end(),
+                      [&](const core::JobSpec& job) { return selected.contains(job.path); }));
+  }
+
+  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.path, a.line, a.column) < std::tie(b.path, b.line, b.column);
+  });
+  std::set<std::string> files_with_errors;
+  for (const auto& d : diagnostics) {
+    std::cerr << d.ToString() << "\n";
+    files_with_errors.insert(d.path);
+  }
+  if (!diagnostics.empty()) {
+    std::cout << Plural(diagnostics.size(), "error") << " in "
+              << Plural(files_with_errors.size(), "file") << "\n";
+    return 1;
+  }
+  std::cout << "ok: " << options.cluster_file << " and " << Plural(valid_specs, "jobspec")
+            << (valid_specs == 1 ? " is" : " are") << " valid\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddValidateCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  auto options = std::make_shared<ValidateOptions>();
+  auto* cmd = app.add_subcommand(
+      "validate",
+      "validate the cluster file and the JobSpecs on disk (all of them, or only FILEs); exit 0 "
+      "valid, 1 invalid");
+  cmd->add_option("--repo", options->repo, "desired-state repository directory")
+      ->capture_default_str();
+  cmd->add_option("--cluster-file", options->cluster_file,
+                  "cluster file, relative to the repository")
+      ->capture_default_str();
+  cmd->add_option("--jobs-dir", options->jobs_dir, "JobSpec folder, relative to the repository")
+      ->capture_default_str();
+  cmd->add_option("files", options->files,
+                  "report only these files (relative to the repository) and the cluster file");
+  cmd->callback([options, &global, exit_code] {
+    (void)global;
+    *exit_code = RunValidate(*options);
+  });
+}
+
 }  // namespace rg::cli

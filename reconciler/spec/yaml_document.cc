@@ -243,10 +243,8 @@ core::Value ResolvePlainScalar(std::string_view text) {
 YamlParse ParseYamlDocument(std::string_view text, const std::string& path) {
   YamlParse out;
   if (text.size() > kMaxSpecFileBytes) {
-    out.diagnostics.push_back({path, 0, 0,
-                               "file is too large (" + std::to_string(text.size()) +
-                                   " bytes; the limit is " + std::to_string(kMaxSpecFileBytes) +
-                                   ")"});
+    out.diagnostics.push_back(
+        {path, 0, 0, "file is too large (over " + std::to_string(kMaxSpecFileBytes) + " bytes)"});
     return out;
   }
   if (auto bad = FindInvalidUtf8(text)) {
