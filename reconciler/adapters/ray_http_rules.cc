@@ -245,6 +245,11 @@ std::chrono::milliseconds BackoffDelay(int retry, std::chrono::milliseconds init
 std::string EncodePathSegment(std::string_view segment) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
+  // "." and ".." would be read as path navigation, not as an id.
+  if (segment.find_first_not_of('.') == std::string_view::npos) {
+    for (size_t i = 0; i < segment.size(); ++i) out += "%2E";
+    return out;
+  }
   out.reserve(segment.size());
   for (unsigned char c : segment) {
     bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

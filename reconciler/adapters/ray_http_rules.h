@@ -65,7 +65,7 @@ core::Value GateSubmitBody(const core::Value& body, std::string_view ray_version
 std::chrono::milliseconds BackoffDelay(int retry, std::chrono::milliseconds initial,
                                        std::chrono::milliseconds max_backoff, double unit_random);
 
-// `segment` percent-encoded for use as one path segment.
+// `segment` percent-encoded for use as one path segment (".." included).
 std::string EncodePathSegment(std::string_view segment);
 
 }  // namespace rg::adapters::ray_http
