@@ -1,0 +1,146 @@
+#include "reconciler/engine/apply.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "reconciler/core/render.h"
+#include "reconciler/engine/submit_attempt.h"
+
+namespace rg::engine {
+namespace {
+
+// Serialises a shared sink across the submit workers.
+class LockedSink : public ports::ArtifactSink {
+ public:
+  explicit LockedSink(ports::ArtifactSink* inner) : inner_(inner) {}
+  core::Status WriteSubmission(const ports::SubmissionRecord& record) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return inner_->WriteSubmission(record);
+  }
+
+ private:
+  ports::ArtifactSink* inner_;
+  std::mutex mu_;
+};
+
+const core::JobSpec* FindSpec(const core::DesiredState& state, const std::string& path) {
+  for (const auto& spec : state.jobs) {
+    if (spec.path == path) return &spec;
+  }
+  return nullptr;
+}
+
+std::string TextOf(const ports::DesiredSnapshot& snapshot, const std::string& path) {
+  auto it = snapshot.texts.find(path);
+  return it == snapshot.texts.end() ? std::string() : it->second;
+}
+
+ActionOutcome DoStop(ports::JobServer& server, const core::Action& action) {
+  ActionOutcome out;
+  out.action = action;
+  core::Result<bool> stopped = server.Stop(action.submission_id);
+  if (stopped.ok()) {
+    out.ok = true;
+    out.stop_sent = *stopped;
+  } else if (stopped.error().IsNotFound()) {
+    // Gone already: nothing is left running, which is what the stop was for.
+    out.ok = true;
+  } else {
+    out.error = stopped.error();
+  }
+  return out;
+}
+
+ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
+                       const core::Action& action, const ports::DesiredSnapshot& snapshot,
+                       const ApplyOptions& options) {
+  ActionOutcome out;
+  out.action = action;
+  const core::JobSpec* spec = FindSpec(snapshot.state, action.spec_path);
+  if (spec == nullptr || !snapshot.state.cluster) {
+    out.error = core::Error::Fatal("no valid spec at " + action.spec_path + " to submit");
+    return out;
+  }
+  core::RenderContext context;
+  context.instance = options.instance;
+  context.attempt = action.attempt;
+  context.commit = snapshot.commit;
+  context.repo_url = snapshot.repo_url;
+  SubmitArtifactInputs inputs;
+  inputs.ray_config_text = TextOf(snapshot, snapshot.state.cluster->path);
+  inputs.jobspec_text = TextOf(snapshot, spec->path);
+  inputs.ray_address = options.ray_address;
+  core::Result<SubmitAttemptResult> submitted =
+      SubmitAttempt(server, artifacts, *spec, *snapshot.state.cluster, context, inputs);
+  if (!submitted.ok()) {
+    out.error = submitted.error();
+    return out;
+  }
+  out.ok = true;
+  out.adopted = submitted->adopted;
+  out.artifact_error = submitted->artifact_error;
+  if (submitted->submission_id != action.submission_id) {
+    // The renderer and the planner derive the id from the same spec; a difference is a bug.
+    out.ok = false;
+    out.error = core::Error::Fatal("submitted " + submitted->submission_id + " but planned " +
+                                   action.submission_id);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ActionOutcome> ApplyPlan(const core::Plan& plan, const ports::DesiredSnapshot& snapshot,
+                                     ports::JobServer& server, const JobServerFactory& factory,
+                                     ports::ArtifactSink* artifacts, const ApplyOptions& options) {
+  std::vector<ActionOutcome> outcomes(plan.actions.size());
+  std::vector<size_t> submits;
+  for (size_t i = 0; i < plan.actions.size(); ++i) {
+    const core::Action& action = plan.actions[i];
+    if (action.kind == core::ActionKind::kStop) {
+      outcomes[i] = DoStop(server, action);
+    } else {
+      submits.push_back(i);
+    }
+  }
+  if (submits.empty()) return outcomes;
+
+  std::optional<LockedSink> locked;
+  ports::ArtifactSink* sink = nullptr;
+  if (artifacts != nullptr) {
+    locked.emplace(artifacts);
+    sink = &*locked;
+  }
+  const size_t workers = std::min<size_t>(
+      submits.size(), factory ? static_cast<size_t>(std::max(1, options.parallelism)) : 1);
+  if (workers <= 1) {
+    for (size_t i : submits) {
+      outcomes[i] = DoSubmit(server, sink, plan.actions[i], snapshot, options);
+    }
+    return outcomes;
+  }
+
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    std::unique_ptr<ports::JobServer> own = factory();
+    for (size_t k = next++; k < submits.size(); k = next++) {
+      const size_t i = submits[k];
+      if (own == nullptr) {
+        outcomes[i].action = plan.actions[i];
+        outcomes[i].error = core::Error::Fatal("could not create a Ray client");
+        continue;
+      }
+      outcomes[i] = DoSubmit(*own, sink, plan.actions[i], snapshot, options);
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(workers);
+  for (size_t w = 0; w < workers; ++w) threads.emplace_back(work);
+  for (auto& t : threads) t.join();
+  return outcomes;
+}
+
+}  // namespace rg::engine

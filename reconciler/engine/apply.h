@@ -1,0 +1,48 @@
+#pragma once
+// Step 5 of a pass (DESIGN.md 3, 3.3): carry out a plan's actions against Ray. Every stop
+// first, one after another; then every submit through SubmitAttempt (adoption on duplicate
+// ids, artifacts), with bounded parallelism. A failed action is reported in its outcome and
+// the others go on.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reconciler/core/planner.h"
+#include "reconciler/core/result.h"
+#include "reconciler/ports/artifact_sink.h"
+#include "reconciler/ports/desired_state_source.h"
+#include "reconciler/ports/job_server.h"
+
+namespace rg::engine {
+
+// Makes a client of its own for one worker thread (JobServer implementations are
+// thread-compatible, not thread-safe).
+using JobServerFactory = std::function<std::unique_ptr<ports::JobServer>()>;
+
+struct ApplyOptions {
+  std::string instance = "ray-gitops";
+  int parallelism = 4;      // submits in flight at once; values below 1 mean 1
+  std::string ray_address;  // recorded in the artifacts
+};
+
+struct ActionOutcome {
+  core::Action action;
+  bool ok = false;
+  bool adopted = false;              // kSubmit: Ray already had the run; nothing was sent
+  bool stop_sent = false;            // kStop: false when the run had already ended
+  std::optional<core::Error> error;  // set iff !ok
+  std::string artifact_error;        // the submission stands; the artifacts could not be written
+};
+
+// REQUIRES: every kSubmit action's spec_path names a spec in snapshot.state.jobs and the
+// snapshot's cluster is valid. `server` does the stops (and the submits when `factory` is
+// empty or parallelism is 1); `artifacts` may be null and is called under a lock. Outcomes
+// come back in the order of plan.actions.
+std::vector<ActionOutcome> ApplyPlan(const core::Plan& plan, const ports::DesiredSnapshot& snapshot,
+                                     ports::JobServer& server, const JobServerFactory& factory,
+                                     ports::ArtifactSink* artifacts, const ApplyOptions& options);
+
+}  // namespace rg::engine

@@ -1,0 +1,133 @@
+#include "reconciler/engine/reconcile_pass.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "reconciler/core/render.h"
+#include "reconciler/engine/status_update.h"
+
+namespace rg::engine {
+
+int PassResult::FailedActions() const {
+  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(),
+                                        [](const ActionOutcome& o) { return !o.ok; }));
+}
+
+namespace {
+
+void AddError(PassResult& result, core::Error error) {
+  ++result.errors_by_kind[error.kind()];
+  result.errors.push_back(std::move(error));
+}
+
+core::Error Prefixed(const core::Error& e, const std::string& what) {
+  return core::Error(e.kind(), what + ": " + e.message());
+}
+
+int ExitStatusOf(const PassResult& r) {
+  if (!r.errors.empty() || !r.diagnostics.empty()) return kExitError;
+  if (r.blocked) return kExitBlocked;
+  return kExitApplied;
+}
+
+}  // namespace
+
+PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& options) {
+  PassResult result;
+  auto finish = [&]() {
+    result.exit_status = ExitStatusOf(result);
+    return std::move(result);
+  };
+
+  // 1. Desired.
+  core::Result<ports::DesiredSnapshot> loaded = deps.source->Load(options.ref);
+  if (!loaded.ok()) {
+    AddError(result, Prefixed(loaded.error(), "cannot read the desired state at " + options.ref));
+    return finish();
+  }
+  const ports::DesiredSnapshot& snapshot = *loaded;
+  result.spec_commit = snapshot.commit;
+  result.diagnostics = snapshot.state.AllDiagnostics();
+  if (!snapshot.state.ClusterValid()) {
+    // Without a valid cluster file nothing can be planned; not even status is recorded.
+    AddError(result, core::Error::InvalidInput("the cluster file is invalid; nothing was done"));
+    return finish();
+  }
+
+  // 2. Observed.
+  core::Result<std::vector<core::RayJob>> observed = deps.server->List();
+  if (!observed.ok()) {
+    AddError(result, Prefixed(observed.error(), "cannot list the jobs in Ray"));
+    return finish();
+  }
+
+  // 3. Ledger.
+  core::Ledger ledger;
+  if (deps.store != nullptr) {
+    core::Result<core::Ledger> read = deps.store->ReadLedger();
+    if (!read.ok()) {
+      // Without the ledger a finished run could be taken for a new one: act on nothing.
+      AddError(result, Prefixed(read.error(), "cannot read the status ledger"));
+      return finish();
+    }
+    ledger = std::move(*read);
+  }
+
+  // 4. Plan.
+  result.plan = core::PlanActions(snapshot.state, *observed, ledger, options.policy);
+  result.planned = true;
+  result.blocked = result.plan.blocked;
+
+  // 5. Apply.
+  const std::string address = core::StripUrlCredentials(options.ray_address);
+  std::map<std::string, core::RayJob, std::less<>> ray_jobs;
+  for (const auto& job : *observed) {
+    if (!job.submission_id.empty()) ray_jobs[job.submission_id] = job;
+  }
+  if (!options.dry_run && !result.plan.actions.empty()) {
+    ApplyOptions apply;
+    apply.instance = options.policy.instance;
+    apply.parallelism = options.parallelism;
+    apply.ray_address = options.ray_address;
+    result.outcomes =
+        ApplyPlan(result.plan, snapshot, *deps.server, deps.server_factory, deps.artifacts, apply);
+    for (const auto& o : result.outcomes) {
+      if (!o.ok) {
+        AddError(result, Prefixed(*o.error, o.action.name + " (" + o.action.submission_id + ")"));
+      }
+    }
+    // Ray's view after the actions, for the records; the view from before serves otherwise.
+    core::Result<std::vector<core::RayJob>> after = deps.server->List();
+    if (after.ok()) {
+      ray_jobs.clear();
+      for (const auto& job : *after) {
+        if (!job.submission_id.empty()) ray_jobs[job.submission_id] = job;
+      }
+    }
+  }
+
+  // 6. Record.
+  StatusInputs in;
+  in.desired = &snapshot.state;
+  in.plan = &result.plan;
+  in.ledger = &ledger;
+  in.ray_jobs = std::move(ray_jobs);
+  in.outcomes = result.outcomes;
+  in.instance = options.policy.instance;
+  in.spec_commit = snapshot.commit;
+  in.ray_address = address;
+  const StatusDiff diff = DiffAgainstLedger(BuildStatusUpdate(in), ledger);
+  result.transitions = diff.transitions;
+  if (!options.dry_run && options.record_status && deps.store != nullptr && !diff.changes.empty()) {
+    core::Result<std::string> written =
+        deps.store->Write(diff.changes, MakeStatusCommit(diff, snapshot.commit, address));
+    if (written.ok()) {
+      result.status_commit = *written;
+    } else {
+      AddError(result, Prefixed(written.error(), "cannot record status"));
+    }
+  }
+  return finish();
+}
+
+}  // namespace rg::engine

@@ -1,0 +1,70 @@
+#pragma once
+// One reconcile pass (DESIGN.md 3): load the desired state from Git, observe Ray, read the
+// ledger, plan, apply (unless a dry run), record status. Level-triggered and idempotent: a
+// repeated pass over an unchanged world does nothing and commits nothing.
+//
+// Fail closed (DESIGN.md 3.2): when the desired state cannot be loaded, cluster.yaml is
+// invalid, Ray cannot be listed or the ledger cannot be read, the pass touches neither the
+// cluster nor the status branch and says why.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reconciler/core/diagnostic.h"
+#include "reconciler/core/planner.h"
+#include "reconciler/core/result.h"
+#include "reconciler/engine/apply.h"
+#include "reconciler/ports/artifact_sink.h"
+#include "reconciler/ports/desired_state_source.h"
+#include "reconciler/ports/job_server.h"
+#include "reconciler/ports/status_store.h"
+
+namespace rg::engine {
+
+struct ReconcileDeps {
+  ports::DesiredStateSource* source = nullptr;  // required
+  ports::JobServer* server = nullptr;           // required: the list, the stops
+  JobServerFactory server_factory;              // optional: one client per submit worker
+  ports::StatusStore* store = nullptr;          // optional: no ledger, nothing recorded
+  ports::ArtifactSink* artifacts = nullptr;     // optional
+};
+
+struct ReconcileOptions {
+  std::string ref = "HEAD";
+  core::PlanPolicy policy;
+  bool dry_run = false;       // plan only: nothing sent to Ray, nothing recorded
+  bool record_status = true;  // --no-status clears it
+  int parallelism = 4;        // submits in flight at once
+  // The Jobs API address in use (for dashboard links, artifacts and the Ray-Cluster
+  // trailer; credentials are stripped before it is recorded).
+  std::string ray_address;
+};
+
+// Exit statuses of `sync` (DESIGN.md 6).
+inline constexpr int kExitApplied = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitBlocked = 3;
+
+struct PassResult {
+  bool planned = false;  // the pass got as far as a plan
+  std::string spec_commit;
+  core::Plan plan;
+  std::vector<ActionOutcome> outcomes;   // in plan order; empty on a dry run
+  std::vector<std::string> transitions;  // what the status commit says (or would say)
+  std::string status_commit;             // empty when nothing was committed
+  bool blocked = false;
+  // Cluster and spec validation problems (the pass still acts on the valid specs; an invalid
+  // cluster stops it before planning).
+  core::Diagnostics diagnostics;
+  std::vector<core::Error> errors;  // loading, listing, actions, recording
+  std::map<core::ErrorKind, int> errors_by_kind;
+  int exit_status = kExitApplied;
+
+  int FailedActions() const;
+};
+
+PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& options);
+
+}  // namespace rg::engine
