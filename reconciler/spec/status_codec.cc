@@ -1,0 +1,253 @@
+#include "reconciler/spec/status_codec.h"
+
+#include <limits>
+#include <utility>
+
+#include "reconciler/core/value.h"
+#include "reconciler/spec/spec_loader.h"
+#include "reconciler/spec/yaml_document.h"
+
+namespace rg::spec {
+namespace {
+
+using core::Value;
+
+Value StringOrNull(const std::string& s) { return s.empty() ? Value() : Value(s); }
+
+template <typename T>
+Value OptionalOrNull(const std::optional<T>& v) {
+  return v ? Value(*v) : Value();
+}
+
+Value TimeOrNull(const std::optional<int64_t>& ms) {
+  return ms ? Value(core::FormatRfc3339Millis(*ms)) : Value();
+}
+
+Value StatusOrNull(core::RayJobStatus s) {
+  return s == core::RayJobStatus::kUnknown ? Value()
+                                           : Value(std::string(core::RayJobStatusName(s)));
+}
+
+Value EncodeAttempt(const core::AttemptRecord& a) {
+  Value::Object out;
+  out.emplace("submission_id", a.submission_id);
+  out.emplace("attempt", a.attempt);
+  out.emplace("spec_hash", StringOrNull(a.spec_hash));
+  out.emplace("status", StatusOrNull(a.status));
+  out.emplace("phase", std::string(core::PhaseName(a.phase)));
+  out.emplace("start_time", TimeOrNull(a.start_time_ms));
+  out.emplace("end_time", TimeOrNull(a.end_time_ms));
+  out.emplace("message", StringOrNull(a.message));
+  out.emplace("stop_reason", StringOrNull(a.stop_reason));
+  return Value(std::move(out));
+}
+
+// Reads fields of one mapping, remembering the first problem; later reads become no-ops.
+class FieldReader {
+ public:
+  FieldReader(const Value::Object& object, std::string where)
+      : object_(object), where_(std::move(where)) {}
+
+  const std::optional<std::string>& problem() const { return problem_; }
+
+  // Absent and null both leave `out` untouched.
+  void String(std::string_view key, std::string& out) {
+    if (const Value* v = Get(key)) {
+      if (v->is_string()) {
+        out = v->as_string();
+      } else {
+        Fail(key, "a string");
+      }
+    }
+  }
+  void OptionalString(std::string_view key, std::optional<std::string>& out) {
+    std::string s;
+    if (Get(key) != nullptr) {
+      String(key, s);
+      if (!problem_) out = std::move(s);
+    }
+  }
+  template <typename Int>
+  void Integer(std::string_view key, std::optional<Int>& out) {
+    if (const Value* v = Get(key)) {
+      if (v->is_int() && v->as_int() >= std::numeric_limits<Int>::min() &&
+          v->as_int() <= std::numeric_limits<Int>::max()) {
+        out = static_cast<Int>(v->as_int());
+      } else {
+        Fail(key, "an integer");
+      }
+    }
+  }
+  void Time(std::string_view key, std::optional<int64_t>& out) {
+    if (const Value* v = Get(key)) {
+      std::optional<int64_t> ms;
+      if (v->is_string()) ms = core::ParseRfc3339Millis(v->as_string());
+      if (ms) {
+        out = ms;
+      } else {
+        Fail(key, "an RFC 3339 UTC time");
+      }
+    }
+  }
+  void Status(std::string_view key, core::RayJobStatus& out) {
+    std::string s;
+    String(key, s);
+    if (!s.empty()) out = core::ParseRayJobStatus(s);
+  }
+  void PhaseField(std::string_view key, core::Phase& out, bool required) {
+    std::string s;
+    String(key, s);
+    if (problem_) return;
+    if (s.empty()) {
+      if (required) Fail(key, "a phase");
+      return;
+    }
+    if (auto p = core::ParsePhase(s)) {
+      out = *p;
+    } else {
+      Fail(key, "a phase");
+    }
+  }
+  void Fail(std::string_view key, std::string_view expected) {
+    if (!problem_) {
+      problem_ = where_ + std::string(key) + " must be " + std::string(expected);
+    }
+  }
+
+ private:
+  // The value of `key` unless absent or null (or a problem was already found).
+  const Value* Get(std::string_view key) const {
+    if (problem_) return nullptr;
+    auto it = object_.find(key);
+    if (it == object_.end() || it->second.is_null()) return nullptr;
+    return &it->second;
+  }
+
+  const Value::Object& object_;
+  std::string where_;
+  std::optional<std::string> problem_;
+};
+
+}  // namespace
+
+std::string StatusFilePath(std::string_view name) {
+  return std::string(kStatusDir) + "/" + std::string(name) + ".yaml";
+}
+
+std::string EncodeStatusYaml(const core::StatusRecord& r) {
+  Value::Array attempts;
+  for (const auto& a : r.attempts) attempts.push_back(EncodeAttempt(a));
+  Value::Array errors;
+  for (const auto& e : r.errors) errors.emplace_back(e);
+
+  // Schema order for people reading the file; each key is serialised on its own.
+  const std::pair<const char*, Value> fields[] = {
+      {"name", r.name},
+      {"spec_path", r.spec_path},
+      {"spec_hash", StringOrNull(r.spec_hash)},
+      {"spec_commit", StringOrNull(r.spec_commit)},
+      {"phase", std::string(core::PhaseName(r.phase))},
+      {"on_remove", std::string(core::OnRemoveName(r.on_remove))},
+      {"submission_id", StringOrNull(r.submission_id)},
+      {"attempt", OptionalOrNull(r.attempt)},
+      {"status", StatusOrNull(r.status)},
+      {"message", StringOrNull(r.message)},
+      {"error_type", OptionalOrNull(r.error_type)},
+      {"job_id", OptionalOrNull(r.job_id)},
+      {"start_time", TimeOrNull(r.start_time_ms)},
+      {"end_time", TimeOrNull(r.end_time_ms)},
+      {"driver_exit_code", OptionalOrNull(r.driver_exit_code)},
+      {"dashboard_url", StringOrNull(r.dashboard_url)},
+      {"errors", Value(std::move(errors))},
+      {"attempts", Value(std::move(attempts))},
+  };
+  std::string out;
+  for (const auto& [key, value] : fields) {
+    Value::Object one;
+    one.emplace(key, value);
+    out += ToYaml(Value(std::move(one)));
+  }
+  return out;
+}
+
+core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const std::string& path) {
+  YamlParse parse = ParseYamlDocument(text, path);
+  if (!parse.root) {
+    return core::Error::InvalidInput(parse.diagnostics.empty()
+                                         ? path + ": not a YAML document"
+                                         : parse.diagnostics.front().ToString());
+  }
+  if (!parse.diagnostics.empty()) {
+    return core::Error::InvalidInput(parse.diagnostics.front().ToString());
+  }
+  const Value root = ToValue(*parse.root);
+  if (!root.is_object()) {
+    return core::Error::InvalidInput(path + ": a status file must be a mapping");
+  }
+
+  core::StatusRecord r;
+  FieldReader fields(root.as_object(), path + ": ");
+  fields.String("name", r.name);
+  if (!fields.problem() && r.name.empty()) fields.Fail("name", "a non-empty string");
+  fields.String("spec_path", r.spec_path);
+  fields.String("spec_hash", r.spec_hash);
+  fields.String("spec_commit", r.spec_commit);
+  fields.PhaseField("phase", r.phase, /*required=*/true);
+  std::string on_remove;
+  fields.String("on_remove", on_remove);
+  if (on_remove == "keep") {
+    r.on_remove = core::OnRemove::kKeep;
+  } else if (!on_remove.empty() && on_remove != "stop") {
+    fields.Fail("on_remove", "stop or keep");
+  }
+  fields.String("submission_id", r.submission_id);
+  fields.Integer("attempt", r.attempt);
+  fields.Status("status", r.status);
+  fields.String("message", r.message);
+  fields.OptionalString("error_type", r.error_type);
+  fields.OptionalString("job_id", r.job_id);
+  fields.Time("start_time", r.start_time_ms);
+  fields.Time("end_time", r.end_time_ms);
+  fields.Integer("driver_exit_code", r.driver_exit_code);
+  fields.String("dashboard_url", r.dashboard_url);
+  if (fields.problem()) return core::Error::InvalidInput(*fields.problem());
+
+  if (const Value* errors = root.Find("errors"); errors != nullptr && !errors->is_null()) {
+    if (!errors->is_array()) return core::Error::InvalidInput(path + ": errors must be a list");
+    for (const Value& e : errors->as_array()) {
+      if (!e.is_string()) {
+        return core::Error::InvalidInput(path + ": errors must be a list of strings");
+      }
+      r.errors.push_back(e.as_string());
+    }
+  }
+
+  if (const Value* attempts = root.Find("attempts"); attempts != nullptr && !attempts->is_null()) {
+    if (!attempts->is_array()) {
+      return core::Error::InvalidInput(path + ": attempts must be a list");
+    }
+    for (size_t i = 0; i < attempts->as_array().size(); ++i) {
+      const Value& item = attempts->as_array()[i];
+      const std::string where = path + ": attempts[" + std::to_string(i) + "]";
+      if (!item.is_object()) return core::Error::InvalidInput(where + " must be a mapping");
+      core::AttemptRecord a;
+      FieldReader af(item.as_object(), where + ".");
+      af.String("submission_id", a.submission_id);
+      std::optional<int> number;
+      af.Integer("attempt", number);
+      a.attempt = number.value_or(0);
+      af.String("spec_hash", a.spec_hash);
+      af.Status("status", a.status);
+      af.PhaseField("phase", a.phase, /*required=*/false);
+      af.Time("start_time", a.start_time_ms);
+      af.Time("end_time", a.end_time_ms);
+      af.String("message", a.message);
+      af.String("stop_reason", a.stop_reason);
+      if (af.problem()) return core::Error::InvalidInput(*af.problem());
+      r.attempts.push_back(std::move(a));
+    }
+  }
+  return r;
+}
+
+}  // namespace rg::spec
