@@ -314,4 +314,17 @@ TEST_CASE("a stopped job turns STOPPED only later, or at once on Tick", "[client
   CHECK(client.Get("slow-stop")->status == RayJobStatus::kStopped);
 }
 
+TEST_CASE("an https address speaks TLS: a plain-HTTP server is a transient error", "[client]") {
+  FakeRayServer fake;
+  RayClientOptions o;
+  o.address = "https://127.0.0.1:" + std::to_string(fake.port());
+  o.insecure = true;
+  o.max_attempts = 1;
+  o.read_timeout = 1000ms;
+  auto v = RayHttpJobServer(o).Version();
+  REQUIRE_FALSE(v.ok());
+  CHECK(v.error().kind() == ErrorKind::kTransient);
+  CHECK(v.error().message().find("SSL") != std::string::npos);
+}
+
 }  // namespace
