@@ -1,0 +1,190 @@
+// adapters::ArtifactWriter on a real filesystem: layout, atomic replacement, adoption, and
+// that no secret reaches a file.
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "reconciler/adapters/artifact_writer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using rg::adapters::ArtifactWriter;
+using rg::core::Value;
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::mt19937_64 rng(std::random_device{}());
+    path_ = fs::temp_directory_path() / ("rg-artifacts-test-" + std::to_string(rng()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+rg::ports::SubmissionRecord SampleRecord() {
+  rg::ports::SubmissionRecord r;
+  r.submission_id = "ppo-a-0123456789";
+  r.ray_config_text = "address: http://127.0.0.1:8265\n";
+  r.jobspec_text = "workload: custom\nentrypoint: echo hi\n";
+  Value::Object env{{"PYTHONPATH", Value("/code:${PYTHONPATH}")},
+                    {"WANDB_API_KEY", Value("wandb-secret")}};
+  r.submit_payload = Value(Value::Object{{"entrypoint", Value("echo hi")},
+                                         {"runtime_env", Value(Value::Object{{"env_vars", env}})},
+                                         {"submission_id", Value("ppo-a-0123456789")}});
+  r.ray_address = "http://user:pw@127.0.0.1:8265";
+  r.commit = "abc123";
+  r.ray_answer = "accepted: submission_id ppo-a-0123456789";
+  r.cluster_status_pre = "Resources\n 0.0/4.0 CPU";
+  r.job_list_post = "ppo-a-0123456789 PENDING SUBMISSION managed-by=ray-gitops echo hi\n";
+  return r;
+}
+
+ArtifactWriter::NowFunction FixedClock(int64_t seconds) {
+  return [seconds] { return std::chrono::system_clock::time_point(std::chrono::seconds(seconds)); };
+}
+
+TEST_CASE("ArtifactWriter lays out the six files of a submission") {
+  TempDir tmp;
+  ArtifactWriter writer(tmp.path(), {}, FixedClock(1700000000));
+  REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
+  const fs::path dir = tmp.path() / "jobs" / "ppo-a-0123456789";
+  CHECK(writer.JobDir("ppo-a-0123456789") == dir);
+  CHECK(ReadAll(dir / "config" / "ray_config.yaml") == "address: http://127.0.0.1:8265\n");
+  CHECK(ReadAll(dir / "config" / "jobspec.yaml") == "workload: custom\nentrypoint: echo hi\n");
+  CHECK(ReadAll(dir / "debug" / "ray_status_pre.txt") == "Resources\n 0.0/4.0 CPU\n");
+  CHECK(ReadAll(dir / "debug" / "ray_job_list_post.txt") ==
+        "ppo-a-0123456789 PENDING SUBMISSION managed-by=ray-gitops echo hi\n");
+  CHECK(ReadAll(dir / "logs" / "submit.out") ==
+        "time: 2023-11-14T22:13:20Z\n"
+        "submission_id: ppo-a-0123456789\n"
+        "outcome: submitted\n"
+        "commit: abc123\n"
+        "ray_address: http://127.0.0.1:8265\n"
+        "ray_answer:\n"
+        "  accepted: submission_id ppo-a-0123456789\n");
+  const std::string payload = ReadAll(dir / "config" / "submit_payload.json");
+  CHECK(payload.find("\"WANDB_API_KEY\": \"<redacted>\"") != std::string::npos);
+  CHECK(payload.find("wandb-secret") == std::string::npos);
+  CHECK(payload.find("\"PYTHONPATH\": \"/code:${PYTHONPATH}\"") != std::string::npos);
+}
+
+TEST_CASE("ArtifactWriter scrubs its secrets from every file, whatever field holds them") {
+  TempDir tmp;
+  const std::string token = "tok-5d41402abc4b2a76b9719d911017c592";
+  ArtifactWriter writer(tmp.path(), {token, ""});
+  auto record = SampleRecord();
+  record.ray_answer = "HTTP 403: bad token " + token;
+  record.cluster_status_pre = "auth " + token;
+  record.job_list_post = "x RUNNING SUBMISSION managed-by=- echo " + token + "\n";
+  record.ray_config_text = "# token " + token + "\n";
+  record.jobspec_text = "# pasted by mistake: " + token + "\n";
+  record.submit_payload[std::string("entrypoint")] = Value("curl -H 'Bearer " + token + "'");
+  REQUIRE(writer.WriteSubmission(record).ok());
+  int files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(tmp.path())) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    const std::string text = ReadAll(entry.path());
+    INFO(entry.path().string());
+    CHECK(text.find(token) == std::string::npos);
+    CHECK(text.find("<redacted>") != std::string::npos);
+  }
+  CHECK(files == 6);
+}
+
+TEST_CASE("ArtifactWriter on adoption keeps the creation files and appends to submit.out") {
+  TempDir tmp;
+  ArtifactWriter writer(tmp.path(), {}, FixedClock(0));
+  REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
+
+  auto again = SampleRecord();
+  again.adopted = true;
+  again.jobspec_text = "# edited comment\nworkload: custom\nentrypoint: echo hi\n";
+  again.cluster_status_pre = "later status";
+  again.job_list_post = "ppo-a-0123456789 RUNNING SUBMISSION managed-by=ray-gitops echo hi\n";
+  again.ray_answer = "duplicate submission id\nadopted";
+  REQUIRE(writer.WriteSubmission(again).ok());
+
+  const fs::path dir = tmp.path() / "jobs" / "ppo-a-0123456789";
+  CHECK(ReadAll(dir / "config" / "jobspec.yaml") == "workload: custom\nentrypoint: echo hi\n");
+  CHECK(ReadAll(dir / "debug" / "ray_status_pre.txt") == "Resources\n 0.0/4.0 CPU\n");
+  CHECK(ReadAll(dir / "debug" / "ray_job_list_post.txt").find("RUNNING") != std::string::npos);
+  const std::string log = ReadAll(dir / "logs" / "submit.out");
+  CHECK(log.find("outcome: submitted\n") < log.find("\n\ntime: 1970-01-01T00:00:00Z\n"));
+  CHECK(log.find("outcome: adopted\n") != std::string::npos);
+  CHECK(log.find("ray_answer:\n  duplicate submission id\n  adopted\n") != std::string::npos);
+
+  // A missing creation file is filled in on adoption.
+  fs::remove(dir / "config" / "ray_config.yaml");
+  REQUIRE(writer.WriteSubmission(again).ok());
+  CHECK(ReadAll(dir / "config" / "ray_config.yaml") == "address: http://127.0.0.1:8265\n");
+}
+
+TEST_CASE("ArtifactWriter leaves no temporary files behind") {
+  TempDir tmp;
+  ArtifactWriter writer(tmp.path());
+  REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
+  REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
+  for (const auto& entry : fs::recursive_directory_iterator(tmp.path())) {
+    CHECK(entry.path().filename().string().find(".tmp.") == std::string::npos);
+  }
+}
+
+TEST_CASE("ArtifactWriter refuses ids that would leave the jobs directory") {
+  TempDir tmp;
+  ArtifactWriter writer(tmp.path() / "root");
+  for (const char* id : {"", ".", "..", "../escape", "a/b", "a\\b"}) {
+    auto record = SampleRecord();
+    record.submission_id = id;
+    auto status = writer.WriteSubmission(record);
+    INFO(id);
+    REQUIRE_FALSE(status.ok());
+    CHECK(status.error().kind() == rg::core::ErrorKind::kInvalidInput);
+  }
+  CHECK_FALSE(fs::exists(tmp.path() / "escape"));
+  CHECK_FALSE(fs::exists(tmp.path() / "root"));
+}
+
+TEST_CASE("WriteFileAtomically replaces content and reports an unwritable place") {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "a" / "b.txt";
+  REQUIRE(rg::adapters::WriteFileAtomically(file, "one").ok());
+  REQUIRE(rg::adapters::WriteFileAtomically(file, "two").ok());
+  CHECK(ReadAll(file) == "two");
+
+  std::ofstream(tmp.path() / "plain") << "x";  // a file where a directory is needed
+  auto status = rg::adapters::WriteFileAtomically(tmp.path() / "plain" / "c.txt", "three");
+  REQUIRE_FALSE(status.ok());
+  CHECK_THAT(status.error().message(), Catch::Contains("plain"));
+}
+
+TEST_CASE("FormatRfc3339Utc writes whole seconds in UTC with a Z") {
+  using std::chrono::seconds;
+  using std::chrono::system_clock;
+  CHECK(rg::adapters::FormatRfc3339Utc(system_clock::time_point(seconds(0))) ==
+        "1970-01-01T00:00:00Z");
+  CHECK(rg::adapters::FormatRfc3339Utc(system_clock::time_point(seconds(951782400))) ==
+        "2000-02-29T00:00:00Z");
+}
+
+}  // namespace

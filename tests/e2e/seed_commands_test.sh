@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The seed's one-off commands against the real head: submit (with artifacts and adoption),
+# status, logs, list, stop. Usage: seed_commands_test.sh RAY_GITOPS_BINARY SOURCE_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rg_e2e_init "$@"
+
+shared=$RG_TMP/shared
+mkdir -p "$shared" "$RG_TMP/repo/jobs/smoke"
+secret="e2e-secret-$RANDOM$RANDOM"
+rg_write_cluster "$shared" "$RG_TMP/repo/cluster.yaml" <<EOF_CLUSTER
+entrypoint_num_cpus: 1
+entrypoint_resources:
+  worker_node: 1
+runtime_env:
+  env_vars:
+    GREETING: hi there
+    MY_API_TOKEN: $secret
+EOF_CLUSTER
+cat >"$RG_TMP/repo/jobs/smoke/hello.yaml" <<'EOF_SPEC'
+workload: custom
+entrypoint: echo "greeting=$GREETING"; echo "pythonpath=$PYTHONPATH"; echo last-line
+EOF_SPEC
+
+# --- submit: prints the id, the run succeeds ---
+id=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/hello.yaml" \
+  2>"$RG_TMP/submit.err") || { cat "$RG_TMP/submit.err" >&2; rg_fail "submit exited non-zero"; }
+[[ "$id" =~ ^smoke-hello-[0-9a-f]{10}$ ]] || rg_fail "unexpected submission id '$id'"
+rg_wait_status "$id" SUCCEEDED 180
+
+# --- status: times in RFC 3339 UTC, exit code, owner ---
+rg status "$id" >"$RG_TMP/status.out"
+grep -qx "status: SUCCEEDED" "$RG_TMP/status.out" || rg_fail "status: $(cat "$RG_TMP/status.out")"
+grep -Eqx "start_time: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z" "$RG_TMP/status.out" ||
+  rg_fail "start_time not RFC 3339 UTC: $(cat "$RG_TMP/status.out")"
+grep -qx "driver_exit_code: 0" "$RG_TMP/status.out" || rg_fail "no driver exit code 0"
+grep -qx "managed_by: ray-gitops" "$RG_TMP/status.out" || rg_fail "not managed by ray-gitops"
+if rg status "does-not-exist-$RANDOM" >/dev/null 2>&1; then rg_fail "status of a missing job exited 0"; fi
+
+# --- logs: the output is there; --tail 1 gives the last line only ---
+rg logs "$id" >"$RG_TMP/logs.out"
+grep -qx "greeting=hi there" "$RG_TMP/logs.out" || rg_fail "logs lack the greeting: $(cat "$RG_TMP/logs.out")"
+grep -q "^pythonpath=$shared/user/code:" "$RG_TMP/logs.out" ||
+  rg_fail "PYTHONPATH lacks user_code_path: $(grep pythonpath "$RG_TMP/logs.out")"
+[ "$(rg logs "$id" --tail 1)" = "last-line" ] || rg_fail "logs --tail 1: '$(rg logs "$id" --tail 1)'"
+rg logs "$id" --follow >"$RG_TMP/follow.out"  # a finished job: prints all and returns
+grep -qx "last-line" "$RG_TMP/follow.out" || rg_fail "logs --follow of a finished job"
+
+# --- list: table and JSON, with the managed-by column ---
+rg list | grep -E "^$id +SUCCEEDED +SUBMISSION +ray-gitops " >/dev/null ||
+  rg_fail "list: $(rg list)"
+rg list --format json | "$RG_PY" -c '
+import json, sys
+jobs = {j["submission_id"]: j for j in json.load(sys.stdin)}
+job = jobs[sys.argv[1]]
+assert job["status"] == "SUCCEEDED" and job["managed_by"] == "ray-gitops", job
+assert job["metadata"]["gitops.name"] == "smoke-hello", job
+' "$id" || rg_fail "list --format json"
+
+# --- artifacts: the tree of DESIGN.md 5, the exact body, no secrets ---
+dir=$shared/jobs/$id
+for f in config/ray_config.yaml config/jobspec.yaml config/submit_payload.json logs/submit.out \
+  debug/ray_status_pre.txt debug/ray_job_list_post.txt; do
+  [ -s "$dir/$f" ] || rg_fail "artifact $f missing or empty"
+done
+cmp -s "$dir/config/jobspec.yaml" "$RG_TMP/repo/jobs/smoke/hello.yaml" || rg_fail "jobspec.yaml differs"
+grep -q "GREETING: hi there" "$dir/config/ray_config.yaml" || rg_fail "ray_config.yaml"
+grep -q "worker_node" "$dir/debug/ray_status_pre.txt" || rg_fail "ray_status_pre.txt lacks resources"
+grep -q "^$id PENDING\|^$id RUNNING\|^$id SUCCEEDED" "$dir/debug/ray_job_list_post.txt" ||
+  rg_fail "ray_job_list_post.txt lacks the job: $(cat "$dir/debug/ray_job_list_post.txt")"
+grep -qx "outcome: submitted" "$dir/logs/submit.out" || rg_fail "submit.out: $(cat "$dir/logs/submit.out")"
+grep -qx "ray_address: $RG_ADDRESS" "$dir/logs/submit.out" || rg_fail "submit.out lacks the address"
+rg_api_get "/api/jobs/$id" >"$RG_TMP/ray_job.json"
+"$RG_PY" - "$dir/config/submit_payload.json" "$RG_TMP/ray_job.json" "$secret" <<'PYEOF' || rg_fail "submit_payload.json is not the body Ray holds"
+import json, sys
+payload = json.load(open(sys.argv[1]))
+ray = json.load(open(sys.argv[2]))
+secret = sys.argv[3]
+assert payload["entrypoint"] == ray["entrypoint"], (payload["entrypoint"], ray["entrypoint"])
+assert payload["metadata"] == ray["metadata"], (payload["metadata"], ray["metadata"])
+assert payload["submission_id"] == ray["submission_id"]
+# The artifact redacts secret env vars; Ray got the real value. Everything else is identical.
+assert payload["runtime_env"]["env_vars"]["MY_API_TOKEN"] == "<redacted>", payload
+assert ray["runtime_env"]["env_vars"]["MY_API_TOKEN"] == secret
+payload["runtime_env"]["env_vars"]["MY_API_TOKEN"] = secret
+assert payload["runtime_env"] == ray["runtime_env"], (payload["runtime_env"], ray["runtime_env"])
+assert payload["entrypoint_num_cpus"] == 1 and payload["entrypoint_resources"] == {"worker_node": 1}
+PYEOF
+if grep -rqF -- "$secret" "$dir/config/submit_payload.json" "$dir/logs" "$dir/debug"; then
+  rg_fail "the secret env var value leaked into an artifact"
+fi
+if [ -n "$RG_TOKEN" ] && grep -rqF -- "$RG_TOKEN" "$dir"; then rg_fail "the Ray token leaked into an artifact"; fi
+
+# --- a second submit of the same spec adopts the run ---
+id2=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/hello.yaml" \
+  2>"$RG_TMP/submit2.err") || rg_fail "second submit exited non-zero: $(cat "$RG_TMP/submit2.err")"
+[ "$id2" = "$id" ] || rg_fail "second submit gave id $id2, not $id"
+grep -q "adopted existing job $id" "$RG_TMP/submit2.err" || rg_fail "not adopted: $(cat "$RG_TMP/submit2.err")"
+[ "$(grep -c '^outcome: ' "$dir/logs/submit.out")" = 2 ] || rg_fail "submit.out should hold two records"
+grep -qx "outcome: adopted" "$dir/logs/submit.out" || rg_fail "submit.out lacks the adoption"
+
+# --- --no-artifacts and --artifacts-root ---
+cat >"$RG_TMP/repo/jobs/smoke/other.yaml" <<'EOF_SPEC'
+workload: custom
+entrypoint: echo other
+EOF_SPEC
+other=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/other.yaml" \
+  --artifacts-root "$RG_TMP/elsewhere" 2>/dev/null) || rg_fail "submit with --artifacts-root"
+[ -s "$RG_TMP/elsewhere/jobs/$other/config/submit_payload.json" ] || rg_fail "--artifacts-root ignored"
+[ ! -e "$shared/jobs/$other" ] || rg_fail "--artifacts-root still wrote under shared_root"
+rg_wait_status "$other" SUCCEEDED 180
+
+# --- stop: a sleeping job becomes STOPPED ---
+cat >"$RG_TMP/repo/jobs/smoke/sleeper.yaml" <<'EOF_SPEC'
+workload: custom
+entrypoint: echo sleeping; sleep 300
+EOF_SPEC
+sleeper=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/sleeper.yaml" \
+  --no-artifacts 2>/dev/null) || rg_fail "submit of the sleeper"
+[ ! -e "$shared/jobs/$sleeper" ] || rg_fail "--no-artifacts still wrote artifacts"
+rg_wait_status "$sleeper" RUNNING 180
+rg stop "$sleeper" | grep -q "stop sent to $sleeper" || rg_fail "stop did not report a stop"
+rg_wait_status "$sleeper" STOPPED 60
+rg stop "$sleeper" | grep -q "had already ended" || rg_fail "a second stop should send nothing"
+
+echo "seed commands: ok ($id, $other, $sleeper)"
