@@ -178,10 +178,48 @@ def check_invalid_rejected_by_validate(args, c):
                 pattern = rf"(^|[\s/]){re.escape(rel)}(:\d+)*: error: "
             else:
                 pattern = rf"(^|[\s/]){re.escape(rel)}:{line}:\d+: error: "
+            c.expect(len(re.findall(r": error: ", out)) == 1,
+                     f"ray-gitops validate reports exactly one error for {path.name} "
+                     f"(got: {out.strip()})")
             c.expect(re.search(pattern, out, re.M),
                      f"ray-gitops validate on {path.name} reports "
                      f"'{rel}{':' + str(line) + ':<col>' if line else ''}: error: ...' "
                      f"(got: {out.strip()})")
+
+
+def valid_samples(src):
+    return sorted((src / "tests" / "schema" / "valid").glob("*.yaml"))
+
+
+def make_valid_sample_repo(src, root, sample):
+    """A desired-state repository whose only unusual file is one valid edge-case sample."""
+    repo = pathlib.Path(root) / "repo"
+    (repo / "jobs").mkdir(parents=True)
+    example = src / "examples" / "repo"
+    if sample.name.startswith("cluster-"):
+        shutil.copy(sample, repo / "cluster.yaml")
+        shutil.copy(example / "jobs" / "smoke" / "hello.yaml", repo / "jobs" / "smoke.yaml")
+    else:
+        shutil.copy(example / "cluster.yaml", repo / "cluster.yaml")
+        shutil.copy(sample, repo / "jobs" / "x.yaml")
+    return repo
+
+
+def check_valid_edge_cases(args, c):
+    """Boundary values both the schemas and the loader must accept, so neither is stricter."""
+    samples = valid_samples(args.source_dir)
+    c.expect(len(samples) >= 4, f"tests/schema/valid holds the samples (found {len(samples)})")
+    cv = validator(args.source_dir, "cluster")
+    jv = validator(args.source_dir, "jobspec")
+    for path in samples:
+        v = cv if path.name.startswith("cluster-") else jv
+        errors = schema_errors(v, load_yaml(path))
+        c.expect(not errors, f"the schema accepts {path.name}: {errors}")
+        with tempfile.TemporaryDirectory() as root:
+            r = run_validate(args.ray_gitops, make_valid_sample_repo(args.source_dir, root, path))
+            c.expect(r.returncode == 0,
+                     f"ray-gitops validate accepts {path.name} (exit {r.returncode}): "
+                     f"{(r.stdout + r.stderr).strip()}")
 
 
 def check_validate_accepts_examples(args, c):
@@ -390,9 +428,11 @@ CHECKS = {
     "status_documents": check_status_documents,
     "invalid_rejected_by_validate": check_invalid_rejected_by_validate,
     "validate_accepts_examples": check_validate_accepts_examples,
+    "valid_edge_cases": check_valid_edge_cases,
     "pre_commit_hook": check_pre_commit_hook,
 }
-NEEDS_BINARY = {"invalid_rejected_by_validate", "validate_accepts_examples", "pre_commit_hook"}
+NEEDS_BINARY = {"invalid_rejected_by_validate", "validate_accepts_examples", "valid_edge_cases",
+                "pre_commit_hook"}
 
 
 def main():
