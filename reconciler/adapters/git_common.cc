@@ -1,0 +1,80 @@
+#include "reconciler/adapters/git_common.h"
+
+#include <cstdlib>
+
+namespace rg::adapters::git {
+
+void EnsureLibraryInitialised() {
+  static const bool initialised = [] {
+    git_libgit2_init();
+    std::atexit([] { git_libgit2_shutdown(); });
+    return true;
+  }();
+  (void)initialised;
+}
+
+core::Error LastError(int code, std::string_view what) {
+  const git_error* e = git_error_last();
+  std::string message(what);
+  message += ": ";
+  message += (e != nullptr && e->message != nullptr) ? e->message
+                                                     : "libgit2 error " + std::to_string(code);
+  const int klass = e != nullptr ? e->klass : GIT_ERROR_NONE;
+  switch (code) {
+    case GIT_EAUTH:
+    case GIT_ECERTIFICATE:
+      return core::Error::Unauthorized(std::move(message));
+    case GIT_ENOTFOUND:
+      if (klass == GIT_ERROR_REPOSITORY) return core::Error::InvalidInput(std::move(message));
+      return core::Error::NotFound(std::move(message));
+    case GIT_ENONFASTFORWARD:
+    case GIT_EMODIFIED:
+    case GIT_ELOCKED:
+      return core::Error::Conflict(std::move(message));
+    case GIT_EINVALIDSPEC:
+    case GIT_EINVALID:
+    case GIT_EAMBIGUOUS:
+      return core::Error::InvalidInput(std::move(message));
+    default:
+      break;
+  }
+  switch (klass) {
+    case GIT_ERROR_NET:
+    case GIT_ERROR_SSL:
+    case GIT_ERROR_SSH:
+    case GIT_ERROR_HTTP:
+      return core::Error::Transient(std::move(message));
+    case GIT_ERROR_REPOSITORY:
+      return core::Error::InvalidInput(std::move(message));
+    default:
+      return core::Error::Fatal(std::move(message));
+  }
+}
+
+std::string OidHex(const git_oid& oid) {
+  char buf[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buf, sizeof(buf), &oid);
+  return buf;
+}
+
+std::optional<git_oid> ParseOid(std::string_view hex) {
+  if (hex.size() != GIT_OID_HEXSZ) return std::nullopt;
+  for (char c : hex) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+      return std::nullopt;
+    }
+  }
+  git_oid oid;
+  if (git_oid_fromstrn(&oid, hex.data(), hex.size()) != 0) return std::nullopt;
+  return oid;
+}
+
+std::optional<std::string> ReadBlob(git_repository* repo, const git_oid& oid) {
+  git_blob* raw = nullptr;
+  if (git_blob_lookup(&raw, repo, &oid) != 0) return std::nullopt;
+  Blob blob(raw);
+  const auto* data = static_cast<const char*>(git_blob_rawcontent(blob.get()));
+  return std::string(data, static_cast<size_t>(git_blob_rawsize(blob.get())));
+}
+
+}  // namespace rg::adapters::git

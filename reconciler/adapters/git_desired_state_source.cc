@@ -1,0 +1,228 @@
+#include "reconciler/adapters/git_desired_state_source.h"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "reconciler/adapters/git_common.h"
+
+namespace rg::adapters {
+namespace {
+
+std::string TrimDir(std::string_view dir) {
+  while (!dir.empty() && dir.back() == '/') dir.remove_suffix(1);
+  while (dir.starts_with("./")) dir.remove_prefix(2);
+  if (dir == ".") return "";
+  return std::string(dir);
+}
+
+bool IsUnder(std::string_view path, std::string_view dir) {
+  return !dir.empty() && path.size() > dir.size() && path.starts_with(dir) &&
+         path[dir.size()] == '/';
+}
+
+bool LooksLikeCommitId(std::string_view ref) {
+  return ref.size() == GIT_OID_HEXSZ &&
+         std::all_of(ref.begin(), ref.end(), [](char c) { return std::isxdigit(c) != 0; });
+}
+
+struct BlobAt {
+  std::string path;
+  git_oid oid;
+};
+
+struct WalkState {
+  std::string prefix;  // the walked subtree's path, with a trailing '/' unless empty
+  std::string jobs_dir;
+  std::string excluded_dir;
+  std::vector<BlobAt> blobs;
+};
+
+int CollectSpec(const char* root, const git_tree_entry* entry, void* payload) {
+  auto* state = static_cast<WalkState*>(payload);
+  const std::string dir = state->prefix + root;
+  const char* name = git_tree_entry_name(entry);
+  if (git_tree_entry_type(entry) == GIT_OBJECT_TREE) {
+    // Skip hidden folders and the excluded one without descending into them.
+    if (name[0] == '.') return 1;
+    if (!state->excluded_dir.empty() &&
+        (dir + name == state->excluded_dir || IsUnder(dir + name, state->excluded_dir))) {
+      return 1;
+    }
+    return 0;
+  }
+  const git_filemode_t mode = git_tree_entry_filemode(entry);
+  if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) return 0;
+  std::string path = dir + name;
+  if (IsUnder(path, state->excluded_dir)) return 0;
+  if (!spec::IsSpecPath(path, state->jobs_dir)) return 0;
+  state->blobs.push_back({std::move(path), *git_tree_entry_id(entry)});
+  return 0;
+}
+
+// At most kMaxSpecFileBytes + 1 bytes: enough for the loader to reject a larger file without
+// holding all of it.
+core::Result<std::string> ReadSpecBlob(git_repository* repo, const git_oid& oid,
+                                       const std::string& path) {
+  git_blob* raw = nullptr;
+  if (int rc = git_blob_lookup(&raw, repo, &oid); rc != 0) {
+    return git::LastError(rc, "cannot read " + path);
+  }
+  git::Blob blob(raw);
+  const auto* data = static_cast<const char*>(git_blob_rawcontent(blob.get()));
+  const auto size = static_cast<size_t>(git_blob_rawsize(blob.get()));
+  return std::string(data, std::min(size, spec::kMaxSpecFileBytes + 1));
+}
+
+}  // namespace
+
+GitDesiredStateSource::GitDesiredStateSource(std::shared_ptr<GitWorkspace> workspace,
+                                             GitDesiredStateOptions options)
+    : workspace_(std::move(workspace)), options_(std::move(options)) {
+  options_.jobs_dir = TrimDir(options_.jobs_dir);
+  options_.excluded_dir = TrimDir(options_.excluded_dir);
+}
+
+core::Result<GitDesiredStateSource::ResolvedRef> GitDesiredStateSource::Resolve(
+    const std::string& ref) {
+  git_repository* repo = workspace_->repository();
+  std::vector<std::pair<std::string, std::string>> candidates;  // (ref to look up, reported)
+  if (ref.empty() || ref == "HEAD") {
+    if (workspace_->remote_head().empty()) {
+      return core::Error::NotFound("the remote " + workspace_->url() + " has no HEAD branch");
+    }
+    candidates.emplace_back(GitWorkspace::TrackingRef(workspace_->remote_head()),
+                            workspace_->remote_head());
+  } else if (ref.starts_with("refs/heads/")) {
+    candidates.emplace_back(GitWorkspace::TrackingRef(ref), ref);
+  } else if (ref.starts_with("refs/")) {
+    candidates.emplace_back(ref, ref);
+  } else {
+    candidates.emplace_back(GitWorkspace::TrackingRef(ref), "refs/heads/" + ref);
+    candidates.emplace_back("refs/tags/" + ref, "refs/tags/" + ref);
+  }
+  for (const auto& [lookup, reported] : candidates) {
+    git_reference* raw = nullptr;
+    int rc = git_reference_lookup(&raw, repo, lookup.c_str());
+    git::Reference reference(raw);
+    if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC) continue;
+    if (rc != 0) return git::LastError(rc, "cannot read " + lookup);
+    git_object* peeled = nullptr;
+    rc = git_reference_peel(&peeled, reference.get(), GIT_OBJECT_COMMIT);
+    git::Object commit(peeled);
+    if (rc != 0) return git::LastError(rc, lookup + " does not point at a commit");
+    return ResolvedRef{reported, git::OidHex(*git_object_id(commit.get()))};
+  }
+  if (LooksLikeCommitId(ref)) {
+    auto oid = git::ParseOid(ref);
+    git_commit* raw = nullptr;
+    if (oid && git_commit_lookup(&raw, repo, &*oid) == 0) {
+      git_commit_free(raw);
+      return ResolvedRef{git::OidHex(*oid), git::OidHex(*oid)};
+    }
+  }
+  git_error_clear();
+  return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in " + workspace_->url());
+}
+
+core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::string& ref) {
+  if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
+  auto resolved = Resolve(ref);
+  if (!resolved) return resolved.error();
+
+  git_repository* repo = workspace_->repository();
+  const git_oid commit_oid = *git::ParseOid(resolved->commit);
+  git_commit* raw_commit = nullptr;
+  if (int rc = git_commit_lookup(&raw_commit, repo, &commit_oid); rc != 0) {
+    return git::LastError(rc, "cannot read commit " + resolved->commit);
+  }
+  git::Commit commit(raw_commit);
+  git_tree* raw_tree = nullptr;
+  if (int rc = git_commit_tree(&raw_tree, commit.get()); rc != 0) {
+    return git::LastError(rc, "cannot read the tree of " + resolved->commit);
+  }
+  git::Tree tree(raw_tree);
+
+  ports::DesiredSnapshot snapshot;
+  snapshot.commit = resolved->commit;
+  snapshot.ref = resolved->name;
+  snapshot.repo_url = workspace_->url();
+
+  // The cluster file.
+  std::optional<spec::Parsed<core::RayConfig>> cluster;
+  std::map<std::string, CachedCluster> next_cluster_cache;
+  git_tree_entry* raw_entry = nullptr;
+  if (git_tree_entry_bypath(&raw_entry, tree.get(), options_.cluster_file.c_str()) == 0) {
+    git::TreeEntry entry(raw_entry);
+    if (git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB) {
+      const git_oid& oid = *git_tree_entry_id(entry.get());
+      const std::string key = git::OidHex(oid);
+      auto it = cluster_cache_.find(key);
+      if (it == cluster_cache_.end()) {
+        auto text = ReadSpecBlob(repo, oid, options_.cluster_file);
+        if (!text) return text.error();
+        ++cluster_parses_;
+        auto parsed = spec::LoadRayConfig(*text, options_.cluster_file);
+        it = cluster_cache_.emplace(key, CachedCluster{std::move(*text), std::move(parsed)}).first;
+      }
+      cluster = it->second.parsed;
+      snapshot.texts.emplace(options_.cluster_file, it->second.text);
+      next_cluster_cache.insert(*it);
+    }
+  } else {
+    git_error_clear();
+  }
+
+  // Every JobSpec.
+  WalkState walk;
+  walk.jobs_dir = options_.jobs_dir;
+  walk.excluded_dir = options_.excluded_dir;
+  git::Tree jobs_tree;
+  git_tree* walk_root = tree.get();
+  if (!options_.jobs_dir.empty()) {
+    walk.prefix = options_.jobs_dir + "/";
+    walk_root = nullptr;
+    if (git_tree_entry_bypath(&raw_entry, tree.get(), options_.jobs_dir.c_str()) == 0) {
+      git::TreeEntry entry(raw_entry);
+      git_object* object = nullptr;
+      if (git_tree_entry_type(entry.get()) == GIT_OBJECT_TREE &&
+          git_tree_entry_to_object(&object, repo, entry.get()) == 0) {
+        jobs_tree.reset(reinterpret_cast<git_tree*>(object));
+        walk_root = jobs_tree.get();
+      }
+    }
+    git_error_clear();
+  }
+  if (walk_root != nullptr) {
+    if (int rc = git_tree_walk(walk_root, GIT_TREEWALK_PRE, CollectSpec, &walk); rc != 0) {
+      return git::LastError(rc, "cannot list " + options_.jobs_dir + " in " + resolved->commit);
+    }
+  }
+
+  std::map<std::string, CachedSpec> next_spec_cache;
+  std::vector<spec::LoadedSpecFile> files;
+  files.reserve(walk.blobs.size());
+  for (const BlobAt& blob : walk.blobs) {
+    std::string key = git::OidHex(blob.oid);
+    key += '\0';
+    key += blob.path;
+    auto it = spec_cache_.find(key);
+    if (it == spec_cache_.end()) {
+      auto text = ReadSpecBlob(repo, blob.oid, blob.path);
+      if (!text) return text.error();
+      ++spec_parses_;
+      auto loaded = spec::ParseSpecFileForDesiredState(*text, blob.path, options_.jobs_dir);
+      it = spec_cache_.emplace(key, CachedSpec{std::move(*text), std::move(loaded)}).first;
+    }
+    files.push_back({blob.path, it->second.loaded});
+    snapshot.texts.emplace(blob.path, it->second.text);
+    next_spec_cache.insert(*it);
+  }
+  spec_cache_ = std::move(next_spec_cache);
+  cluster_cache_ = std::move(next_cluster_cache);
+
+  snapshot.state = spec::CheckDesiredStateSet(cluster, options_.cluster_file, files);
+  return snapshot;
+}
+
+}  // namespace rg::adapters

@@ -1,0 +1,68 @@
+#pragma once
+// ports::DesiredStateSource over a GitWorkspace: fetches, resolves a ref, and reads the cluster
+// file and every JobSpec from the commit's tree (never a working tree). Parse results are
+// cached by blob id (JobSpecs by blob id and path, since the default name derives from the
+// path), so a Load of an unchanged tree parses nothing and a one-file change parses one file.
+// The checks across files run on every Load; they are cheap and parse nothing.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "reconciler/adapters/git_workspace.h"
+#include "reconciler/core/spec_model.h"
+#include "reconciler/ports/desired_state_source.h"
+#include "reconciler/spec/spec_loader.h"
+
+namespace rg::adapters {
+
+struct GitDesiredStateOptions {
+  std::string cluster_file = "cluster.yaml";
+  std::string jobs_dir = "jobs";
+  // Files under this folder are never read as specs: the status folder when the status branch
+  // is the watched branch (same-branch mode). Empty: nothing excluded.
+  std::string excluded_dir;
+};
+
+class GitDesiredStateSource : public ports::DesiredStateSource {
+ public:
+  GitDesiredStateSource(std::shared_ptr<GitWorkspace> workspace, GitDesiredStateOptions options);
+
+  // `ref`: "HEAD" (the remote's default branch), a branch name or "refs/heads/<b>" (the
+  // remote's branch as just fetched), another full ref ("refs/tags/v1"), a tag name, or a
+  // full commit id.
+  core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
+
+  // Files parsed since construction (for tests and metrics).
+  int parses() const { return spec_parses_ + cluster_parses_; }
+  int spec_parses() const { return spec_parses_; }
+  int cluster_parses() const { return cluster_parses_; }
+
+ private:
+  struct ResolvedRef {
+    std::string name;  // what the snapshot reports as `ref`
+    std::string commit;
+  };
+  core::Result<ResolvedRef> Resolve(const std::string& ref);
+
+  struct CachedSpec {
+    std::string text;
+    std::shared_ptr<const spec::LoadedJobSpec> loaded;
+  };
+  struct CachedCluster {
+    std::string text;
+    spec::Parsed<core::RayConfig> parsed;
+  };
+
+  std::shared_ptr<GitWorkspace> workspace_;
+  GitDesiredStateOptions options_;
+  // Keyed by blob id + '\0' + path; only entries of the last tree read are kept.
+  std::map<std::string, CachedSpec> spec_cache_;
+  std::map<std::string, CachedCluster> cluster_cache_;  // by blob id
+  int spec_parses_ = 0;
+  int cluster_parses_ = 0;
+};
+
+}  // namespace rg::adapters

@@ -1,0 +1,65 @@
+#pragma once
+// ports::StatusStore on a branch of the desired-state repository (DESIGN.md 4), in the same
+// GitWorkspace clone as the source. Commits are built in memory from the tip's tree (no working
+// tree, no index on disk) and pushed as fast-forwards; a push refused because another writer
+// moved the branch is answered by fetching, re-applying the same changes on the new tip and
+// pushing again, up to `max_push_attempts` times. See docs/status-branch.md.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "reconciler/adapters/git_workspace.h"
+#include "reconciler/core/status_markdown.h"
+#include "reconciler/ports/status_store.h"
+
+namespace rg::adapters {
+
+inline constexpr std::string_view kDefaultStatusBranch = "ray-gitops/status";
+
+struct GitStatusStoreOptions {
+  // The branch; may be the watched branch itself (same-branch mode: give the desired-state
+  // source excluded_dir = "status" so the status files are never read as specs).
+  std::string branch = std::string(kDefaultStatusBranch);
+  std::string author_name = "ray-gitops";
+  std::string author_email = "ray-gitops@localhost";
+  std::string markdown_path = "STATUS.md";
+  core::StatusMarkdownHeader markdown_header;
+  int max_push_attempts = 5;
+  // Test hook, not for production use: called after a commit is built and before it is pushed,
+  // with the 0-based attempt number, so a test can move the remote branch at exactly that
+  // moment and exercise the retry deterministically.
+  std::function<void(int attempt)> before_push;
+};
+
+class GitStatusStore : public ports::StatusStore {
+ public:
+  GitStatusStore(std::shared_ptr<GitWorkspace> workspace, GitStatusStoreOptions options);
+
+  // Fetches, then reads status/*.yaml at the tip of the remote branch.
+  core::Result<core::Ledger> ReadLedger() override;
+
+  // A change whose record differs from the one on the branch only in bookkeeping (see
+  // core::MeaningfulChange) is left out, so passes that learn nothing new commit nothing.
+  // kConflict when every push attempt was refused.
+  core::Result<std::string> Write(const ports::StatusChanges& changes,
+                                  const ports::StatusCommit& message) override;
+
+  // Fetches, then walks the branch from its tip along first parents and every other parent,
+  // newest first, keeping the commits whose status/<name>.yaml differs from their first
+  // parent's.
+  core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
+
+  int push_attempts() const { return push_attempts_; }
+
+  // "subject\n\nbody...\n\nKey: value\n..." with empty sections left out; line breaks inside
+  // a subject, body line or trailer value become spaces.
+  static std::string FormatCommitMessage(const ports::StatusCommit& message);
+
+ private:
+  std::shared_ptr<GitWorkspace> workspace_;
+  GitStatusStoreOptions options_;
+  int push_attempts_ = 0;
+};
+
+}  // namespace rg::adapters

@@ -1,0 +1,275 @@
+#include "reconciler/adapters/git_workspace.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "reconciler/adapters/git_common.h"
+#include "reconciler/core/identity.h"
+#include "reconciler/core/render.h"
+
+namespace rg::adapters {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRemoteName = "origin";
+constexpr const char* kOutgoingRef = "refs/ray-gitops/outgoing";
+// libgit2 asks again after refused credentials; give up instead of looping.
+constexpr int kMaxCredentialCalls = 3;
+
+bool IsScpLike(std::string_view repo) {
+  // git@host:path: a colon before any slash, and not a path that merely holds a colon.
+  const size_t colon = repo.find(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  const size_t slash = repo.find('/');
+  return (slash == std::string_view::npos || colon < slash) && repo.front() != '.' &&
+         repo.front() != '/';
+}
+
+bool HasScheme(std::string_view repo) { return repo.find("://") != std::string_view::npos; }
+
+// The directory of a local repository named by a plain path or a file:// URL.
+std::optional<std::string> LocalPath(std::string_view repo) {
+  if (repo.starts_with("file://")) return std::string(repo.substr(7));
+  if (HasScheme(repo) || IsScpLike(repo)) return std::nullopt;
+  return std::string(repo);
+}
+
+std::string ReadTrimmedFile(const std::string& path, bool& ok) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  ok = static_cast<bool>(in) || in.eof();
+  std::string text = buffer.str();
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  size_t start = 0;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  return text.substr(start);
+}
+
+struct CallbackState {
+  const GitWorkspaceOptions* options = nullptr;
+  int credential_calls = 0;
+  std::string rejection;  // set by the push status callback
+};
+
+int AcquireCredentials(git_credential** out, const char* /*url*/, const char* username_from_url,
+                       unsigned int allowed, void* payload) {
+  auto* state = static_cast<CallbackState*>(payload);
+  const GitWorkspaceOptions& options = *state->options;
+  if (++state->credential_calls > kMaxCredentialCalls) {
+    git_error_set_str(GIT_ERROR_NET, "the remote refused the credentials");
+    return GIT_EAUTH;
+  }
+  const bool has_user = username_from_url != nullptr && *username_from_url != '\0';
+  if ((allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT) != 0) {
+    if (options.token_file.empty()) {
+      git_error_set_str(GIT_ERROR_NET,
+                        "the remote asks for credentials; pass a token with --git-token-file");
+      return GIT_EAUTH;
+    }
+    bool ok = false;
+    const std::string token = ReadTrimmedFile(options.token_file, ok);
+    if (!ok || token.empty()) {
+      git_error_set_str(GIT_ERROR_NET, ("cannot read a token from " + options.token_file).c_str());
+      return GIT_EAUTH;
+    }
+    return git_credential_userpass_plaintext_new(
+        out, has_user ? username_from_url : "x-access-token", token.c_str());
+  }
+  const char* user = has_user ? username_from_url : "git";
+  if ((allowed & GIT_CREDENTIAL_SSH_KEY) != 0) {
+    if (options.ssh_key_file.empty()) return git_credential_ssh_key_from_agent(out, user);
+    const std::string public_key = options.ssh_key_file + ".pub";
+    std::error_code ec;
+    return git_credential_ssh_key_new(out, user,
+                                      fs::exists(public_key, ec) ? public_key.c_str() : nullptr,
+                                      options.ssh_key_file.c_str(), nullptr);
+  }
+  if ((allowed & GIT_CREDENTIAL_USERNAME) != 0) return git_credential_username_new(out, user);
+  return GIT_PASSTHROUGH;
+}
+
+int RecordPushStatus(const char* refname, const char* status, void* payload) {
+  if (status != nullptr) {
+    auto* state = static_cast<CallbackState*>(payload);
+    state->rejection = std::string(refname) + ": " + status;
+  }
+  return 0;
+}
+
+core::Result<git::Remote> LookupRemote(git_repository* repo) {
+  git_remote* raw = nullptr;
+  if (int rc = git_remote_lookup(&raw, repo, kRemoteName); rc != 0) {
+    return git::LastError(rc, "cannot find the clone's remote");
+  }
+  return git::Remote(raw);
+}
+
+}  // namespace
+
+std::string DefaultGitCacheDir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return (fs::path(xdg) / "ray-gitops").string();
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return (fs::path(home) / ".cache" / "ray-gitops").string();
+  }
+  return ".ray-gitops-cache";
+}
+
+std::string NormaliseRepoUrl(std::string_view repo) {
+  if (!repo.starts_with("file://") && LocalPath(repo)) {
+    std::error_code ec;
+    fs::path absolute = fs::absolute(fs::path(std::string(repo)), ec);
+    if (!ec) {
+      std::string out = absolute.lexically_normal().string();
+      while (out.size() > 1 && out.back() == '/') out.pop_back();
+      return out;
+    }
+  }
+  return core::StripUrlCredentials(repo);
+}
+
+std::string GitCacheDirName(std::string_view remote_url) {
+  const std::string url = core::StripUrlCredentials(remote_url);
+  std::string_view stem = url;
+  while (!stem.empty() && (stem.back() == '/')) stem.remove_suffix(1);
+  if (stem.ends_with(".git")) stem.remove_suffix(4);
+  const size_t cut = stem.find_last_of("/:");
+  if (cut != std::string_view::npos) stem.remove_prefix(cut + 1);
+  std::string name;
+  for (char c : stem) {
+    const bool plain =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    name += plain ? c : '_';
+    if (name.size() >= 40) break;
+  }
+  if (name.empty() || name.front() == '.') name.insert(0, "repo");
+  return name + "-" + core::Sha256Hex(url).substr(0, 16) + ".git";
+}
+
+std::string GitWorkspace::TrackingRef(std::string_view branch) {
+  if (branch.starts_with("refs/heads/")) branch.remove_prefix(11);
+  return std::string("refs/remotes/") + kRemoteName + "/" + std::string(branch);
+}
+
+core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspaceOptions& options) {
+  git::EnsureLibraryInitialised();
+  if (options.repo.empty()) return core::Error::InvalidInput("no repository given");
+  const std::string url = NormaliseRepoUrl(options.repo);
+
+  if (auto local = LocalPath(url)) {
+    git_repository* probe = nullptr;
+    const int rc =
+        git_repository_open_ext(&probe, local->c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
+    git::Repository owned_probe(probe);
+    if (rc != 0) {
+      return core::Error::InvalidInput("not a Git repository: " + options.repo + " (" +
+                                       git::LastError(rc, "open").message() + ")");
+    }
+  }
+
+  std::shared_ptr<GitWorkspace> ws(new GitWorkspace());
+  ws->options_ = options;
+  ws->url_ = url;
+  const std::string cache = options.cache_dir.empty() ? DefaultGitCacheDir() : options.cache_dir;
+  ws->clone_path_ = (fs::path(cache) / GitCacheDirName(url)).string();
+
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  if (ec) {
+    return core::Error::InvalidInput("cannot create the cache directory " + cache + ": " +
+                                     ec.message());
+  }
+  int rc = git_repository_open_bare(&ws->repo_, ws->clone_path_.c_str());
+  if (rc != 0) {
+    rc = git_repository_init(&ws->repo_, ws->clone_path_.c_str(), /*is_bare=*/1);
+    if (rc != 0) return git::LastError(rc, "cannot create the clone at " + ws->clone_path_);
+  }
+  git_remote* raw = nullptr;
+  rc = git_remote_lookup(&raw, ws->repo_, kRemoteName);
+  git::Remote remote(raw);
+  if (rc == GIT_ENOTFOUND) {
+    rc = git_remote_create(&raw, ws->repo_, kRemoteName, url.c_str());
+    remote.reset(raw);
+  } else if (rc == 0 && std::string_view(git_remote_url(remote.get())) != url) {
+    rc = git_remote_set_url(ws->repo_, kRemoteName, url.c_str());
+  }
+  if (rc != 0) return git::LastError(rc, "cannot configure the clone's remote");
+  return ws;
+}
+
+GitWorkspace::~GitWorkspace() { git_repository_free(repo_); }
+
+core::Status GitWorkspace::Fetch() {
+  auto remote = LookupRemote(repo_);
+  if (!remote) return remote.error();
+  CallbackState state{&options_, 0, {}};
+  git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
+  opts.prune = GIT_FETCH_PRUNE;
+  opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_ALL;
+  opts.callbacks.credentials = AcquireCredentials;
+  opts.callbacks.payload = &state;
+  const int rc = git_remote_fetch(remote->get(), nullptr, &opts, "ray-gitops fetch");
+  if (rc != 0) {
+    core::Error e = git::LastError(rc, "cannot fetch " + url_);
+    if (e.IsUnauthorized()) return e;
+    return core::Error::Transient(e.message());
+  }
+  ++fetches_;
+  git_buf head = GIT_BUF_INIT;
+  if (git_remote_default_branch(&head, remote->get()) == 0) {
+    remote_head_.assign(head.ptr, head.size);
+  } else {
+    git_error_clear();
+    remote_head_.clear();
+  }
+  git_buf_dispose(&head);
+  return core::OkStatus();
+}
+
+core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::string& branch) {
+  auto oid = git::ParseOid(commit_hex);
+  if (!oid) return core::Error::InvalidInput("not a commit id: " + commit_hex);
+  git_reference* raw_ref = nullptr;
+  int rc =
+      git_reference_create(&raw_ref, repo_, kOutgoingRef, &*oid, /*force=*/1, "ray-gitops push");
+  git::Reference outgoing(raw_ref);
+  if (rc != 0) return git::LastError(rc, "cannot prepare the push");
+
+  auto remote = LookupRemote(repo_);
+  if (!remote) return remote.error();
+  CallbackState state{&options_, 0, {}};
+  git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+  opts.callbacks.credentials = AcquireCredentials;
+  opts.callbacks.push_update_reference = RecordPushStatus;
+  opts.callbacks.payload = &state;
+  const std::string spec = std::string(kOutgoingRef) + ":refs/heads/" + branch;
+  char* specs[] = {const_cast<char*>(spec.c_str())};
+  const git_strarray refspecs{specs, 1};
+  rc = git_remote_push(remote->get(), &refspecs, &opts);
+  if (rc != 0) {
+    core::Error e = git::LastError(rc, "cannot push " + branch + " to " + url_);
+    if (e.IsConflict() || e.IsUnauthorized()) return e;
+    return core::Error::Transient(e.message());
+  }
+  if (!state.rejection.empty()) {
+    return core::Error::Conflict("the remote refused " + state.rejection);
+  }
+  // The remote now has it; keep the tracking ref in step without another fetch.
+  git_reference* tracking = nullptr;
+  if (git_reference_create(&tracking, repo_, TrackingRef(branch).c_str(), &*oid, 1,
+                           "ray-gitops push") == 0) {
+    git_reference_free(tracking);
+  } else {
+    git_error_clear();
+  }
+  return core::OkStatus();
+}
+
+}  // namespace rg::adapters

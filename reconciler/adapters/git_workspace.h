@@ -1,0 +1,83 @@
+#pragma once
+// The daemon's own copy of the desired-state repository: a bare clone under a cache
+// directory, brought up to date by Fetch. Every --repo form (a local path, file://, https://,
+// ssh://, git@host:path) goes through the clone, so reads never touch anyone's working tree
+// and the status branch is pushed back to the same remote. Credentials come from a token file
+// (HTTPS basic auth), an SSH key file, or the SSH agent, never from the URL, and the URL is
+// recorded with credentials stripped. Not thread-safe: one pass uses it at a time.
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "reconciler/core/result.h"
+
+struct git_repository;
+
+namespace rg::adapters {
+
+struct GitWorkspaceOptions {
+  std::string repo;       // a local path or a URL, as given to --repo
+  std::string cache_dir;  // empty: DefaultGitCacheDir()
+  // HTTPS: a file holding a token, sent as the basic-auth password (user from the URL, else
+  // "x-access-token"). Read on each authentication, so a rotated token is picked up.
+  std::string token_file;
+  // SSH: a private key ("<key>.pub" is used when it exists). Empty: the SSH agent.
+  std::string ssh_key_file;
+};
+
+// $XDG_CACHE_HOME/ray-gitops, else $HOME/.cache/ray-gitops, else ./.ray-gitops-cache.
+std::string DefaultGitCacheDir();
+
+// The clone's directory name under the cache dir: a readable stem of the URL and 16 hex digits
+// of the SHA-256 of the URL with credentials stripped, so two repos never share a clone and a
+// token change keeps the same clone.
+std::string GitCacheDirName(std::string_view remote_url);
+
+// What libgit2 is given as the remote: local paths made absolute, credentials stripped.
+std::string NormaliseRepoUrl(std::string_view repo);
+
+class GitWorkspace {
+ public:
+  // Creates (or reopens) the bare clone; no network traffic. kInvalidInput when `repo` is a
+  // local path or file:// URL that is not a Git repository, or the cache cannot be created.
+  static core::Result<std::shared_ptr<GitWorkspace>> Open(const GitWorkspaceOptions& options);
+
+  ~GitWorkspace();
+  GitWorkspace(const GitWorkspace&) = delete;
+  GitWorkspace& operator=(const GitWorkspace&) = delete;
+
+  // The repository URL with credentials stripped, as recorded in `gitops.repo`.
+  const std::string& url() const { return url_; }
+  const std::string& clone_path() const { return clone_path_; }
+  // The bare clone. Owned by the workspace.
+  git_repository* repository() const { return repo_; }
+
+  // Fetches every branch (to refs/remotes/origin/*, pruning deleted ones) and tag.
+  // kTransient when the remote cannot be reached, kUnauthorized on refused credentials.
+  core::Status Fetch();
+  int fetches() const { return fetches_; }
+
+  // The remote's default branch as of the last Fetch, e.g. "refs/heads/main"; empty when
+  // unknown (an empty remote).
+  const std::string& remote_head() const { return remote_head_; }
+
+  // "refs/remotes/origin/<branch>" for a branch name or "refs/heads/<branch>".
+  static std::string TrackingRef(std::string_view branch);
+
+  // Pushes the local commit `commit_hex` to refs/heads/<branch> on the remote, as a
+  // fast-forward only. kConflict when the remote refused it because the branch moved.
+  core::Status PushCommit(const std::string& commit_hex, const std::string& branch);
+
+ private:
+  GitWorkspace() = default;
+
+  GitWorkspaceOptions options_;
+  std::string url_;
+  std::string clone_path_;
+  git_repository* repo_ = nullptr;
+  std::string remote_head_;
+  int fetches_ = 0;
+};
+
+}  // namespace rg::adapters
