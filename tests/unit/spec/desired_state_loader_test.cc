@@ -1,0 +1,196 @@
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "reconciler/spec/spec_loader.h"
+
+namespace rg::spec {
+namespace {
+
+const SourceFile kCluster{"cluster.yaml",
+                          "address: http://127.0.0.1:8265\nshared_root: /private\n"};
+const SourceFile kClusterWithoutSharedRoot{"cluster.yaml", "address: http://127.0.0.1:8265\n"};
+
+std::vector<std::string> Messages(const core::Diagnostics& diagnostics) {
+  std::vector<std::string> out;
+  for (const auto& d : diagnostics) out.push_back(d.ToString());
+  return out;
+}
+
+std::vector<std::string> JobPaths(const core::DesiredState& state) {
+  std::vector<std::string> out;
+  for (const auto& job : state.jobs) out.push_back(job.path);
+  return out;
+}
+
+const core::InvalidSpec& Invalid(const core::DesiredState& state, const std::string& path) {
+  for (const auto& bad : state.invalid) {
+    if (bad.path == path) return bad;
+  }
+  FAIL("no invalid spec " << path);
+  return state.invalid.front();
+}
+
+TEST_CASE("valid and invalid specs are separated and sorted by path") {
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/z.yaml", "workload: custom\nentrypoint: echo z\n"},
+                 {"jobs/b/broken.yaml", "workload: ppo\nnnodes: 0\nname: kept-name\n"},
+                 {"jobs/a.yaml", "workload: custom\nentrypoint: echo a\n"},
+                 {"jobs/a/broken.yaml", "workload: [\n"}});
+  CHECK(state.ClusterValid());
+  CHECK(state.cluster_diagnostics.empty());
+  CHECK(JobPaths(state) == std::vector<std::string>{"jobs/a.yaml", "jobs/z.yaml"});
+  REQUIRE(state.invalid.size() == 2);
+  CHECK(state.invalid[0].path == "jobs/a/broken.yaml");
+  CHECK(state.invalid[0].name == "a-broken");
+  CHECK(state.invalid[1].path == "jobs/b/broken.yaml");
+  CHECK(state.invalid[1].name == "kept-name");
+  CHECK(Messages(state.invalid[1].diagnostics) ==
+        std::vector<std::string>{
+            "jobs/b/broken.yaml:2:9: error: nnodes must be an integer >= 1 (got 0)"});
+}
+
+TEST_CASE("a missing cluster file is one diagnostic; the specs are still loaded") {
+  const core::DesiredState state =
+      LoadDesiredState(std::nullopt, {{"jobs/a.yaml", "workload: custom\nentrypoint: echo\n"}});
+  CHECK_FALSE(state.ClusterValid());
+  CHECK(Messages(state.cluster_diagnostics) ==
+        std::vector<std::string>{"cluster.yaml: error: file not found"});
+  CHECK(JobPaths(state) == std::vector<std::string>{"jobs/a.yaml"});
+}
+
+TEST_CASE("a spec valid on its own stays valid when cluster.yaml is invalid") {
+  const core::DesiredState state =
+      LoadDesiredState(SourceFile{"cluster.yaml", "address: nowhere\n"},
+                       {{"jobs/a.yaml", "workload: sft\nmodel_id: ${shared_root}/m\n"}});
+  CHECK_FALSE(state.ClusterValid());
+  CHECK(Messages(state.cluster_diagnostics) ==
+        std::vector<std::string>{"cluster.yaml:1:10: error: address must be an http:// or "
+                                 "https:// URL (got \"nowhere\")"});
+  CHECK(JobPaths(state) == std::vector<std::string>{"jobs/a.yaml"});
+  CHECK(state.invalid.empty());
+}
+
+TEST_CASE("specs sharing a name are all invalid, each naming the others") {
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/one.yaml", "workload: custom\nentrypoint: echo\nname: same\n"},
+                 {"jobs/two.yaml", "name: same\nworkload: custom\nentrypoint: echo\n"},
+                 {"jobs/three.yaml", "workload: custom\nentrypoint: echo\nname: same\n"},
+                 {"jobs/other.yaml", "workload: custom\nentrypoint: echo\n"}});
+  CHECK(JobPaths(state) == std::vector<std::string>{"jobs/other.yaml"});
+  CHECK(Messages(Invalid(state, "jobs/one.yaml").diagnostics) ==
+        std::vector<std::string>{"jobs/one.yaml:3:7: error: name \"same\" is also used by "
+                                 "jobs/three.yaml, jobs/two.yaml"});
+  CHECK(Messages(Invalid(state, "jobs/two.yaml").diagnostics) ==
+        std::vector<std::string>{"jobs/two.yaml:1:7: error: name \"same\" is also used by "
+                                 "jobs/one.yaml, jobs/three.yaml"});
+  CHECK(Invalid(state, "jobs/three.yaml").name == "same");
+}
+
+TEST_CASE("a derived name that collides says it was derived") {
+  const core::DesiredState state =
+      LoadDesiredState(kCluster, {{"jobs/a-b.yaml", "workload: custom\nentrypoint: echo\n"},
+                                  {"jobs/a/b.yml", "workload: custom\nentrypoint: echo\n"}});
+  CHECK(state.jobs.empty());
+  CHECK(Messages(Invalid(state, "jobs/a-b.yaml").diagnostics) ==
+        std::vector<std::string>{"jobs/a-b.yaml:1:1: error: name \"a-b\" (derived from the path) "
+                                 "is also used by jobs/a/b.yml"});
+}
+
+TEST_CASE("an invalid spec still owns its name: a valid spec with the same name is invalid") {
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/good.yaml", "workload: custom\nentrypoint: echo\nname: x\n"},
+                 {"jobs/bad.yaml", "workload: custom\nname: x\n"}});
+  CHECK(state.jobs.empty());
+  CHECK(Messages(Invalid(state, "jobs/good.yaml").diagnostics) ==
+        std::vector<std::string>{"jobs/good.yaml:3:7: error: name \"x\" is also used by "
+                                 "jobs/bad.yaml"});
+}
+
+TEST_CASE("specs pinning the same submission id are all invalid") {
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/a.yaml", "workload: custom\nentrypoint: echo\nsubmission_id: run-1\n"},
+                 {"jobs/b.yaml", "workload: custom\nentrypoint: echo\nsubmission_id: run-1\n"},
+                 {"jobs/c.yaml", "workload: custom\nentrypoint: echo\nsubmission_id: run-2\n"}});
+  CHECK(JobPaths(state) == std::vector<std::string>{"jobs/c.yaml"});
+  CHECK(Messages(Invalid(state, "jobs/a.yaml").diagnostics) ==
+        std::vector<std::string>{
+            "jobs/a.yaml:3:16: error: submission_id \"run-1\" is also pinned by jobs/b.yaml"});
+  CHECK(Messages(Invalid(state, "jobs/b.yaml").diagnostics) ==
+        std::vector<std::string>{
+            "jobs/b.yaml:3:16: error: submission_id \"run-1\" is also pinned by jobs/a.yaml"});
+}
+
+TEST_CASE("${shared_root} anywhere in a spec needs a shared_root in cluster.yaml") {
+  const std::vector<SourceFile> specs = {
+      {"jobs/a.yaml",
+       "workload: ppo\nmodel_id: m\noverrides:\n  - x=${shared_root}/y\n"
+       "runtime_env:\n  working_dir: \"${shared_root}/wd\"\n"},
+      {"jobs/b.yaml", "workload: ppo\nmodel_id: /abs/m\n"}};
+  const core::DesiredState without = LoadDesiredState(kClusterWithoutSharedRoot, specs);
+  CHECK(JobPaths(without) == std::vector<std::string>{"jobs/b.yaml"});
+  CHECK(Messages(Invalid(without, "jobs/a.yaml").diagnostics) ==
+        std::vector<std::string>{
+            "jobs/a.yaml:4:5: error: ${shared_root} is used but cluster.yaml sets no shared_root",
+            "jobs/a.yaml:6:16: error: ${shared_root} is used but cluster.yaml sets no "
+            "shared_root"});
+
+  const core::DesiredState with = LoadDesiredState(kCluster, specs);
+  CHECK(JobPaths(with) == std::vector<std::string>{"jobs/a.yaml", "jobs/b.yaml"});
+  CHECK(with.AllDiagnostics().empty());
+}
+
+TEST_CASE("spec paths are YAML files under the jobs folder, hidden ones left out") {
+  CHECK(IsSpecPath("jobs/a.yaml", "jobs"));
+  CHECK(IsSpecPath("jobs/deep/er/a.yml", "jobs"));
+  CHECK(IsSpecPath("jobs/a.yaml", "jobs/"));
+  CHECK(IsSpecPath("specs/a.yaml", "specs"));
+  CHECK(IsSpecPath("a.yaml", ""));
+  CHECK(IsSpecPath("a.yaml", "."));
+  CHECK_FALSE(IsSpecPath("jobs/a.json", "jobs"));
+  CHECK_FALSE(IsSpecPath("jobs/a.yaml.bak", "jobs"));
+  CHECK_FALSE(IsSpecPath("jobsx/a.yaml", "jobs"));
+  CHECK_FALSE(IsSpecPath("cluster.yaml", "jobs"));
+  CHECK_FALSE(IsSpecPath("other/jobs/a.yaml", "jobs"));
+  CHECK_FALSE(IsSpecPath("jobs/.drafts/a.yaml", "jobs"));
+  CHECK_FALSE(IsSpecPath("jobs/.a.yaml", "jobs"));
+  CHECK_FALSE(IsSpecPath("jobs", "jobs"));
+  CHECK_FALSE(IsSpecPath("jobs/", "jobs"));
+}
+
+TEST_CASE("a directory is read recursively, hidden folders and other files skipped") {
+  const std::string repo = std::string(RG_SOURCE_DIR) + "/tests/data/spec/valid-repo";
+  const core::DesiredState state = LoadDesiredStateFromDirectory(repo);
+  CHECK(state.AllDiagnostics().empty());
+  REQUIRE(state.ClusterValid());
+  CHECK(state.cluster->shared_root == "/private");
+  CHECK(state.cluster->path == "cluster.yaml");
+  CHECK(JobPaths(state) == std::vector<std::string>{"jobs/ppo/qwen.yaml", "jobs/smoke/hello.yml",
+                                                    "jobs/smoke/nested/pinned.yaml"});
+  CHECK(state.jobs[0].name == "ppo-qwen");
+  CHECK(state.jobs[2].name == "pinned-smoke");
+}
+
+TEST_CASE("a directory without its cluster file reports it under the name asked for") {
+  const std::string repo = std::string(RG_SOURCE_DIR) + "/tests/data/spec/valid-repo";
+  const core::DesiredState state = LoadDesiredStateFromDirectory(repo, "ray/cluster.yaml", "jobs");
+  CHECK(Messages(state.cluster_diagnostics) ==
+        std::vector<std::string>{"ray/cluster.yaml: error: file not found"});
+  CHECK(state.jobs.size() == 3);
+}
+
+TEST_CASE("the broken fixture has one valid spec and every other file invalid") {
+  const std::string repo = std::string(RG_SOURCE_DIR) + "/tests/data/broken";
+  const core::DesiredState state = LoadDesiredStateFromDirectory(repo);
+  CHECK(state.ClusterValid());
+  CHECK(JobPaths(state) == std::vector<std::string>{"jobs/valid/ok.yaml"});
+  CHECK(state.invalid.size() == 22);
+  for (const auto& bad : state.invalid) {
+    INFO(bad.path);
+    CHECK_FALSE(bad.diagnostics.empty());
+    CHECK_FALSE(bad.name.empty());
+  }
+}
+
+}  // namespace
+}  // namespace rg::spec
