@@ -232,6 +232,40 @@ def check_validate_accepts_examples(args, c):
              "ray-gitops validate --repo examples/repo reports no error")
 
 
+class CoreSchemaLoader(yaml.SafeLoader):
+    """YAML 1.2 core-schema-like reading: timestamps stay strings, as yaml-cpp and editors read
+    them, instead of becoming datetime objects."""
+
+
+CoreSchemaLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def check_status_files_from_encoder(args, c):
+    v = validator(args.source_dir, "status")
+    phases = set(load_schema(args.source_dir, "status")["$defs"]["phase"]["enum"])
+    with tempfile.TemporaryDirectory() as out:
+        r = subprocess.run([str(args.status_writer), out], capture_output=True, text=True,
+                           timeout=60, check=False)
+        c.expect(r.returncode == 0, f"the status sample writer ran: {r.stderr}")
+        files = sorted(pathlib.Path(out).glob("*.yaml"))
+        c.expect(len(files) >= 3 + len(phases),
+                 f"the writer wrote a file per sample and per phase (got {len(files)})")
+        seen_phases = set()
+        for path in files:
+            with open(path, encoding="utf-8") as f:
+                doc = yaml.load(f, Loader=CoreSchemaLoader)  # noqa: S506 (a safe loader)
+            if isinstance(doc, dict):
+                seen_phases.add(doc.get("phase"))
+            errors = schema_errors(v, doc)
+            c.expect(not errors, f"the status schema accepts the encoder's {path.name}: {errors}")
+        c.expect(seen_phases == phases,
+                 f"the encoder writes every phase of the schema and no other "
+                 f"(schema {sorted(phases)}, written {sorted(map(str, seen_phases))})")
+
+
 def check_status_documents(args, c):
     v = validator(args.source_dir, "status")
     running = {
@@ -426,6 +460,7 @@ CHECKS = {
     "examples_match": check_examples_match,
     "invalid_rejected_by_schema": check_invalid_rejected_by_schema,
     "status_documents": check_status_documents,
+    "status_files_from_encoder": check_status_files_from_encoder,
     "invalid_rejected_by_validate": check_invalid_rejected_by_validate,
     "validate_accepts_examples": check_validate_accepts_examples,
     "valid_edge_cases": check_valid_edge_cases,
@@ -440,11 +475,16 @@ def main():
     parser.add_argument("check", choices=sorted(CHECKS))
     parser.add_argument("--source-dir", required=True, type=pathlib.Path)
     parser.add_argument("--ray-gitops", type=pathlib.Path)
+    parser.add_argument("--status-writer", type=pathlib.Path)
     args = parser.parse_args()
     args.source_dir = args.source_dir.resolve()
     if args.check in NEEDS_BINARY and (args.ray_gitops is None or not args.ray_gitops.is_file()):
         print(f"{args.check} needs --ray-gitops pointing at the built binary "
               f"(got {args.ray_gitops})")
+        return 1
+    if args.check == "status_files_from_encoder" and (
+            args.status_writer is None or not args.status_writer.is_file()):
+        print(f"{args.check} needs --status-writer pointing at rg_status_sample_writer")
         return 1
     c = Check()
     CHECKS[args.check](args, c)
