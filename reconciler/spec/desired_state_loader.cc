@@ -44,25 +44,56 @@ void SortByPosition(core::Diagnostics& diagnostics) {
 core::DesiredState Assemble(const std::string& cluster_path,
                             const std::optional<SourceFile>& cluster_file,
                             const std::vector<SourceFile>& spec_files, std::string_view jobs_dir) {
+  std::optional<Parsed<core::RayConfig>> cluster;
+  if (cluster_file) cluster = LoadRayConfig(cluster_file->content, cluster_file->path);
+  std::vector<LoadedSpecFile> loaded;
+  loaded.reserve(spec_files.size());
+  for (const auto& file : spec_files) {
+    loaded.push_back({file.path, ParseSpecFileForDesiredState(file.content, file.path, jobs_dir)});
+  }
+  return CheckDesiredStateSet(cluster, cluster_path, loaded);
+}
+
+// Reads at most kMaxSpecFileBytes + 1 bytes: enough for the loader to reject a larger file.
+std::optional<std::string> ReadFileBounded(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string content(kMaxSpecFileBytes + 1, '\0');
+  in.read(content.data(), static_cast<std::streamsize>(content.size()));
+  if (in.bad()) return std::nullopt;
+  content.resize(static_cast<size_t>(in.gcount()));
+  return content;
+}
+
+}  // namespace
+
+std::shared_ptr<const LoadedJobSpec> ParseSpecFileForDesiredState(std::string_view text,
+                                                                  const std::string& path,
+                                                                  std::string_view jobs_dir) {
+  return std::make_shared<const LoadedJobSpec>(LoadJobSpecForDesiredState(text, path, jobs_dir));
+}
+
+core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConfig>>& cluster,
+                                        const std::string& cluster_path,
+                                        const std::vector<LoadedSpecFile>& spec_files) {
   core::DesiredState state;
-  if (cluster_file) {
-    Parsed<core::RayConfig> cluster = LoadRayConfig(cluster_file->content, cluster_file->path);
-    state.cluster = std::move(cluster.value);
-    state.cluster_diagnostics = std::move(cluster.diagnostics);
+  if (cluster) {
+    state.cluster = cluster->value;
+    state.cluster_diagnostics = cluster->diagnostics;
   } else {
     state.cluster_diagnostics.push_back({cluster_path, 0, 0, "file not found"});
   }
 
-  std::vector<const SourceFile*> files;
+  std::vector<const LoadedSpecFile*> files;
   for (const auto& file : spec_files) files.push_back(&file);
-  std::stable_sort(files.begin(), files.end(),
-                   [](const SourceFile* a, const SourceFile* b) { return a->path < b->path; });
+  std::stable_sort(
+      files.begin(), files.end(),
+      [](const LoadedSpecFile* a, const LoadedSpecFile* b) { return a->path < b->path; });
 
+  // Copies: the checks below add diagnostics, and cached results must stay as parsed.
   std::vector<LoadedJobSpec> loaded;
   loaded.reserve(files.size());
-  for (const SourceFile* file : files) {
-    loaded.push_back(LoadJobSpecForDesiredState(file->content, file->path, jobs_dir));
-  }
+  for (const LoadedSpecFile* file : files) loaded.push_back(*file->loaded);
 
   // Cross-file checks see invalid files too: a broken file still owns its name.
   std::map<std::string, std::vector<size_t>> by_name;
@@ -117,19 +148,6 @@ core::DesiredState Assemble(const std::string& cluster_path,
   }
   return state;
 }
-
-// Reads at most kMaxSpecFileBytes + 1 bytes: enough for the loader to reject a larger file.
-std::optional<std::string> ReadFileBounded(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string content(kMaxSpecFileBytes + 1, '\0');
-  in.read(content.data(), static_cast<std::streamsize>(content.size()));
-  if (in.bad()) return std::nullopt;
-  content.resize(static_cast<size_t>(in.gcount()));
-  return content;
-}
-
-}  // namespace
 
 core::DesiredState LoadDesiredState(const std::optional<SourceFile>& cluster_file,
                                     const std::vector<SourceFile>& spec_files,

@@ -5,6 +5,7 @@
 // non-UTF-8, documents that are not a mapping) is rejected with a diagnostic, never a
 // crash or a hang.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,26 @@ struct SourceFile {
 core::DesiredState LoadDesiredState(const std::optional<SourceFile>& cluster_file,
                                     const std::vector<SourceFile>& spec_files,
                                     std::string_view jobs_dir = "jobs");
+
+// For callers that cache per-file parse results (e.g. by Git blob id): one JobSpec file parsed
+// as LoadDesiredState parses it, keeping what the checks across files need (see
+// loaded_job_spec.h). Immutable once made, so one result can serve many passes.
+struct LoadedJobSpec;
+struct LoadedSpecFile {
+  std::string path;
+  std::shared_ptr<const LoadedJobSpec> loaded;
+};
+std::shared_ptr<const LoadedJobSpec> ParseSpecFileForDesiredState(std::string_view text,
+                                                                  const std::string& path,
+                                                                  std::string_view jobs_dir);
+
+// The half of LoadDesiredState that parses nothing: takes the parsed cluster file (nullopt:
+// missing, reported against `cluster_path`) and parsed specs, and runs the checks across files
+// (duplicate names and pinned ids, `${shared_root}` without a shared_root). Cheap; run it on
+// every pass even when every file came from a cache.
+core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConfig>>& cluster,
+                                        const std::string& cluster_path,
+                                        const std::vector<LoadedSpecFile>& spec_files);
 
 // True for paths under jobs_dir ending in .yaml or .yml.
 bool IsSpecPath(std::string_view path, std::string_view jobs_dir);
