@@ -173,7 +173,7 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
     const bool same_attempt = rec.submission_id == jp.submission_id;
     rec.submission_id = jp.submission_id;
     rec.attempt = jp.attempt;
-    std::string ray_message;
+    std::optional<std::string> ray_message;
     if (auto it = in.ray_jobs.find(jp.submission_id); it != in.ray_jobs.end()) {
       SetRayFields(rec, it->second);
       ray_message = it->second.message;
@@ -185,8 +185,14 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
     }
     if (auto it = submitted.find(jp.submission_id); it != submitted.end() && it->second->adopted) {
       rec.message = "adopted " + jp.submission_id + ", which Ray already had";
+    } else if (ray_message &&
+               (jp.phase == core::Phase::kPending || jp.phase == core::Phase::kRunning ||
+                jp.phase == core::Phase::kSucceeded || jp.phase == core::Phase::kFailed)) {
+      // Ray's own words while the run follows its course: the planner's reason for a submit
+      // ("new job") would otherwise turn into Ray's message one pass later, a commit of noise.
+      rec.message = *ray_message;
     } else {
-      rec.message = jp.message.empty() ? ray_message : jp.message;
+      rec.message = jp.message;
     }
     if (auto it = failed_submit.find(jp.submission_id); it != failed_submit.end()) {
       const core::Error& e = *it->second->error;

@@ -1,0 +1,61 @@
+#pragma once
+// In-memory DesiredStateSource and StatusStore for engine tests: the source hands out a
+// snapshot built from file texts (parsed with the real loader), the store keeps records and
+// the commits made to them.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reconciler/core/result.h"
+#include "reconciler/ports/desired_state_source.h"
+#include "reconciler/ports/status_store.h"
+
+namespace rg::testing {
+
+class InMemoryDesiredStateSource : public ports::DesiredStateSource {
+ public:
+  // Replaces the repository content: path -> text ("cluster.yaml", "jobs/..."), as a new
+  // commit with the given id.
+  void SetFiles(std::map<std::string, std::string> files, std::string commit);
+  void SetFile(const std::string& path, std::string text, std::string commit);
+  void RemoveFile(const std::string& path, std::string commit);
+  // Every Load fails with this error until cleared.
+  void FailWith(std::optional<core::Error> error) { error_ = std::move(error); }
+
+  core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
+  int loads() const { return loads_; }
+
+ private:
+  std::map<std::string, std::string> files_;
+  std::string commit_ = "0000000000000000000000000000000000000000";
+  std::optional<core::Error> error_;
+  int loads_ = 0;
+};
+
+class InMemoryStatusStore : public ports::StatusStore {
+ public:
+  struct Commit {
+    std::string id;
+    ports::StatusChanges changes;
+    ports::StatusCommit message;
+    core::Ledger after;
+  };
+
+  core::Result<core::Ledger> ReadLedger() override;
+  core::Result<std::string> Write(const ports::StatusChanges& changes,
+                                  const ports::StatusCommit& message) override;
+  core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
+
+  const core::Ledger& ledger() const { return ledger_; }
+  const std::vector<Commit>& commits() const { return commits_; }
+  void FailReadsWith(std::optional<core::Error> error) { read_error_ = std::move(error); }
+
+ private:
+  core::Ledger ledger_;
+  std::vector<Commit> commits_;
+  std::optional<core::Error> read_error_;
+};
+
+}  // namespace rg::testing

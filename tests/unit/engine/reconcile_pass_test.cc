@@ -1,0 +1,442 @@
+#include "reconciler/engine/reconcile_pass.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/core/status_model.h"
+#include "reconciler/engine/status_update.h"
+#include "tests/support/fake_ray_server.h"
+#include "tests/support/in_memory_ports.h"
+
+namespace rg::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using core::Phase;
+using core::RayJobStatus;
+using testing::FakeRayOptions;
+using testing::FakeRayServer;
+using testing::InMemoryDesiredStateSource;
+using testing::InMemoryStatusStore;
+
+std::string CommitId(int n) { return std::string(39, '0') + static_cast<char>('a' + n % 6); }
+
+std::string CustomSpec(const std::string& entrypoint, const std::string& extra = "") {
+  return "workload: custom\nentrypoint: " + entrypoint + "\n" + extra;
+}
+
+adapters::RayClientOptions FastClient(const std::string& address) {
+  adapters::RayClientOptions o;
+  o.address = address;
+  o.max_attempts = 2;
+  o.initial_backoff = 10ms;
+  o.max_backoff = 20ms;
+  o.connect_timeout = 500ms;
+  o.read_timeout = 2000ms;
+  o.submit_timeout = 2000ms;
+  return o;
+}
+
+// The fake head, the repository and the status branch of one test.
+class World {
+ public:
+  explicit World(FakeRayOptions options = {}) : ray_(std::move(options)) {
+    client_ = std::make_unique<adapters::RayHttpJobServer>(FastClient(ray_.address()));
+    source_.SetFile("cluster.yaml", "address: " + ray_.address() + "\n", CommitId(0));
+  }
+
+  PassResult Pass(ReconcileOptions options = {}) {
+    ReconcileDeps deps;
+    deps.source = &source_;
+    deps.server = client_.get();
+    const std::string address = ray_.address();
+    deps.server_factory = [address]() -> std::unique_ptr<ports::JobServer> {
+      return std::make_unique<adapters::RayHttpJobServer>(FastClient(address));
+    };
+    deps.store = &store_;
+    options.ray_address = ray_.address();
+    PassResult r = RunReconcilePass(deps, options);
+    ray_.Tick();
+    return r;
+  }
+
+  // The spec hash the loader gives a file.
+  std::string HashOf(const std::string& path) {
+    auto snap = source_.Load("HEAD");
+    for (const auto& spec : snap->state.jobs) {
+      if (spec.path == path) return spec.spec_hash;
+    }
+    return "";
+  }
+
+  const core::StatusRecord& Record(const std::string& name) { return store_.ledger().at(name); }
+
+  FakeRayServer& ray() { return ray_; }
+  InMemoryDesiredStateSource& source() { return source_; }
+  InMemoryStatusStore& store() { return store_; }
+
+ private:
+  FakeRayServer ray_;
+  std::unique_ptr<adapters::RayHttpJobServer> client_;
+  InMemoryDesiredStateSource source_;
+  InMemoryStatusStore store_;
+};
+
+int CountSubmits(const PassResult& r) { return r.plan.CountActions(core::ActionKind::kSubmit); }
+int CountStops(const PassResult& r) { return r.plan.CountActions(core::ActionKind::kStop); }
+
+TEST_CASE("a first pass submits every new job and a repeated pass converges to no actions",
+          "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  w.source().SetFile("jobs/b.yaml", CustomSpec("sleep 301"), CommitId(1));
+  const std::string id_a = "a-" + w.HashOf("jobs/a.yaml");
+
+  PassResult first = w.Pass();
+  REQUIRE(first.errors.empty());
+  CHECK(first.exit_status == kExitApplied);
+  CHECK(CountSubmits(first) == 2);
+  REQUIRE(first.outcomes.size() == 2);
+  CHECK(first.outcomes[0].ok);
+  CHECK(first.outcomes[1].ok);
+  CHECK(w.ray().JobCount() == 2);
+  CHECK(w.ray().StatusOf(id_a).has_value());
+  CHECK(w.store().commits().size() == 1);
+  CHECK_FALSE(first.status_commit.empty());
+
+  std::this_thread::sleep_for(200ms);
+  w.ray().Tick();
+  PassResult second = w.Pass();  // records Pending -> Running
+  CHECK(second.plan.actions.empty());
+  CHECK(w.Record("a").phase == Phase::kRunning);
+
+  const size_t commits = w.store().commits().size();
+  PassResult third = w.Pass();
+  CHECK(third.plan.actions.empty());
+  CHECK(third.outcomes.empty());
+  CHECK(third.transitions.empty());
+  CHECK(third.status_commit.empty());
+  CHECK(w.store().commits().size() == commits);
+  CHECK(w.ray().JobCount() == 2);
+  CHECK(w.ray().SubmitBodies().size() == 2);
+}
+
+TEST_CASE("a changed spec stops the old run before the new one is submitted", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  const std::string old_id = "a-" + w.HashOf("jobs/a.yaml");
+  REQUIRE(w.Pass().exit_status == kExitApplied);
+  std::this_thread::sleep_for(100ms);
+
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 299"), CommitId(2));
+  const std::string new_id = "a-" + w.HashOf("jobs/a.yaml");
+  REQUIRE(old_id != new_id);
+  PassResult r = w.Pass();
+  REQUIRE(r.outcomes.size() == 2);
+  CHECK(r.outcomes[0].action.kind == core::ActionKind::kStop);
+  CHECK(r.outcomes[0].action.submission_id == old_id);
+  CHECK(r.outcomes[0].ok);
+  CHECK(r.outcomes[1].action.kind == core::ActionKind::kSubmit);
+  CHECK(r.outcomes[1].action.submission_id == new_id);
+  CHECK(r.outcomes[1].ok);
+  CHECK(w.ray().StatusOf(old_id) == RayJobStatus::kStopped);
+  CHECK(w.ray().StatusOf(new_id).has_value());
+
+  const core::StatusRecord& rec = w.Record("a");
+  CHECK(rec.submission_id == new_id);
+  const core::AttemptRecord* old_attempt = rec.FindAttempt(old_id);
+  REQUIRE(old_attempt != nullptr);
+  CHECK(old_attempt->stop_reason == core::kStopForReplacement);
+}
+
+TEST_CASE("a run that reached Ray before a crash is adopted, not submitted twice", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  const std::string id = "a-" + w.HashOf("jobs/a.yaml");
+
+  SECTION("the job is in Ray and the ledger is empty") {
+    // A first pass that died after its submit: Ray has the job, the status branch nothing.
+    ReconcileOptions no_status;
+    no_status.record_status = false;
+    REQUIRE(w.Pass(no_status).exit_status == kExitApplied);
+    REQUIRE(w.store().ledger().empty());
+
+    PassResult r = w.Pass();
+    CHECK(r.plan.actions.empty());
+    CHECK(w.ray().JobCount() == 1);
+    CHECK(w.ray().SubmitBodies().size() == 1);
+    REQUIRE(w.store().ledger().contains("a"));
+    CHECK(w.Record("a").submission_id == id);
+    REQUIRE(w.Record("a").attempts.size() == 1);
+    CHECK(w.Record("a").attempts[0].submission_id == id);
+  }
+
+  SECTION("the job appears between the listing and the submit") {
+    w.ray().DropNext(testing::kRouteSubmit, 1, /*after_handling=*/true);
+    PassResult r = w.Pass();
+    REQUIRE(r.outcomes.size() == 1);
+    CHECK(r.outcomes[0].ok);
+    CHECK(w.ray().JobCount() == 1);
+    CHECK(w.Record("a").submission_id == id);
+    CHECK(w.Pass().plan.actions.empty());
+    CHECK(w.ray().JobCount() == 1);
+  }
+}
+
+TEST_CASE("when Ray cannot be reached nothing is acted on or recorded", "[engine]") {
+  InMemoryDesiredStateSource source;
+  InMemoryStatusStore store;
+  std::string address;
+  {
+    FakeRayServer gone;
+    address = gone.address();
+  }
+  source.SetFile("cluster.yaml", "address: " + address + "\n", CommitId(0));
+  source.SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  adapters::RayHttpJobServer client(FastClient(address));
+  ReconcileDeps deps;
+  deps.source = &source;
+  deps.server = &client;
+  deps.store = &store;
+  ReconcileOptions options;
+  options.ray_address = address;
+  PassResult r = RunReconcilePass(deps, options);
+  CHECK_FALSE(r.planned);
+  CHECK(r.outcomes.empty());
+  CHECK(r.exit_status == kExitError);
+  CHECK(r.errors_by_kind[core::ErrorKind::kTransient] == 1);
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].message().find("cannot list the jobs in Ray") != std::string::npos);
+  CHECK(store.commits().empty());
+}
+
+TEST_CASE("a desired state that cannot be loaded or an invalid cluster file does nothing",
+          "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  SECTION("unreachable repository") {
+    w.source().FailWith(core::Error::Transient("cannot fetch origin"));
+    PassResult r = w.Pass();
+    CHECK(r.exit_status == kExitError);
+    CHECK(r.errors_by_kind[core::ErrorKind::kTransient] == 1);
+  }
+  SECTION("invalid cluster file") {
+    w.source().SetFile("cluster.yaml", "address: 12\nbogus: 1\n", CommitId(2));
+    PassResult r = w.Pass();
+    CHECK(r.exit_status == kExitError);
+    CHECK_FALSE(r.diagnostics.empty());
+    CHECK(r.diagnostics[0].path == "cluster.yaml");
+  }
+  CHECK(w.ray().JobCount() == 0);
+  CHECK(w.store().commits().empty());
+}
+
+TEST_CASE("after a head restart finished runs stay finished and lost ones retry only if allowed",
+          "[engine]") {
+  FakeRayOptions fo;
+  fo.run_time = 20ms;
+  fo.start_delay = 10ms;
+  World w(fo);
+  w.source().SetFile("jobs/done.yaml", CustomSpec("echo hi"), CommitId(1));
+  w.source().SetFile("jobs/once.yaml", CustomSpec("sleep 300"), CommitId(1));
+  w.source().SetFile("jobs/twice.yaml", CustomSpec("sleep 301", "retries: 1\n"), CommitId(1));
+  REQUIRE(w.Pass().exit_status == kExitApplied);
+  std::this_thread::sleep_for(150ms);
+  w.ray().Tick();
+  REQUIRE(w.Pass().plan.actions.empty());
+  REQUIRE(w.Record("done").phase == Phase::kSucceeded);
+  REQUIRE(w.Record("once").phase == Phase::kRunning);
+
+  w.ray().Restart();
+  PassResult r = w.Pass();
+  CHECK(r.exit_status == kExitApplied);
+  REQUIRE(r.plan.actions.size() == 1);
+  CHECK(r.plan.actions[0].name == "twice");
+  CHECK(r.plan.actions[0].attempt == 1);
+  CHECK(w.ray().JobCount() == 1);
+
+  CHECK(w.Record("done").phase == Phase::kSucceeded);
+  CHECK(w.Record("once").phase == Phase::kLost);
+  CHECK(w.Record("once").attempts.back().phase == Phase::kLost);
+  const std::string twice_id = "twice-" + w.HashOf("jobs/twice.yaml") + "-r1";
+  CHECK(w.Record("twice").submission_id == twice_id);
+  CHECK(w.Record("twice").attempt == 1);
+  REQUIRE(w.Record("twice").attempts.size() == 2);
+  CHECK(w.Record("twice").attempts[0].phase == Phase::kLost);
+
+  // Nothing new on the next pass: the lost run without retries is not resubmitted.
+  PassResult again = w.Pass();
+  CHECK(again.plan.actions.empty());
+  CHECK(w.ray().JobCount() == 1);
+}
+
+TEST_CASE("suspend stops the run and unsuspending submits the next attempt", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  const std::string id0 = "a-" + w.HashOf("jobs/a.yaml");
+  REQUIRE(w.Pass().exit_status == kExitApplied);
+  std::this_thread::sleep_for(100ms);
+
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300", "suspend: true\n"), CommitId(2));
+  PassResult stop = w.Pass();
+  REQUIRE(stop.outcomes.size() == 1);
+  CHECK(stop.outcomes[0].action.kind == core::ActionKind::kStop);
+  CHECK(w.Record("a").phase == Phase::kSuspended);
+  REQUIRE(w.Record("a").FindAttempt(id0) != nullptr);
+  CHECK(w.Record("a").FindAttempt(id0)->stop_reason == core::kStopForSuspend);
+  std::this_thread::sleep_for(200ms);
+  w.ray().Tick();
+  CHECK(w.Pass().plan.actions.empty());  // still suspended: nothing to do
+  CHECK(w.ray().StatusOf(id0) == RayJobStatus::kStopped);
+
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(3));
+  PassResult resume = w.Pass();
+  REQUIRE(resume.outcomes.size() == 1);
+  CHECK(resume.outcomes[0].action.kind == core::ActionKind::kSubmit);
+  CHECK(resume.outcomes[0].action.submission_id == id0 + "-r1");
+  CHECK(w.Record("a").phase == Phase::kPending);
+  CHECK(w.Record("a").attempts.size() == 2);
+}
+
+TEST_CASE("a run stopped by a person is not resubmitted", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  const std::string id0 = "a-" + w.HashOf("jobs/a.yaml");
+  REQUIRE(w.Pass().exit_status == kExitApplied);
+  w.ray().SetStatus(id0, RayJobStatus::kStopped, "stopped by hand");
+  PassResult r = w.Pass();
+  CHECK(r.plan.actions.empty());
+  CHECK(w.Record("a").phase == Phase::kStopped);
+  CHECK(w.Record("a").attempts.back().stop_reason.empty());
+}
+
+TEST_CASE("the max-stops guard blocks the stops and exits 3 until overridden", "[engine]") {
+  World w;
+  for (const char* n : {"a", "b", "c"}) {
+    w.source().SetFile(std::string("jobs/") + n + ".yaml", CustomSpec("sleep 300"), CommitId(1));
+  }
+  REQUIRE(w.Pass().exit_status == kExitApplied);
+  for (const char* n : {"a", "b", "c"})
+    w.source().RemoveFile(std::string("jobs/") + n + ".yaml", CommitId(2));
+
+  PassResult blocked = w.Pass();
+  CHECK(blocked.blocked);
+  CHECK(blocked.exit_status == kExitBlocked);
+  CHECK(blocked.outcomes.empty());
+  CHECK(w.Record("a").phase == Phase::kBlocked);
+  for (const char* n : {"a", "b", "c"}) {
+    CHECK(w.ray().StatusOf(n + std::string("-") + w.Record(n).spec_hash) != RayJobStatus::kStopped);
+  }
+
+  ReconcileOptions override_guard;
+  override_guard.policy.max_stops = 3;
+  override_guard.policy.max_stops_explicit = true;
+  PassResult forced = w.Pass(override_guard);
+  CHECK_FALSE(forced.blocked);
+  CHECK(forced.exit_status == kExitApplied);
+  CHECK(CountStops(forced) == 3);
+  CHECK(w.Record("a").phase == Phase::kRemoved);
+  CHECK(w.Record("a").attempts.back().stop_reason == core::kStopForRemoval);
+}
+
+TEST_CASE("a dry run plans but sends nothing and records nothing", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  ReconcileOptions dry;
+  dry.dry_run = true;
+  PassResult r = w.Pass(dry);
+  CHECK(CountSubmits(r) == 1);
+  CHECK(r.outcomes.empty());
+  CHECK(r.transitions.size() == 1);
+  CHECK(w.ray().JobCount() == 0);
+  CHECK(w.store().commits().empty());
+}
+
+TEST_CASE("status records carry the spec, the attempt and Ray's view of it", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/team/a.yaml", CustomSpec("sleep 300", "on_remove: keep\n"), CommitId(1));
+  const std::string hash = w.HashOf("jobs/team/a.yaml");
+  const std::string id = "team-a-" + hash;
+  REQUIRE(w.Pass().exit_status == kExitApplied);
+  std::this_thread::sleep_for(200ms);
+  w.ray().Tick();
+  REQUIRE(w.Pass().plan.actions.empty());
+
+  const core::StatusRecord& rec = w.Record("team-a");
+  CHECK(rec.name == "team-a");
+  CHECK(rec.spec_path == "jobs/team/a.yaml");
+  CHECK(rec.spec_hash == hash);
+  CHECK(rec.spec_commit == CommitId(1));
+  CHECK(rec.phase == Phase::kRunning);
+  CHECK(rec.on_remove == core::OnRemove::kKeep);
+  CHECK(rec.submission_id == id);
+  CHECK(rec.attempt == 0);
+  CHECK(rec.status == RayJobStatus::kRunning);
+  CHECK(rec.start_time_ms.has_value());
+  CHECK_FALSE(rec.end_time_ms.has_value());
+  CHECK(rec.dashboard_url == w.ray().address() + "/#/jobs/" + id);
+  CHECK(rec.errors.empty());
+  REQUIRE(rec.attempts.size() == 1);
+  CHECK(rec.attempts[0].submission_id == id);
+  CHECK(rec.attempts[0].spec_hash == hash);
+  CHECK(rec.attempts[0].status == RayJobStatus::kRunning);
+}
+
+TEST_CASE("an invalid spec over a running job freezes it and records the error line", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  const std::string id = "a-" + w.HashOf("jobs/a.yaml");
+  REQUIRE(w.Pass().exit_status == kExitApplied);
+
+  w.source().SetFile("jobs/a.yaml", "workload: custom\nentrypoint: [unclosed\n", CommitId(2));
+  PassResult r = w.Pass();
+  CHECK(r.plan.actions.empty());
+  CHECK(r.exit_status == kExitError);
+  CHECK_FALSE(r.diagnostics.empty());
+  CHECK(w.ray().StatusOf(id) != RayJobStatus::kStopped);
+  const core::StatusRecord& rec = w.Record("a");
+  CHECK(rec.phase == Phase::kInvalid);
+  REQUIRE_FALSE(rec.errors.empty());
+  INFO(rec.errors[0]);
+  CHECK(rec.errors[0].rfind("jobs/a.yaml:3:1: error: ", 0) == 0);
+  CHECK(rec.submission_id == id);
+}
+
+TEST_CASE("the status commit lists one transition per changed job with trailers", "[engine]") {
+  FakeRayOptions fo;
+  fo.start_delay = 60s;  // stays PENDING for the whole test
+  World w(fo);
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  w.source().SetFile("jobs/b.yaml", CustomSpec("sleep 301"), CommitId(1));
+  const std::string id_a = "a-" + w.HashOf("jobs/a.yaml");
+  const std::string id_b = "b-" + w.HashOf("jobs/b.yaml");
+  PassResult r = w.Pass();
+  REQUIRE(w.store().commits().size() == 1);
+  const ports::StatusCommit& msg = w.store().commits()[0].message;
+  CHECK(msg.subject == "ray-gitops: 2 changes");
+  CHECK(msg.body_lines == std::vector<std::string>{"a: new -> Pending (" + id_a + ", PENDING)",
+                                                   "b: new -> Pending (" + id_b + ", PENDING)"});
+  CHECK(r.transitions == msg.body_lines);
+  CHECK(msg.trailers.at("Spec-Commit") == CommitId(1));
+  CHECK(msg.trailers.at("Ray-Cluster") == w.ray().address());
+
+  w.source().RemoveFile("jobs/b.yaml", CommitId(2));
+  w.Pass();
+  REQUIRE(w.store().commits().size() == 2);
+  CHECK(w.store().commits()[1].message.subject == "ray-gitops: 1 change");
+  CHECK(w.store().commits()[1].message.body_lines ==
+        std::vector<std::string>{"b: Pending -> Removed (" + id_b + ", PENDING)"});
+}
+
+TEST_CASE("dashboard links never carry credentials", "[engine]") {
+  CHECK(DashboardUrl("http://user:secret@ray.example:8265/", "a-1") ==
+        "http://ray.example:8265/#/jobs/a-1");
+  CHECK(DashboardUrl("http://ray:8265", "").empty());
+}
+
+}  // namespace
+}  // namespace rg::engine
