@@ -455,6 +455,32 @@ def check_pre_commit_hook(args, c):
                  f"the hook removes its temporary directory: {repo.leftovers()}")
 
 
+def check_pre_commit_hook_configured_paths(args, c):
+    src = args.source_dir
+    with tempfile.TemporaryDirectory() as root:
+        repo = HookRepo(root, src, args.ray_gitops)
+        repo.git("config", "ray-gitops.clusterFile", "deploy/cluster.yaml")
+        repo.git("config", "ray-gitops.jobsDir", "deploy/jobs/")
+        example = src / "examples" / "repo"
+        repo.write("deploy/cluster.yaml", (example / "cluster.yaml").read_text(encoding="utf-8"))
+        repo.write("jobs/not-a-spec.yaml", "this: [is not checked\n")
+        repo.add("deploy", "jobs")
+        r = repo.commit("desired state under deploy/")
+        c.expect(r.returncode == 0,
+                 f"with ray-gitops.clusterFile/jobsDir set, files outside them are not "
+                 f"checked: {r.stderr}")
+
+        repo.write("deploy/jobs/sft/bad.yaml", BROKEN_SPEC)
+        repo.add("deploy")
+        r = repo.commit("broken spec under deploy/jobs")
+        c.expect(r.returncode != 0 and re.search(r"^deploy/jobs/sft/bad\.yaml:3:\d+: error: ",
+                                                 r.stderr, re.M),
+                 f"a broken spec under the configured jobs folder is refused with its "
+                 f"location: {r.stderr}")
+        c.expect(repo.leftovers() == [],
+                 f"the hook removes its temporary directory: {repo.leftovers()}")
+
+
 CHECKS = {
     "schemas_valid": check_schemas_valid,
     "examples_match": check_examples_match,
@@ -465,9 +491,10 @@ CHECKS = {
     "validate_accepts_examples": check_validate_accepts_examples,
     "valid_edge_cases": check_valid_edge_cases,
     "pre_commit_hook": check_pre_commit_hook,
+    "pre_commit_hook_configured_paths": check_pre_commit_hook_configured_paths,
 }
 NEEDS_BINARY = {"invalid_rejected_by_validate", "validate_accepts_examples", "valid_edge_cases",
-                "pre_commit_hook"}
+                "pre_commit_hook", "pre_commit_hook_configured_paths"}
 
 
 def main():
