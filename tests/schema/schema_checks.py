@@ -256,7 +256,7 @@ def check_status_files_from_encoder(args, c):
         seen_phases = set()
         for path in files:
             with open(path, encoding="utf-8") as f:
-                doc = yaml.load(f, Loader=CoreSchemaLoader)  # noqa: S506 (a safe loader)
+                doc = yaml.load(f, Loader=CoreSchemaLoader)
             if isinstance(doc, dict):
                 seen_phases.add(doc.get("phase"))
             errors = schema_errors(v, doc)
