@@ -128,7 +128,8 @@ def check_examples_match(args, c):
         doc = load_yaml(job)
         workloads.add(doc.get("workload") if isinstance(doc, dict) else None)
         errors = schema_errors(jv, doc)
-        c.expect(not errors, f"{job.relative_to(args.source_dir)} matches the jobspec schema: {errors}")
+        c.expect(not errors,
+                 f"{job.relative_to(args.source_dir)} matches the jobspec schema: {errors}")
     c.expect(workloads == {"ppo", "grpo", "sft", "custom"},
              f"the examples cover every workload (got {sorted(map(str, workloads))})")
 
