@@ -1,0 +1,256 @@
+#include "reconciler/core/plan_format.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "reconciler/core/value.h"
+
+namespace rg::core {
+namespace {
+
+struct Row {
+  std::string action;
+  std::string name;
+  std::string submission_id;
+  std::string phase;
+  std::string reason;
+};
+
+// One row per action, then one per job the plan leaves as it is.
+std::vector<Row> Rows(const Plan& plan) {
+  std::vector<Row> rows;
+  for (const Action& a : plan.actions) {
+    const JobPlan* jp = plan.FindJob(a.name);
+    rows.push_back({a.kind == ActionKind::kStop ? "stop" : "submit", a.name, a.submission_id,
+                    jp != nullptr ? std::string(PhaseName(jp->phase)) : "", a.reason});
+  }
+  for (const JobPlan& jp : plan.jobs) {
+    const bool acted = std::any_of(plan.actions.begin(), plan.actions.end(),
+                                   [&](const Action& a) { return a.name == jp.name; });
+    if (acted) continue;
+    rows.push_back({jp.phase == Phase::kBlocked ? "blocked" : "keep", jp.name,
+                    jp.submission_id.empty() ? "-" : jp.submission_id,
+                    std::string(PhaseName(jp.phase)), jp.message});
+  }
+  return rows;
+}
+
+std::string Summary(const Plan& plan) {
+  const int submits = plan.CountActions(ActionKind::kSubmit);
+  const int stops = plan.CountActions(ActionKind::kStop);
+  int keeps = 0;
+  for (const JobPlan& jp : plan.jobs) {
+    keeps += std::none_of(plan.actions.begin(), plan.actions.end(),
+                          [&](const Action& a) { return a.name == jp.name; })
+                 ? 1
+                 : 0;
+  }
+  std::string s = std::to_string(submits) + " to submit, " + std::to_string(stops) + " to stop, " +
+                  std::to_string(keeps) + " unchanged";
+  if (!plan.unmanaged.empty()) {
+    s += ", " + std::to_string(plan.unmanaged.size()) + " unmanaged job(s) left alone";
+  }
+  return s;
+}
+
+std::string OneLine(std::string_view text) {
+  std::string out;
+  for (char c : text) out += (c == '\n' || c == '\r') ? ' ' : c;
+  return out;
+}
+
+std::string MarkdownCell(std::string_view text) {
+  std::string out;
+  for (char c : OneLine(text)) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+const JobSpec* FindSpec(const DesiredState& desired, std::string_view path) {
+  for (const JobSpec& s : desired.jobs) {
+    if (s.path == path) return &s;
+  }
+  return nullptr;
+}
+
+// The longest run of backticks in `text` plus one, so a code fence can hold any entrypoint.
+std::string Fence(std::string_view text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::string(std::max<size_t>(3, longest + 1), '`');
+}
+
+Value OptionalInt(const std::optional<int>& v) { return v ? Value(*v) : Value(nullptr); }
+
+}  // namespace
+
+std::string JobActionName(const Plan& plan, const JobPlan& job) {
+  bool submit = false, stop = false;
+  for (const Action& a : plan.actions) {
+    if (a.name != job.name) continue;
+    (a.kind == ActionKind::kSubmit ? submit : stop) = true;
+  }
+  if (submit && stop) return "replace";
+  if (submit) return "submit";
+  if (stop) return "stop";
+  return job.phase == Phase::kBlocked ? "blocked" : "keep";
+}
+
+std::string FormatPlanText(const PlanView& view) {
+  const Plan& plan = *view.plan;
+  const std::vector<Row> rows = Rows(plan);
+  size_t w[4] = {6, 4, 13, 5};  // ACTION NAME SUBMISSION_ID PHASE
+  for (const Row& r : rows) {
+    w[0] = std::max(w[0], r.action.size());
+    w[1] = std::max(w[1], r.name.size());
+    w[2] = std::max(w[2], r.submission_id.size());
+    w[3] = std::max(w[3], r.phase.size());
+  }
+  auto pad = [](const std::string& s, size_t n) { return s + std::string(n - s.size() + 2, ' '); };
+  std::string out;
+  if (!view.commit.empty())
+    out += "Plan for " + view.commit + ": " + Summary(plan) + "\n";
+  else
+    out += "Plan: " + Summary(plan) + "\n";
+  if (plan.blocked) out += "BLOCKED: " + plan.blocked_reason + "\n";
+  for (const Diagnostic& d : view.desired->AllDiagnostics()) out += d.ToString() + "\n";
+  if (rows.empty()) return out + "No jobs.\n";
+  out += pad("ACTION", w[0]) + pad("NAME", w[1]) + pad("SUBMISSION_ID", w[2]) + pad("PHASE", w[3]) +
+         "REASON\n";
+  for (const Row& r : rows) {
+    out += pad(r.action, w[0]) + pad(r.name, w[1]) + pad(r.submission_id, w[2]) +
+           pad(r.phase, w[3]) + OneLine(r.reason) + "\n";
+  }
+  return out;
+}
+
+std::string FormatPlanMarkdown(const PlanView& view) {
+  const Plan& plan = *view.plan;
+  std::string out = "### ray-gitops plan";
+  if (!view.commit.empty()) out += " for `" + view.commit.substr(0, 12) + "`";
+  out += "\n\n**" + Summary(plan) + ".**\n\n";
+  if (plan.blocked) out += "> **Blocked:** " + OneLine(plan.blocked_reason) + "\n\n";
+  const Diagnostics diagnostics = view.desired->AllDiagnostics();
+  if (!diagnostics.empty()) {
+    out += "Invalid files (their jobs are frozen: nothing is submitted or stopped):\n\n";
+    for (const Diagnostic& d : diagnostics) out += "- `" + OneLine(d.ToString()) + "`\n";
+    out += "\n";
+  }
+  const std::vector<Row> rows = Rows(plan);
+  if (!rows.empty()) {
+    out += "| action | job | submission id | phase | reason |\n|---|---|---|---|---|\n";
+    for (const Row& r : rows) {
+      out += "| " + r.action + " | " + MarkdownCell(r.name) + " | `" +
+             MarkdownCell(r.submission_id) + "` | " + r.phase + " | " + MarkdownCell(r.reason) +
+             " |\n";
+    }
+    out += "\n";
+  }
+  for (const Action& a : plan.actions) {
+    if (a.kind != ActionKind::kSubmit) continue;
+    out += "<details><summary>submit <code>" + a.submission_id + "</code> (" + a.spec_path +
+           ")</summary>\n\n";
+    const JobPlan* jp = plan.FindJob(a.name);
+    if (jp != nullptr && jp->spec_changed) {
+      out += "Spec changed: hash `" + jp->previous_spec_hash + "` -> `";
+      const JobSpec* spec = FindSpec(*view.desired, a.spec_path);
+      out += (spec != nullptr ? spec->spec_hash : std::string("?")) + "`.";
+      for (const Action& s : plan.actions) {
+        if (s.kind == ActionKind::kStop && s.name == a.name) {
+          out += " The old run `" + s.submission_id + "` is stopped first.";
+        }
+      }
+      out += "\n\n";
+    }
+    const JobSpec* spec = FindSpec(*view.desired, a.spec_path);
+    if (spec != nullptr && view.desired->cluster) {
+      RenderContext context = view.context;
+      context.attempt = a.attempt;
+      context.commit = view.commit;
+      Result<Value> body = RenderSubmission(*spec, *view.desired->cluster, context);
+      if (body.ok()) {
+        const Value* entrypoint = body->Find("entrypoint");
+        const std::string text =
+            entrypoint != nullptr && entrypoint->is_string() ? entrypoint->as_string() : "";
+        const std::string fence = Fence(text);
+        out += "Entrypoint:\n\n" + fence + "sh\n" + text + "\n" + fence + "\n\n";
+      } else {
+        out += "Cannot render: " + OneLine(body.error().message()) + "\n\n";
+      }
+    }
+    out += "</details>\n\n";
+  }
+  if (plan.CountActions(ActionKind::kSubmit) > 0) {
+    out +=
+        "_cluster.yaml defaults apply to the next submission; running jobs are not "
+        "restarted when only cluster.yaml changes._\n";
+  }
+  return out;
+}
+
+std::string FormatPlanJson(const PlanView& view) {
+  const Plan& plan = *view.plan;
+  Value root = Value::Object{};
+  root["format_version"] = kPlanFormatVersion;
+  root["commit"] = view.commit;
+  Value summary = Value::Object{};
+  summary["submit"] = plan.CountActions(ActionKind::kSubmit);
+  summary["stop"] = plan.CountActions(ActionKind::kStop);
+  summary["blocked"] = plan.blocked;
+  summary["blocked_reason"] = plan.blocked_reason;
+  summary["has_changes"] = plan.HasChanges();
+  root["summary"] = std::move(summary);
+
+  Value::Array actions;
+  for (const Action& a : plan.actions) {
+    Value v = Value::Object{};
+    v["action"] = a.kind == ActionKind::kStop ? "stop" : "submit";
+    v["name"] = a.name;
+    v["submission_id"] = a.submission_id;
+    v["attempt"] = a.attempt;
+    v["reason"] = a.reason;
+    if (a.kind == ActionKind::kStop) v["stop_reason"] = a.stop_reason;
+    if (a.kind == ActionKind::kSubmit) v["spec_path"] = a.spec_path;
+    actions.push_back(std::move(v));
+  }
+  root["actions"] = std::move(actions);
+
+  Value::Array jobs;
+  for (const JobPlan& jp : plan.jobs) {
+    Value v = Value::Object{};
+    v["name"] = jp.name;
+    v["action"] = JobActionName(plan, jp);
+    v["spec_path"] = jp.spec_path;
+    v["phase"] = std::string(PhaseName(jp.phase));
+    v["submission_id"] = jp.submission_id;
+    v["attempt"] = OptionalInt(jp.attempt);
+    v["message"] = jp.message;
+    v["ray_status"] =
+        jp.observed ? Value(std::string(RayJobStatusName(jp.observed->status))) : Value(nullptr);
+    v["spec_changed"] = jp.spec_changed;
+    v["previous_spec_hash"] = jp.previous_spec_hash;
+    jobs.push_back(std::move(v));
+  }
+  root["jobs"] = std::move(jobs);
+
+  Value::Array unmanaged;
+  for (const RayJob& job : plan.unmanaged) {
+    Value v = Value::Object{};
+    v["submission_id"] = job.submission_id;
+    v["status"] = std::string(RayJobStatusName(job.status));
+    unmanaged.push_back(std::move(v));
+  }
+  root["unmanaged"] = std::move(unmanaged);
+
+  Value::Array diagnostics;
+  for (const Diagnostic& d : view.desired->AllDiagnostics()) diagnostics.push_back(d.ToString());
+  root["diagnostics"] = std::move(diagnostics);
+  return ToPrettyJson(root) + "\n";
+}
+
+}  // namespace rg::core

@@ -1,0 +1,32 @@
+#pragma once
+// A plan as people and programs read it (docs/plan-format.md): a text table for terminals,
+// Markdown for a pull-request comment, and JSON with a stable, versioned shape. Pure.
+
+#include <string>
+
+#include "reconciler/core/desired_state.h"
+#include "reconciler/core/planner.h"
+#include "reconciler/core/render.h"
+#include "reconciler/core/status_model.h"
+
+namespace rg::core {
+
+inline constexpr int kPlanFormatVersion = 1;
+
+struct PlanView {
+  const Plan* plan = nullptr;             // required
+  const DesiredState* desired = nullptr;  // required: the specs to render, the diagnostics
+  const Ledger* ledger = nullptr;         // optional
+  std::string commit;                     // the commit planned from
+  RenderContext context;                  // instance and repo for the rendered submissions
+};
+
+// What a plan does to one job, for the tables: "submit", "stop", "replace" (stop the old run,
+// submit the new one), "blocked" (a guard held its stop back) or "keep".
+std::string JobActionName(const Plan& plan, const JobPlan& job);
+
+std::string FormatPlanText(const PlanView& view);
+std::string FormatPlanMarkdown(const PlanView& view);
+std::string FormatPlanJson(const PlanView& view);
+
+}  // namespace rg::core

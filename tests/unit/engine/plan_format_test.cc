@@ -1,0 +1,92 @@
+#include "reconciler/core/plan_format.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "reconciler/core/identity.h"
+#include "reconciler/core/planner.h"
+#include "reconciler/core/render.h"
+#include "reconciler/spec/spec_loader.h"
+
+namespace rg::core {
+namespace {
+
+DesiredState TwoJobs(const std::string& a_entrypoint) {
+  return spec::LoadDesiredState(
+      spec::SourceFile{"cluster.yaml", "address: http://127.0.0.1:8265\n"},
+      {spec::SourceFile{"jobs/a.yaml", "workload: custom\nentrypoint: " + a_entrypoint + "\n"},
+       spec::SourceFile{"jobs/b.yaml", "workload: custom\nentrypoint: sleep 5\n"}});
+}
+
+RayJob Running(const JobSpec& spec) {
+  RayJob job;
+  job.type = "SUBMISSION";
+  job.submission_id = SubmissionIdForAttempt(spec, 0);
+  job.status = RayJobStatus::kRunning;
+  job.metadata = {{std::string(kMetaManagedBy), "ray-gitops"},
+                  {std::string(kMetaName), spec.name},
+                  {std::string(kMetaSpecPath), spec.path},
+                  {std::string(kMetaSpecHash), spec.spec_hash},
+                  {std::string(kMetaAttempt), "0"}};
+  return job;
+}
+
+TEST_CASE("the text plan has one row per action and per unchanged job", "[plan_format]") {
+  const DesiredState desired = TwoJobs("echo 'a|b'");
+  const std::vector<RayJob> observed = {Running(desired.jobs[1])};
+  const Plan plan = PlanActions(desired, observed, {}, {});
+  PlanView view{&plan, &desired, nullptr, "c0ffee", {}};
+  const std::string text = FormatPlanText(view);
+  CHECK(text.find("Plan for c0ffee: 1 to submit, 0 to stop, 1 unchanged") == 0);
+  CHECK(text.find("submit  a  ") != std::string::npos);
+  CHECK(text.find("keep    b  ") != std::string::npos);
+  CHECK(text.find(SubmissionIdForAttempt(desired.jobs[0], 0)) != std::string::npos);
+}
+
+TEST_CASE("the markdown plan renders each submitted entrypoint and explains a replacement",
+          "[plan_format]") {
+  const DesiredState before = TwoJobs("sleep 1");
+  const DesiredState after = TwoJobs("echo 'it''s ```fenced```'");
+  Ledger ledger;
+  StatusRecord rec;
+  rec.name = "a";
+  rec.spec_hash = before.jobs[0].spec_hash;
+  ledger["a"] = rec;
+  const std::vector<RayJob> observed = {Running(before.jobs[0]), Running(after.jobs[1])};
+  const Plan plan = PlanActions(after, observed, ledger, {});
+  REQUIRE(plan.actions.size() == 2);
+  PlanView view{&plan, &after, &ledger, "0123456789abcdef", {}};
+  const std::string md = FormatPlanMarkdown(view);
+  CHECK(md.find("**1 to submit, 1 to stop, 1 unchanged.**") != std::string::npos);
+  CHECK(md.find("| stop | a | `" + SubmissionIdForAttempt(before.jobs[0], 0) + "`") !=
+        std::string::npos);
+  CHECK(md.find("<details><summary>submit <code>" + SubmissionIdForAttempt(after.jobs[0], 0)) !=
+        std::string::npos);
+  CHECK(md.find("Spec changed: hash `" + before.jobs[0].spec_hash + "` -> `" +
+                after.jobs[0].spec_hash + "`") != std::string::npos);
+  CHECK(md.find("is stopped first") != std::string::npos);
+  // A fence longer than any backtick run in the entrypoint.
+  CHECK(md.find("````sh\n") != std::string::npos);
+  CHECK(md.find("cluster.yaml defaults apply to the next submission") != std::string::npos);
+}
+
+TEST_CASE("the json plan is versioned and lists actions and jobs", "[plan_format]") {
+  const DesiredState desired = TwoJobs("sleep 1");
+  const Plan plan = PlanActions(desired, {}, {}, {});
+  PlanView view{&plan, &desired, nullptr, "abc", {}};
+  const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+  CHECK(j["format_version"] == 1);
+  CHECK(j["commit"] == "abc");
+  CHECK(j["summary"]["submit"] == 2);
+  CHECK(j["summary"]["has_changes"] == true);
+  REQUIRE(j["actions"].size() == 2);
+  CHECK(j["actions"][0]["action"] == "submit");
+  CHECK(j["actions"][0]["submission_id"] == SubmissionIdForAttempt(desired.jobs[0], 0));
+  CHECK(j["jobs"][1]["name"] == "b");
+  CHECK(j["jobs"][1]["action"] == "submit");
+  CHECK(j["jobs"][1]["phase"] == "Pending");
+  CHECK(j["jobs"][1]["attempt"] == 0);
+}
+
+}  // namespace
+}  // namespace rg::core
