@@ -35,6 +35,7 @@ struct WalkState {
   std::string prefix;  // the walked subtree's path, with a trailing '/' unless empty
   std::string jobs_dir;
   std::string excluded_dir;
+  std::string cluster_file;
   std::vector<BlobAt> blobs;
 };
 
@@ -54,7 +55,7 @@ int CollectSpec(const char* root, const git_tree_entry* entry, void* payload) {
   const git_filemode_t mode = git_tree_entry_filemode(entry);
   if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) return 0;
   std::string path = dir + name;
-  if (IsUnder(path, state->excluded_dir)) return 0;
+  if (IsUnder(path, state->excluded_dir) || path == state->cluster_file) return 0;
   if (!spec::IsSpecPath(path, state->jobs_dir)) return 0;
   state->blobs.push_back({std::move(path), *git_tree_entry_id(entry)});
   return 0;
@@ -177,6 +178,7 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
   WalkState walk;
   walk.jobs_dir = options_.jobs_dir;
   walk.excluded_dir = options_.excluded_dir;
+  walk.cluster_file = options_.cluster_file;
   git::Tree jobs_tree;
   git_tree* walk_root = tree.get();
   if (!options_.jobs_dir.empty()) {

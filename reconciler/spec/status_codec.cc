@@ -28,18 +28,42 @@ Value StatusOrNull(core::RayJobStatus s) {
                                            : Value(std::string(core::RayJobStatusName(s)));
 }
 
-Value EncodeAttempt(const core::AttemptRecord& a) {
-  Value::Object out;
-  out.emplace("submission_id", a.submission_id);
-  out.emplace("attempt", a.attempt);
-  out.emplace("spec_hash", StringOrNull(a.spec_hash));
-  out.emplace("status", StatusOrNull(a.status));
-  out.emplace("phase", std::string(core::PhaseName(a.phase)));
-  out.emplace("start_time", TimeOrNull(a.start_time_ms));
-  out.emplace("end_time", TimeOrNull(a.end_time_ms));
-  out.emplace("message", StringOrNull(a.message));
-  out.emplace("stop_reason", StringOrNull(a.stop_reason));
-  return Value(std::move(out));
+// "key: value" lines. Times are always double-quoted: YAML 1.1 readers (PyYAML among them)
+// would otherwise turn them into timestamps, and the schema says they are strings.
+// `first_prefix` starts the first line, `indent` every later one (for items of a list).
+void AppendField(std::string& out, std::string_view first_prefix, std::string_view indent,
+                 const std::string& key, const Value& value, bool is_time = false) {
+  std::string text;
+  if (is_time && value.is_string()) {
+    text = key + ": \"" + value.as_string() + "\"\n";
+  } else {
+    Value::Object one;
+    one.emplace(key, value);
+    text = ToYaml(Value(std::move(one)));
+  }
+  size_t start = 0;
+  bool first = true;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    out += first ? first_prefix : indent;
+    out.append(text, start, end - start + 1);
+    first = false;
+    start = end + 1;
+  }
+}
+
+void AppendAttempt(std::string& out, const core::AttemptRecord& a) {
+  constexpr std::string_view kFirst = "  - ";
+  constexpr std::string_view kRest = "    ";
+  AppendField(out, kFirst, kRest, "submission_id", a.submission_id);
+  AppendField(out, kRest, kRest, "attempt", a.attempt);
+  AppendField(out, kRest, kRest, "spec_hash", StringOrNull(a.spec_hash));
+  AppendField(out, kRest, kRest, "status", StatusOrNull(a.status));
+  AppendField(out, kRest, kRest, "phase", std::string(core::PhaseName(a.phase)));
+  AppendField(out, kRest, kRest, "start_time", TimeOrNull(a.start_time_ms), true);
+  AppendField(out, kRest, kRest, "end_time", TimeOrNull(a.end_time_ms), true);
+  AppendField(out, kRest, kRest, "message", StringOrNull(a.message));
+  AppendField(out, kRest, kRest, "stop_reason", StringOrNull(a.stop_reason));
 }
 
 // Reads fields of one mapping, remembering the first problem; later reads become no-ops.
@@ -135,37 +159,33 @@ std::string StatusFilePath(std::string_view name) {
 }
 
 std::string EncodeStatusYaml(const core::StatusRecord& r) {
-  Value::Array attempts;
-  for (const auto& a : r.attempts) attempts.push_back(EncodeAttempt(a));
   Value::Array errors;
   for (const auto& e : r.errors) errors.emplace_back(e);
 
-  // Schema order for people reading the file; each key is serialised on its own.
-  const std::pair<const char*, Value> fields[] = {
-      {"name", r.name},
-      {"spec_path", r.spec_path},
-      {"spec_hash", StringOrNull(r.spec_hash)},
-      {"spec_commit", StringOrNull(r.spec_commit)},
-      {"phase", std::string(core::PhaseName(r.phase))},
-      {"on_remove", std::string(core::OnRemoveName(r.on_remove))},
-      {"submission_id", StringOrNull(r.submission_id)},
-      {"attempt", OptionalOrNull(r.attempt)},
-      {"status", StatusOrNull(r.status)},
-      {"message", StringOrNull(r.message)},
-      {"error_type", OptionalOrNull(r.error_type)},
-      {"job_id", OptionalOrNull(r.job_id)},
-      {"start_time", TimeOrNull(r.start_time_ms)},
-      {"end_time", TimeOrNull(r.end_time_ms)},
-      {"driver_exit_code", OptionalOrNull(r.driver_exit_code)},
-      {"dashboard_url", StringOrNull(r.dashboard_url)},
-      {"errors", Value(std::move(errors))},
-      {"attempts", Value(std::move(attempts))},
-  };
+  // The schema's order, for people reading the file.
   std::string out;
-  for (const auto& [key, value] : fields) {
-    Value::Object one;
-    one.emplace(key, value);
-    out += ToYaml(Value(std::move(one)));
+  AppendField(out, "", "", "name", r.name);
+  AppendField(out, "", "", "spec_path", r.spec_path);
+  AppendField(out, "", "", "spec_hash", StringOrNull(r.spec_hash));
+  AppendField(out, "", "", "spec_commit", StringOrNull(r.spec_commit));
+  AppendField(out, "", "", "phase", std::string(core::PhaseName(r.phase)));
+  AppendField(out, "", "", "on_remove", std::string(core::OnRemoveName(r.on_remove)));
+  AppendField(out, "", "", "submission_id", StringOrNull(r.submission_id));
+  AppendField(out, "", "", "attempt", OptionalOrNull(r.attempt));
+  AppendField(out, "", "", "status", StatusOrNull(r.status));
+  AppendField(out, "", "", "message", StringOrNull(r.message));
+  AppendField(out, "", "", "error_type", OptionalOrNull(r.error_type));
+  AppendField(out, "", "", "job_id", OptionalOrNull(r.job_id));
+  AppendField(out, "", "", "start_time", TimeOrNull(r.start_time_ms), true);
+  AppendField(out, "", "", "end_time", TimeOrNull(r.end_time_ms), true);
+  AppendField(out, "", "", "driver_exit_code", OptionalOrNull(r.driver_exit_code));
+  AppendField(out, "", "", "dashboard_url", StringOrNull(r.dashboard_url));
+  AppendField(out, "", "", "errors", Value(std::move(errors)));
+  if (r.attempts.empty()) {
+    out += "attempts: []\n";
+  } else {
+    out += "attempts:\n";
+    for (const auto& a : r.attempts) AppendAttempt(out, a);
   }
   return out;
 }
