@@ -1,6 +1,8 @@
 // adapters::ArtifactWriter on a real filesystem: layout, atomic replacement, adoption, and
 // that no secret reaches a file.
 
+#include "reconciler/adapters/artifact_writer.h"
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -8,8 +10,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-
-#include "reconciler/adapters/artifact_writer.h"
 
 namespace {
 

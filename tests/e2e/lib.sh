@@ -16,6 +16,8 @@ rg_e2e_init() {
   # Only the flags: an address or token in the caller's environment must not leak in.
   unset RAY_ADDRESS RAY_API_SERVER_ADDRESS RAY_AUTH_TOKEN RAY_JOB_HEADERS
   RG_TMP=$(mktemp -d /tmp/rg-e2e.XXXXXX)
+  # Makes every spec of this run (and so its submission id) new to a head that outlives runs.
+  RG_RUN_TAG=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
   trap 'rm -rf "$RG_TMP"' EXIT
 }
 
@@ -66,6 +68,11 @@ req = urllib.request.Request(os.environ["RG_API_ADDRESS"] + sys.argv[1], headers
 with urllib.request.urlopen(req, timeout=30) as resp:
     sys.stdout.write(resp.read().decode())
 PYEOF
+}
+
+# Appends this run's tag to a JobSpec file as an env var, which changes its spec hash.
+rg_tag_spec() {
+  printf 'env_vars:\n  RG_E2E_RUN: "%s"\n' "$RG_RUN_TAG" >>"$1"
 }
 
 # Writes a cluster file for the test head with shared_root $1; extra YAML lines on stdin.

@@ -24,6 +24,7 @@ workload: custom
 code_path: \${shared_root}/common/code/mvp/$v
 entrypoint: python3 -c "import mvp_marker; print('MARKER=' + mvp_marker.MARKER)"
 EOF_SPEC
+  rg_tag_spec "$RG_TMP/repo/jobs/mvp/$v.yaml"
 done
 
 declare -A ids

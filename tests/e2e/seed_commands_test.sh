@@ -20,6 +20,7 @@ cat >"$RG_TMP/repo/jobs/smoke/hello.yaml" <<'EOF_SPEC'
 workload: custom
 entrypoint: echo "greeting=$GREETING"; echo "pythonpath=$PYTHONPATH"; echo last-line
 EOF_SPEC
+rg_tag_spec "$RG_TMP/repo/jobs/smoke/hello.yaml"
 
 # --- submit: prints the id, the run succeeds ---
 id=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/hello.yaml" \
@@ -103,17 +104,36 @@ cat >"$RG_TMP/repo/jobs/smoke/other.yaml" <<'EOF_SPEC'
 workload: custom
 entrypoint: echo other
 EOF_SPEC
+rg_tag_spec "$RG_TMP/repo/jobs/smoke/other.yaml"
 other=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/other.yaml" \
   --artifacts-root "$RG_TMP/elsewhere" 2>/dev/null) || rg_fail "submit with --artifacts-root"
 [ -s "$RG_TMP/elsewhere/jobs/$other/config/submit_payload.json" ] || rg_fail "--artifacts-root ignored"
 [ ! -e "$shared/jobs/$other" ] || rg_fail "--artifacts-root still wrote under shared_root"
 rg_wait_status "$other" SUCCEEDED 180
 
+# --- logs --follow on a running job: every line once, returns when the job ends ---
+cat >"$RG_TMP/repo/jobs/smoke/ticker.yaml" <<'EOF_SPEC'
+workload: custom
+entrypoint: for i in 1 2 3 4; do echo tick-$i; sleep 1; done
+EOF_SPEC
+rg_tag_spec "$RG_TMP/repo/jobs/smoke/ticker.yaml"
+ticker=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/ticker.yaml" \
+  --no-artifacts 2>/dev/null) || rg_fail "submit of the ticker"
+rg_wait_status "$ticker" RUNNING 180
+timeout 120 "$RG_BIN" --ray-address "$RG_ADDRESS" ${RG_TOKEN:+--ray-token-file "$RG_TOKEN_FILE"} \
+  logs "$ticker" --follow >"$RG_TMP/ticker.out" || rg_fail "logs --follow did not end by itself"
+for i in 1 2 3 4; do
+  [ "$(grep -cx "tick-$i" "$RG_TMP/ticker.out")" = 1 ] ||
+    rg_fail "logs --follow printed tick-$i not exactly once: $(cat "$RG_TMP/ticker.out")"
+done
+[ "$(rg_status_of "$ticker")" = SUCCEEDED ] || rg_fail "--follow returned before the job ended"
+
 # --- stop: a sleeping job becomes STOPPED ---
 cat >"$RG_TMP/repo/jobs/smoke/sleeper.yaml" <<'EOF_SPEC'
 workload: custom
 entrypoint: echo sleeping; sleep 300
 EOF_SPEC
+rg_tag_spec "$RG_TMP/repo/jobs/smoke/sleeper.yaml"
 sleeper=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/sleeper.yaml" \
   --no-artifacts 2>/dev/null) || rg_fail "submit of the sleeper"
 [ ! -e "$shared/jobs/$sleeper" ] || rg_fail "--no-artifacts still wrote artifacts"
@@ -122,4 +142,4 @@ rg stop "$sleeper" | grep -q "stop sent to $sleeper" || rg_fail "stop did not re
 rg_wait_status "$sleeper" STOPPED 60
 rg stop "$sleeper" | grep -q "had already ended" || rg_fail "a second stop should send nothing"
 
-echo "seed commands: ok ($id, $other, $sleeper)"
+echo "seed commands: ok ($id, $other, $ticker, $sleeper)"

@@ -22,10 +22,11 @@ pwned=$RG_TMP/pwned
 hostile="trainer.project_name='a b; touch $pwned' \$(touch $pwned) \`touch $pwned\`"
 # The examples, with code_path at the stand-in and one hostile override added.
 for spec in ppo/qwen2.5-0.5b-gsm8k.yaml sft/qwen2.5-0.5b.yaml; do
-  "$RG_PY" - "$RG_SRC/examples/repo/jobs/$spec" "$RG_TMP/repo/jobs/$spec" "$hostile" <<'PYEOF'
+  "$RG_PY" - "$RG_SRC/examples/repo/jobs/$spec" "$RG_TMP/repo/jobs/$spec" "$hostile" "$RG_RUN_TAG" <<'PYEOF'
 import sys, yaml
 spec = yaml.safe_load(open(sys.argv[1]))
 spec["code_path"] = "${shared_root}/common/code/verl/standin"
+spec.setdefault("env_vars", {})["RG_E2E_RUN"] = sys.argv[4]
 spec.setdefault("overrides", []).append(sys.argv[3])
 yaml.safe_dump(spec, open(sys.argv[2], "w"), sort_keys=False)
 PYEOF
