@@ -28,4 +28,9 @@ void AddVersionCommand(CLI::App& app, const GlobalOptions& global, int* exit_cod
 // The seed's one-off actions against a Ray head: submit, status, stop, logs, list.
 void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code);
 
+// The reconciler against a desired-state repository: plan, sync, history.
+void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+void AddSyncCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+void AddHistoryCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+
 }  // namespace rg::cli

@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   rg::cli::AddRenderCommand(app, global, &exit_code);
   rg::cli::AddVersionCommand(app, global, &exit_code);
   rg::cli::AddJobCommands(app, global, &exit_code);
+  rg::cli::AddPlanCommand(app, global, &exit_code);
+  rg::cli::AddSyncCommand(app, global, &exit_code);
+  rg::cli::AddHistoryCommand(app, global, &exit_code);
 
   try {
     app.parse(argc, argv);

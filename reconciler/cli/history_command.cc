@@ -1,0 +1,75 @@
+// `ray-gitops history NAME`: the audit trail of one job from the status branch, newest
+// first. Exit 0; 1 when the name has no history or the branch cannot be read.
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "reconciler/cli/global_options.h"
+#include "reconciler/cli/repo_options.h"
+#include "reconciler/core/status_model.h"
+
+namespace rg::cli {
+namespace {
+
+struct HistoryFlags {
+  RepoOptions repo;
+  std::string name;
+};
+
+int RunHistory(const GlobalOptions& global, const HistoryFlags& flags) {
+  ConfigureLogging(global);
+  core::Result<RepoHandles> handles = OpenRepo(flags.repo);
+  if (!handles.ok()) {
+    LogEvent("error", handles.error().ToString());
+    return 1;
+  }
+  core::Result<std::vector<ports::StatusHistoryEntry>> history =
+      handles->store->History(flags.name);
+  if (!history.ok()) {
+    LogEvent("error", history.error().ToString());
+    return 1;
+  }
+  if (history->empty()) {
+    std::cerr << "ray-gitops: no history for " << flags.name << " on " << flags.repo.status_branch
+              << "\n";
+    return 1;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"TIME", "COMMIT", "PHASE", "SUBMISSION_ID", "RAY_STATUS", "SUBJECT"}};
+  for (const ports::StatusHistoryEntry& e : *history) {
+    const core::StatusRecord* rec = e.record ? &*e.record : nullptr;
+    rows.push_back({core::FormatRfc3339Millis(e.time_ms), e.commit.substr(0, 10),
+                    rec ? std::string(core::PhaseName(rec->phase)) : "deleted",
+                    rec && !rec->submission_id.empty() ? rec->submission_id : "-",
+                    rec ? std::string(core::RayJobStatusName(rec->status)) : "-", e.subject});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddHistoryCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  auto flags = std::make_shared<HistoryFlags>();
+  CLI::App* cmd =
+      app.add_subcommand("history", "the audit trail of one job from the status branch");
+  cmd->add_option("name", flags->name, "job name")->required();
+  AddRepoOptions(cmd, &flags->repo, /*with_ref=*/false, /*with_artifacts=*/false);
+  cmd->callback([&global, flags, exit_code]() { *exit_code = RunHistory(global, *flags); });
+}
+
+}  // namespace rg::cli

@@ -1,0 +1,68 @@
+// `ray-gitops plan`: what a sync of the commit would do to the live cluster. Reads the
+// ledger, never writes, never submits. Exit 0 nothing to do, 2 changes pending, 1 error.
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "reconciler/cli/global_options.h"
+#include "reconciler/cli/repo_options.h"
+#include "reconciler/core/plan_format.h"
+
+namespace rg::cli {
+namespace {
+
+struct PlanFlags {
+  RepoOptions repo;
+  std::string format = "text";
+};
+
+int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
+  ConfigureLogging(global);
+  engine::ReconcileOptions options;
+  options.ref = flags.repo.ref;
+  options.dry_run = true;
+  options.record_status = false;
+  core::Result<PassRun> run = RunPassFromFlags(global, flags.repo, options, false);
+  if (!run.ok()) {
+    LogEvent("error", run.error().ToString());
+    return 1;
+  }
+  const engine::PassResult& r = run->result;
+  for (const core::Error& e : r.errors) LogEvent("error", e.ToString());
+  if (!r.planned) {
+    for (const core::Diagnostic& d : r.diagnostics) std::cerr << d.ToString() << "\n";
+    return 1;
+  }
+  core::PlanView view;
+  view.plan = &r.plan;
+  view.desired = &run->snapshot.state;
+  view.commit = r.spec_commit;
+  view.context.instance = flags.repo.instance;
+  view.context.repo_url = run->snapshot.repo_url;
+  if (flags.format == "json") {
+    std::cout << core::FormatPlanJson(view);
+  } else if (flags.format == "markdown") {
+    std::cout << core::FormatPlanMarkdown(view);
+  } else {
+    std::cout << core::FormatPlanText(view);
+  }
+  if (!r.errors.empty() || !r.diagnostics.empty()) return 1;
+  return r.plan.HasChanges() ? 2 : 0;
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* cmd =
+      app.add_subcommand("plan",
+                         "compare a commit with the live cluster: submit/stop/keep per job (exit 0 "
+                         "nothing to do, 2 changes pending, 1 error)");
+  AddRepoOptions(cmd, &flags->repo, /*with_ref=*/true, /*with_artifacts=*/false);
+  cmd->add_option("--format", flags->format, "text, markdown or json")
+      ->check(CLI::IsMember({"text", "markdown", "json"}));
+  cmd->callback([&global, flags, exit_code]() { *exit_code = RunPlan(global, *flags); });
+}
+
+}  // namespace rg::cli

@@ -1,0 +1,229 @@
+#include "reconciler/cli/repo_options.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "reconciler/adapters/artifact_writer.h"
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/core/render.h"
+
+namespace rg::cli {
+namespace {
+
+bool g_json_logs = false;
+
+bool SameBranch(const std::string& ref, const std::string& branch) {
+  return ref == branch || ref == "refs/heads/" + branch;
+}
+
+}  // namespace
+
+void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_artifacts) {
+  cmd->add_option("--repo", o->repo, "desired-state repository: a local path or a URL")->required();
+  if (with_ref) {
+    cmd->add_option("--ref", o->ref, "branch, tag or commit to read (default: the remote's HEAD)");
+  }
+  cmd->add_option("--cache-dir", o->cache_dir, "where the clone is kept");
+  cmd->add_option("--git-token-file", o->git_token_file, "file holding an HTTPS token");
+  cmd->add_option("--git-ssh-key", o->git_ssh_key, "SSH private key (else the SSH agent)");
+  cmd->add_option("--status-branch", o->status_branch, "branch the status is written to");
+  cmd->add_option("--instance", o->instance, "this reconciler's gitops.managed-by name");
+  cmd->add_option("--cluster-file", o->cluster_file, "path of the cluster file in the repo");
+  cmd->add_option("--jobs-dir", o->jobs_dir, "folder of the JobSpecs in the repo");
+  if (with_artifacts) {
+    cmd->add_option("--artifacts-root", o->artifacts_root,
+                    "where submission artifacts go (default: cluster.yaml's shared_root)");
+    cmd->add_flag("--no-artifacts", o->no_artifacts, "write no submission artifacts");
+  }
+}
+
+core::Result<RepoHandles> OpenRepo(const RepoOptions& options) {
+  adapters::GitWorkspaceOptions ws;
+  ws.repo = options.repo;
+  ws.cache_dir = options.cache_dir;
+  ws.token_file = options.git_token_file;
+  ws.ssh_key_file = options.git_ssh_key;
+  core::Result<std::shared_ptr<adapters::GitWorkspace>> opened = adapters::GitWorkspace::Open(ws);
+  if (!opened.ok()) return opened.error();
+  RepoHandles h;
+  h.workspace = *opened;
+  adapters::GitDesiredStateOptions src;
+  src.cluster_file = options.cluster_file;
+  src.jobs_dir = options.jobs_dir;
+  if (SameBranch(options.ref, options.status_branch)) src.excluded_dir = "status";
+  h.source = std::make_unique<adapters::GitDesiredStateSource>(h.workspace, src);
+  adapters::GitStatusStoreOptions st;
+  st.branch = options.status_branch;
+  st.markdown_header.repo_url = h.workspace->url();
+  st.markdown_header.instance = options.instance;
+  h.store = std::make_unique<adapters::GitStatusStore>(h.workspace, st);
+  return h;
+}
+
+core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
+                                                    const std::string& fallback_address) {
+  adapters::RayClientFlags flags;
+  flags.address = global.ray_address;
+  flags.fallback_address = fallback_address;
+  flags.token_file = global.ray_token_file;
+  flags.headers = global.ray_headers;
+  flags.ca_file = global.ray_ca_file;
+  flags.insecure = global.ray_insecure;
+  core::Result<adapters::RayClientOptions> options = adapters::ResolveRayClientOptions(flags);
+  if (!options.ok()) return options;
+  if (options->address.empty()) {
+    return core::Error::InvalidInput(
+        "no Ray address: give --ray-address, set RAY_API_SERVER_ADDRESS or RAY_ADDRESS, or put "
+        "an address in the cluster file");
+  }
+  return options;
+}
+
+std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options,
+                                                      const ports::DesiredSnapshot& snapshot,
+                                                      const adapters::RayClientOptions& ray,
+                                                      std::string* why_none) {
+  if (options.no_artifacts) {
+    *why_none = "--no-artifacts";
+    return nullptr;
+  }
+  std::string root = options.artifacts_root;
+  if (root.empty()) {
+    const auto& cluster = snapshot.state.cluster;
+    if (!cluster || !cluster->shared_root) {
+      *why_none = "the cluster file has no shared_root";
+      return nullptr;
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_directory(*cluster->shared_root, ec)) {
+      *why_none = "shared_root " + *cluster->shared_root + " is not a directory on this machine";
+      return nullptr;
+    }
+    root = *cluster->shared_root;
+  }
+  std::vector<std::string> secrets;
+  if (ray.token) secrets.push_back(*ray.token);
+  return std::make_unique<adapters::ArtifactWriter>(root, std::move(secrets));
+}
+
+core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
+                                       engine::ReconcileOptions options, bool artifacts) {
+  core::Result<RepoHandles> handles = OpenRepo(repo);
+  if (!handles.ok()) return handles.error();
+  core::Result<ports::DesiredSnapshot> loaded = handles->source->Load(options.ref);
+  if (!loaded.ok()) {
+    return core::Error(loaded.error().kind(), "cannot read " + options.ref + " of " + repo.repo +
+                                                  ": " + loaded.error().message());
+  }
+  PassRun run;
+  run.snapshot = std::move(*loaded);
+  const auto& cluster = run.snapshot.state.cluster;
+  core::Result<adapters::RayClientOptions> ray =
+      ResolveRay(global, cluster ? cluster->address : std::string());
+  adapters::RayClientOptions ray_options;
+  if (ray.ok()) {
+    ray_options = std::move(*ray);
+  } else if (cluster) {
+    return ray.error();
+  }  // else: the pass stops at the invalid cluster file before it would talk to Ray
+  run.ray_address = core::StripUrlCredentials(ray_options.address);
+
+  adapters::RayHttpJobServer server(ray_options);
+  LoadedSnapshotSource source(run.snapshot);
+  std::unique_ptr<ports::ArtifactSink> sink;
+  if (artifacts && !options.dry_run) {
+    std::string why_none;
+    sink = MakeArtifactSink(repo, run.snapshot, ray_options, &why_none);
+    if (!sink) LogEvent("debug", "no submission artifacts", {{"reason", why_none}});
+  }
+  engine::ReconcileDeps deps;
+  deps.source = &source;
+  deps.server = &server;
+  deps.server_factory = [ray_options]() -> std::unique_ptr<ports::JobServer> {
+    return std::make_unique<adapters::RayHttpJobServer>(ray_options);
+  };
+  deps.store = handles->store.get();
+  deps.artifacts = sink.get();
+  options.policy.instance = repo.instance;
+  options.ray_address = ray_options.address;
+  run.result = engine::RunReconcilePass(deps, options);
+  return run;
+}
+
+void LogPass(const engine::PassResult& result) {
+  for (const core::Diagnostic& d : result.diagnostics) LogEvent("error", d.ToString());
+  for (const engine::ActionOutcome& o : result.outcomes) {
+    std::map<std::string, std::string> fields = {{"job", o.action.name},
+                                                 {"submission_id", o.action.submission_id}};
+    const bool stop = o.action.kind == core::ActionKind::kStop;
+    if (!o.ok) {
+      fields["error"] = o.error->ToString();
+      LogEvent("error", stop ? "stop failed" : "submit failed", fields);
+      continue;
+    }
+    if (stop) {
+      fields["reason"] = o.action.stop_reason;
+      LogEvent("info", o.stop_sent ? "stopped" : "already ended", fields);
+    } else {
+      fields["attempt"] = std::to_string(o.action.attempt);
+      LogEvent("info", o.adopted ? "adopted" : "submitted", fields);
+      if (!o.artifact_error.empty()) {
+        fields["error"] = o.artifact_error;
+        LogEvent("warn", "artifacts not written", fields);
+      }
+    }
+  }
+  if (result.blocked) LogEvent("warn", "blocked", {{"reason", result.plan.blocked_reason}});
+  for (const core::Error& e : result.errors) {
+    const bool action_error = std::any_of(
+        result.outcomes.begin(), result.outcomes.end(), [&](const engine::ActionOutcome& o) {
+          return o.error && e.message().ends_with(o.error->message());
+        });
+    if (!action_error) LogEvent("error", e.ToString());
+  }
+  for (const std::string& t : result.transitions) LogEvent("info", "status", {{"change", t}});
+  if (!result.status_commit.empty()) {
+    LogEvent("info", "status committed", {{"commit", result.status_commit}});
+  }
+}
+
+void ConfigureLogging(const GlobalOptions& global) {
+  g_json_logs = global.log_format == "json";
+  auto logger = spdlog::stderr_logger_mt("ray-gitops");
+  logger->set_level(spdlog::level::from_str(global.log_level));
+  if (g_json_logs) {
+    logger->set_pattern("%v");
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+  }
+  spdlog::set_default_logger(logger);
+}
+
+void LogEvent(std::string_view level, std::string_view message,
+              const std::map<std::string, std::string>& fields) {
+  const spdlog::level::level_enum lvl = spdlog::level::from_str(std::string(level));
+  if (!spdlog::default_logger()->should_log(lvl)) return;
+  std::string line;
+  if (g_json_logs) {
+    nlohmann::json j;
+    const auto now = std::chrono::system_clock::now();
+    j["time"] = adapters::FormatRfc3339Utc(now);
+    j["level"] = std::string(level);
+    j["msg"] = std::string(message);
+    for (const auto& [k, v] : fields) j[k] = v;
+    line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } else {
+    line = std::string(message);
+    for (const auto& [k, v] : fields) {
+      line += " " + k + "=";
+      line += v.find_first_of(" \t\"") == std::string::npos ? v : nlohmann::json(v).dump();
+    }
+  }
+  spdlog::log(lvl, "{}", line);
+}
+
+}  // namespace rg::cli

@@ -1,0 +1,98 @@
+#pragma once
+// What `plan`, `sync`, `history` (and the daemon) share: the desired-state repository and the
+// status branch (--repo and friends), the Ray client resolved from the global flags with
+// cluster.yaml's address as the last fallback, artifacts, and the log output.
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "reconciler/adapters/git_desired_state_source.h"
+#include "reconciler/adapters/git_status_store.h"
+#include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/ray_client_options.h"
+#include "reconciler/cli/global_options.h"
+#include "reconciler/core/result.h"
+#include "reconciler/engine/reconcile_pass.h"
+#include "reconciler/ports/artifact_sink.h"
+#include "reconciler/ports/desired_state_source.h"
+
+namespace CLI {
+class App;
+}
+
+namespace rg::cli {
+
+struct RepoOptions {
+  std::string repo;            // --repo DIR|URL (required)
+  std::string ref = "HEAD";    // --ref: the remote's default branch unless given
+  std::string cache_dir;       // --cache-dir (default $XDG_CACHE_HOME/ray-gitops)
+  std::string git_token_file;  // --git-token-file
+  std::string git_ssh_key;     // --git-ssh-key
+  std::string status_branch = "ray-gitops/status";  // --status-branch
+  std::string instance = "ray-gitops";              // --instance
+  std::string cluster_file = "cluster.yaml";        // --cluster-file
+  std::string jobs_dir = "jobs";                    // --jobs-dir
+  std::string artifacts_root;  // --artifacts-root (default: cluster.yaml's shared_root)
+  bool no_artifacts = false;   // --no-artifacts
+};
+
+// Registers the repository flags on `cmd`. `with_ref` adds --ref; `with_artifacts` adds
+// --artifacts-root and --no-artifacts.
+void AddRepoOptions(CLI::App* cmd, RepoOptions* options, bool with_ref, bool with_artifacts);
+
+// The clone, the desired-state source and the status store over it.
+struct RepoHandles {
+  std::shared_ptr<adapters::GitWorkspace> workspace;
+  std::unique_ptr<adapters::GitDesiredStateSource> source;
+  std::unique_ptr<adapters::GitStatusStore> store;
+};
+core::Result<RepoHandles> OpenRepo(const RepoOptions& options);
+
+// A source that hands out one snapshot already loaded (so the address fallback and the pass
+// read the same commit, and the remote is fetched once).
+class LoadedSnapshotSource : public ports::DesiredStateSource {
+ public:
+  explicit LoadedSnapshotSource(ports::DesiredSnapshot snapshot) : snapshot_(std::move(snapshot)) {}
+  core::Result<ports::DesiredSnapshot> Load(const std::string&) override { return snapshot_; }
+
+ private:
+  ports::DesiredSnapshot snapshot_;
+};
+
+// Ray client options from the global flags and the environment, with `fallback_address`
+// (cluster.yaml's) last. kInvalidInput when no address results.
+core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
+                                                    const std::string& fallback_address);
+
+// The artifact sink for a pass, or null: --no-artifacts, or no --artifacts-root and
+// cluster.yaml's shared_root is not a directory on this machine. `why_none` says which.
+std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options,
+                                                      const ports::DesiredSnapshot& snapshot,
+                                                      const adapters::RayClientOptions& ray,
+                                                      std::string* why_none);
+
+// One pass as `plan` and `sync` run it: opens the repository, loads the snapshot at
+// options.ref, resolves Ray (cluster.yaml's address as the fallback), sets up artifacts (when
+// `artifacts`) and runs engine::RunReconcilePass. Errors before the pass (the repository, the
+// Ray flags) come back as an Error; everything after is in the PassResult.
+struct PassRun {
+  engine::PassResult result;
+  ports::DesiredSnapshot snapshot;
+  std::string ray_address;  // credentials stripped
+};
+core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
+                                       engine::ReconcileOptions options, bool artifacts);
+
+// Logs what a pass did: one line per action and per failure, the diagnostics, the guard.
+void LogPass(const engine::PassResult& result);
+
+// spdlog on stderr at --log-level; with --log-format json one JSON object per line.
+void ConfigureLogging(const GlobalOptions& global);
+
+// One log line: the message and key=value fields (text), or {"time","level","msg",fields...}
+// (json). `level` is "debug", "info", "warn" or "error".
+void LogEvent(std::string_view level, std::string_view message,
+              const std::map<std::string, std::string>& fields = {});
+
+}  // namespace rg::cli

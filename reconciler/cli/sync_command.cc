@@ -1,0 +1,71 @@
+// `ray-gitops sync`: one reconcile pass. Exit 0 applied, 1 error, 3 blocked by a guard.
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "reconciler/cli/global_options.h"
+#include "reconciler/cli/repo_options.h"
+#include "reconciler/core/plan_format.h"
+
+namespace rg::cli {
+namespace {
+
+struct SyncFlags {
+  RepoOptions repo;
+  bool dry_run = false;
+  bool no_status = false;
+  int max_stops = 5;
+  bool max_stops_given = false;
+  int parallelism = 4;
+};
+
+int RunSync(const GlobalOptions& global, const SyncFlags& flags) {
+  ConfigureLogging(global);
+  engine::ReconcileOptions options;
+  options.ref = flags.repo.ref;
+  options.dry_run = flags.dry_run;
+  options.record_status = !flags.no_status;
+  options.policy.max_stops = flags.max_stops;
+  options.policy.max_stops_explicit = flags.max_stops_given;
+  options.parallelism = flags.parallelism;
+  core::Result<PassRun> run = RunPassFromFlags(global, flags.repo, options, true);
+  if (!run.ok()) {
+    LogEvent("error", run.error().ToString());
+    return engine::kExitError;
+  }
+  const engine::PassResult& r = run->result;
+  LogPass(r);
+  if (r.planned) {
+    core::PlanView view;
+    view.plan = &r.plan;
+    view.desired = &run->snapshot.state;
+    view.commit = r.spec_commit;
+    std::cout << core::FormatPlanText(view);
+    if (flags.dry_run) std::cout << "Dry run: nothing was sent to Ray or recorded.\n";
+  }
+  return r.exit_status;
+}
+
+}  // namespace
+
+void AddSyncCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  auto flags = std::make_shared<SyncFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "sync", "one reconcile pass (exit 0 applied, 1 error, 3 blocked by a guard)");
+  AddRepoOptions(cmd, &flags->repo, /*with_ref=*/true, /*with_artifacts=*/true);
+  cmd->add_flag("--dry-run", flags->dry_run, "plan only: send nothing to Ray, record nothing");
+  cmd->add_flag("--no-status", flags->no_status, "do not write the status branch");
+  CLI::Option* max_stops = cmd->add_option(
+      "--max-stops", flags->max_stops,
+      "stop at most N jobs (default 5); given explicitly, also allows stopping every job");
+  max_stops->check(CLI::NonNegativeNumber);
+  cmd->add_option("--parallelism", flags->parallelism, "submits in flight at once (default 4)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([&global, flags, exit_code, max_stops]() {
+    flags->max_stops_given = max_stops->count() > 0;
+    *exit_code = RunSync(global, *flags);
+  });
+}
+
+}  // namespace rg::cli
