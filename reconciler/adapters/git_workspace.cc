@@ -78,8 +78,8 @@ int AcquireCredentials(git_credential** out, const char* /*url*/, const char* us
       git_error_set_str(GIT_ERROR_NET, ("cannot read a token from " + options.token_file).c_str());
       return GIT_EAUTH;
     }
-    return git_credential_userpass_plaintext_new(
-        out, has_user ? username_from_url : "x-access-token", token.c_str());
+    const std::string user = options.token_user.empty() ? "x-access-token" : options.token_user;
+    return git_credential_userpass_plaintext_new(out, user.c_str(), token.c_str());
   }
   const char* user = has_user ? username_from_url : "git";
   if ((allowed & GIT_CREDENTIAL_SSH_KEY) != 0) {

@@ -19,9 +19,10 @@ namespace rg::adapters {
 struct GitWorkspaceOptions {
   std::string repo;       // a local path or a URL, as given to --repo
   std::string cache_dir;  // empty: DefaultGitCacheDir()
-  // HTTPS: a file holding a token, sent as the basic-auth password (user from the URL, else
-  // "x-access-token"). Read on each authentication, so a rotated token is picked up.
+  // HTTPS: a file holding a token, sent as the basic-auth password with `token_user` as the
+  // user name. Read on each authentication, so a rotated token is picked up.
   std::string token_file;
+  std::string token_user = "x-access-token";
   // SSH: a private key ("<key>.pub" is used when it exists). Empty: the SSH agent.
   std::string ssh_key_file;
 };
