@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The reconciler end to end: a bare remote, a clone that pushes, and `plan` / `sync` /
+# `history` against a Ray head. Usage:
+#   reconcile_test.sh RAY_GITOPS_BINARY SOURCE_DIR [FAKE_RAY_SERVER_BINARY]
+# With the third argument the test starts its own fake head instead of using the real one
+# named by $RG_E2E_RAY_STATE_DIR.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+fake_pid=""
+if [ $# -ge 3 ]; then
+  fake_state=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
+  coproc FAKE { exec "$3"; }
+  fake_pid=$FAKE_PID
+  read -r port <&"${FAKE[0]}"
+  echo "http://127.0.0.1:$port" >"$fake_state/address"
+  export RG_E2E_RAY_STATE_DIR=$fake_state
+fi
+source "$here/../lib.sh"
+rg_e2e_init "$1" "$2"
+
+instance="e2e-reconcile-$RG_RUN_TAG"
+remote=$RG_TMP/remote.git
+work=$RG_TMP/work
+cleanup() {
+  # Stop whatever this run still has going, then the fake head.
+  if [ -n "${RG_BIN:-}" ]; then
+    for id in $(list_ours 2>/dev/null | awk '$2 == "PENDING" || $2 == "RUNNING" { print $1 }'); do
+      rg stop "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
+  [ -n "${fake_state:-}" ] && rm -rf "$fake_state"
+  rm -rf "$RG_TMP"
+}
+trap cleanup EXIT
+
+# Our jobs in Ray, one line each: "<submission_id> <STATUS>".
+list_ours() {
+  rg list --format json | "$RG_PY" -c '
+import json, sys
+for j in json.load(sys.stdin):
+    if j.get("managed_by") == sys.argv[1]:
+        print(j["submission_id"], j["status"])' "$instance"
+}
+repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
+sync_() { rg sync "${repo_flags[@]}" "$@" 2>>"$RG_TMP/sync.log"; }
+plan_() { rg plan --repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" "$@"; }
+status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
+status_file() { git -C "$remote" show "ray-gitops/status:status/$1.yaml"; }
+push() {
+  git -C "$work" add -A
+  git -C "$work" commit -qm "$1"
+  git -C "$work" push -q origin main
+}
+expect_exit() {
+  local want=$1 got
+  shift
+  set +e
+  "$@" >"$RG_TMP/out" 2>"$RG_TMP/err"
+  got=$?
+  set -e
+  if [ "$got" != "$want" ]; then
+    cat "$RG_TMP/out" "$RG_TMP/err" >&2
+    rg_fail "'$*' exited $got, expected $want"
+  fi
+}
+wait_running() {
+  local n=$1 deadline=$((SECONDS + 120))
+  while [ $SECONDS -lt $deadline ]; do
+    [ "$(list_ours | grep -c ' RUNNING$' || true)" -ge "$n" ] && return 0
+    sleep 1
+  done
+  list_ours >&2
+  rg_fail "fewer than $n jobs RUNNING after 120s"
+}
+spec() {  # spec FILE SECONDS
+  mkdir -p "$(dirname "$1")"
+  printf 'workload: custom\nentrypoint: sleep %s\nentrypoint_num_cpus: 0\n' "$2" >"$1"
+  rg_tag_spec "$1"
+}
+
+git init -q --bare -b main "$remote"
+git clone -q "$remote" "$work" 2>/dev/null
+git -C "$work" config user.email e2e@localhost
+git -C "$work" config user.name e2e
+git -C "$work" checkout -q -b main
+echo "address: $RG_ADDRESS" >"$work/cluster.yaml"
+spec "$work/jobs/alpha.yaml" 300
+spec "$work/jobs/beta.yaml" 301
+push "two jobs"
+
+# --- plan before any sync: both jobs pending, exit 2 ---
+expect_exit 2 plan_
+grep -q '^submit  *alpha ' "$RG_TMP/out" || rg_fail "plan does not submit alpha"
+grep -q '^submit  *beta ' "$RG_TMP/out" || rg_fail "plan does not submit beta"
+expect_exit 2 plan_ --format json
+"$RG_PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format_version"]==1 and d["summary"]["submit"]==2' "$RG_TMP/out"
+
+# --- sync submits exactly two jobs with deterministic ids and ownership metadata ---
+expect_exit 0 sync_
+[ "$(list_ours | wc -l)" = 2 ] || { list_ours >&2; rg_fail "expected two jobs after sync"; }
+alpha_id=$(list_ours | awk '{ print $1 }' | grep -E '^alpha-[0-9a-f]{10}$' || true)
+[ -n "$alpha_id" ] || rg_fail "no alpha-<hash> job"
+rg_api_get "/api/jobs/$alpha_id" | "$RG_PY" -c '
+import json, sys
+m = json.load(sys.stdin)["metadata"]
+assert m["gitops.name"] == "alpha" and m["gitops.spec-path"] == "jobs/alpha.yaml", m
+assert m["gitops.attempt"] == "0" and len(m["gitops.spec-hash"]) == 10 and len(m["gitops.commit"]) == 40, m'
+
+# --- a second sync submits nothing; once running, passes that learn nothing commit nothing ---
+expect_exit 0 sync_
+[ "$(list_ours | wc -l)" = 2 ] || rg_fail "second sync changed the job count"
+wait_running 2
+expect_exit 0 sync_
+before=$(status_commits)
+expect_exit 0 sync_
+[ "$(status_commits)" = "$before" ] || rg_fail "a pass that changed nothing made a status commit"
+expect_exit 0 plan_
+
+# --- the status branch holds the DESIGN 4 fields ---
+status_file alpha >"$RG_TMP/alpha.yaml"
+for field in name spec_path spec_hash spec_commit phase submission_id attempt status \
+  dashboard_url attempts; do
+  grep -q "^$field:" "$RG_TMP/alpha.yaml" || { cat "$RG_TMP/alpha.yaml" >&2; rg_fail "no $field"; }
+done
+grep -q '^phase: Running' "$RG_TMP/alpha.yaml" || rg_fail "alpha is not Running in its status"
+git -C "$remote" show ray-gitops/status:STATUS.md | grep -q alpha || rg_fail "STATUS.md lacks alpha"
+
+# --- deleting alpha stops it; editing beta replaces its run ---
+beta_old=$(list_ours | awk '$1 ~ /^beta-/ { print $1 }')
+git -C "$work" rm -q jobs/alpha.yaml
+spec "$work/jobs/beta.yaml" 302
+push "remove alpha, change beta"
+expect_exit 0 sync_
+rg_wait_status "$alpha_id" STOPPED 60 2>/dev/null || true
+[ "$(rg_status_of "$alpha_id")" = STOPPED ] || rg_fail "alpha was not stopped"
+[ "$(rg_status_of "$beta_old")" = STOPPED ] || rg_wait_status "$beta_old" STOPPED 60
+beta_new=$(list_ours | awk -v old="$beta_old" '$1 ~ /^beta-/ && $1 != old { print $1 }')
+[ -n "$beta_new" ] && [ "$beta_new" != "$beta_old" ] || rg_fail "beta was not resubmitted"
+
+# --- a YAML syntax error over a running job's spec freezes it ---
+wait_running 1
+good_beta=$(cat "$work/jobs/beta.yaml")
+printf 'workload: custom\nentrypoint: [unclosed\n' >"$work/jobs/beta.yaml"
+push "break beta"
+expect_exit 1 sync_
+[ "$(rg_status_of "$beta_new")" = RUNNING ] || rg_fail "an invalid spec stopped its job"
+status_file beta >"$RG_TMP/beta.yaml"
+grep -q '^phase: Invalid' "$RG_TMP/beta.yaml" || { cat "$RG_TMP/beta.yaml" >&2; rg_fail "beta not Invalid"; }
+grep -q 'jobs/beta.yaml:[0-9]*:[0-9]*: error:' "$RG_TMP/beta.yaml" || rg_fail "no error line in status"
+
+# --- removing every spec while jobs run is blocked until --max-stops ---
+printf '%s\n' "$good_beta" >"$work/jobs/beta.yaml"
+push "fix beta"
+expect_exit 0 sync_
+[ "$(list_ours | grep -c "^$beta_new RUNNING" || true)" = 1 ] || rg_fail "fixing beta disturbed its run"
+git -C "$work" rm -q jobs/beta.yaml
+push "remove every spec"
+expect_exit 3 sync_
+[ "$(rg_status_of "$beta_new")" = RUNNING ] || rg_fail "the empty-desired-state guard did not hold"
+expect_exit 0 sync_ --max-stops 5
+rg_wait_status "$beta_new" STOPPED 60
+
+# --- history prints the transitions of a job ---
+expect_exit 0 rg history beta "${repo_flags[@]:0:4}"
+grep -q 'Invalid' "$RG_TMP/out" || { cat "$RG_TMP/out" >&2; rg_fail "history lacks the Invalid phase"; }
+[ "$(grep -c "$beta_new" "$RG_TMP/out")" -ge 2 ] || rg_fail "history lacks beta's runs"
+expect_exit 1 rg history no-such-job "${repo_flags[@]:0:4}"
+grep -q 'ray-gitops: 1 change\|ray-gitops: [0-9]* changes' <(git -C "$remote" log --format=%s ray-gitops/status) ||
+  rg_fail "status commits lack their subject"
+echo "PASS"
