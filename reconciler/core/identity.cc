@@ -1,5 +1,6 @@
 #include "reconciler/core/identity.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <string_view>
@@ -23,10 +24,7 @@ bool IsHexDigit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'
 bool IsIdShaped(std::string_view text, size_t max_length) {
   if (text.empty() || text.size() > max_length) return false;
   if (!IsLowerAlnum(text.front()) || !IsLowerAlnum(text.back())) return false;
-  for (char c : text) {
-    if (!IsIdChar(c)) return false;
-  }
-  return true;
+  return std::ranges::all_of(text, IsIdChar);
 }
 
 bool EndsWithIgnoringCase(std::string_view text, std::string_view suffix) {
@@ -50,10 +48,7 @@ std::string_view StripDotSlash(std::string_view path) {
 bool IsPolicyField(std::string_view key) {
   static constexpr std::array<std::string_view, 4> kPolicyFields = {"retries", "suspend",
                                                                     "on_remove", "annotations"};
-  for (std::string_view field : kPolicyFields) {
-    if (key == field) return true;
-  }
-  return false;
+  return std::ranges::find(kPolicyFields, key) != kPolicyFields.end();
 }
 
 std::string ComputeSpecHash(const Value& document) {
@@ -69,9 +64,7 @@ bool IsValidJobName(std::string_view name) { return IsIdShaped(name, kMaxJobName
 bool IsValidPinnedSubmissionId(std::string_view id) {
   if (!IsIdShaped(id, kMaxPinnedIdLength)) return false;
   if (id.size() == kRayDriverJobIdLength) {
-    bool all_hex = true;
-    for (char c : id) all_hex = all_hex && IsHexDigit(c);
-    if (all_hex) return false;
+    if (std::ranges::all_of(id, IsHexDigit)) return false;
   }
   return true;
 }

@@ -1,5 +1,6 @@
 #include "reconciler/core/render.h"
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -483,7 +484,7 @@ std::string StripUrlCredentials(std::string_view url) {
 }
 
 bool LooksLikeSecretName(std::string_view name) {
-  static constexpr std::string_view kSecretWords[] = {
+  static constexpr std::array<std::string_view, 7> kSecretWords = {
       "TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH",
   };
   for (const std::string& word : NameWords(name)) {

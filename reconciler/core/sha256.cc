@@ -28,9 +28,10 @@ constexpr uint32_t RotateRight(uint32_t x, int n) { return (x >> n) | (x << (32 
 
 void CompressBlock(std::array<uint32_t, 8>& state, const unsigned char* block) {
   std::array<uint32_t, 64> w{};
-  for (int t = 0; t < 16; ++t) {
-    w[t] = (uint32_t{block[4 * t]} << 24) | (uint32_t{block[4 * t + 1]} << 16) |
-           (uint32_t{block[4 * t + 2]} << 8) | uint32_t{block[4 * t + 3]};
+  for (size_t t = 0; t < 16; ++t) {
+    const unsigned char* word = block + 4 * t;
+    w[t] = (uint32_t{word[0]} << 24) | (uint32_t{word[1]} << 16) | (uint32_t{word[2]} << 8) |
+           uint32_t{word[3]};
   }
   for (int t = 16; t < 64; ++t) {
     uint32_t s0 = RotateRight(w[t - 15], 7) ^ RotateRight(w[t - 15], 18) ^ (w[t - 15] >> 3);
@@ -38,8 +39,14 @@ void CompressBlock(std::array<uint32_t, 8>& state, const unsigned char* block) {
     w[t] = w[t - 16] + s0 + w[t - 7] + s1;
   }
 
-  uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
-  uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
+  uint32_t a = state[0];
+  uint32_t b = state[1];
+  uint32_t c = state[2];
+  uint32_t d = state[3];
+  uint32_t e = state[4];
+  uint32_t f = state[5];
+  uint32_t g = state[6];
+  uint32_t h = state[7];
   for (int t = 0; t < 64; ++t) {
     uint32_t sigma1 = RotateRight(e, 6) ^ RotateRight(e, 11) ^ RotateRight(e, 25);
     uint32_t choose = (e & f) ^ (~e & g);
@@ -88,7 +95,7 @@ std::string Sha256Hex(std::string_view data) {
   CompressBlock(state, tail.data());
   if (tail_size == 128) CompressBlock(state, tail.data() + 64);
 
-  static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr std::string_view kHex = "0123456789abcdef";
   std::string out;
   out.reserve(64);
   for (uint32_t word : state) {
