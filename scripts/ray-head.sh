@@ -8,7 +8,7 @@
 #
 #   RG_VENV                 venv holding ray[default] (default ~/.cache/ray-gitops/venv)
 #   RG_RAY_AUTH_MODE        token (default) or disabled
-#   RG_RAY_START_TIMEOUT    seconds to wait for readiness (default 180)
+#   RG_RAY_START_TIMEOUT    seconds to wait for readiness (default 300)
 #
 # Every port is chosen free at start, so nothing collides with Ray's defaults (6379, 8265,
 # 10001, ...) or with another head on the machine. The head runs in its own session (setsid);
@@ -28,7 +28,7 @@ VENV=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}
 PY="$VENV/bin/python"
 RAY="$VENV/bin/ray"
 AUTH_MODE=${RG_RAY_AUTH_MODE:-token}
-START_TIMEOUT=${RG_RAY_START_TIMEOUT:-180}
+START_TIMEOUT=${RG_RAY_START_TIMEOUT:-300}
 
 die() {
   echo "ray-head: error: $*" >&2
