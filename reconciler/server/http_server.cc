@@ -1,0 +1,332 @@
+#include "reconciler/server/http_server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <exception>
+#include <thread>
+#include <utility>
+
+#include "reconciler/server/status_page.h"
+
+namespace rg::server {
+
+namespace {
+
+constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kText = "text/plain; charset=utf-8";
+constexpr std::string_view kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
+constexpr std::string_view kHtml = "text/html; charset=utf-8";
+
+constexpr std::string_view kRequestsMetric = "rg_http_requests_total";
+constexpr std::string_view kRejectedMetric = "rg_webhook_rejected_total";
+constexpr std::string_view kIgnoredMetric = "rg_webhook_ignored_total";
+constexpr std::string_view kTriggersMetric = "rg_triggers_total";
+
+// Known routes keep their path as the metric label; anything else is "other", so a scanner
+// cannot grow the registry without bound.
+std::string PathLabel(const std::string& path) {
+  for (const std::string_view known :
+       {"/", "/healthz", "/readyz", "/metrics", "/api/v1/status", "/api/v1/sync", "/webhook"}) {
+    if (path == known) return path;
+  }
+  return "other";
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    static const in6_addr kLoopback = IN6ADDR_LOOPBACK_INIT;
+    return std::equal(std::begin(v6.s6_addr), std::end(v6.s6_addr), std::begin(kLoopback.s6_addr));
+  }
+  return false;
+}
+
+std::optional<std::string> Header(const httplib::Request& req, const char* name) {
+  if (!req.has_header(name)) return std::nullopt;
+  return req.get_header_value(name);
+}
+
+std::string StatusLine(int status) {
+  std::string_view text = "Error";
+  switch (status) {
+    case 400:
+      text = "Bad Request";
+      break;
+    case 404:
+      text = "Not Found";
+      break;
+    case 405:
+      text = "Method Not Allowed";
+      break;
+    case 413:
+      text = "Payload Too Large";
+      break;
+    case 414:
+      text = "URI Too Long";
+      break;
+    case 500:
+      text = "Internal Server Error";
+      break;
+    default:
+      break;
+  }
+  return std::to_string(status) + " " + std::string(text) + "\n";
+}
+
+std::string ReadinessReason(const engine::DaemonSnapshot& s) {
+  if (s.shutting_down) return "shutting down";
+  if (!s.last_error.empty()) return "last pass failed: " + s.last_error;
+  if (!s.last_success_ms) return "no successful pass yet";
+  return "last successful pass is too old";
+}
+
+}  // namespace
+
+core::Result<ListenAddress> ParseListenAddress(std::string_view text, bool allow_non_loopback) {
+  const auto bad = [&](std::string_view why) {
+    return core::Error::InvalidInput("listen address \"" + std::string(text) +
+                                     "\": " + std::string(why));
+  };
+  ListenAddress out;
+  std::string_view port_text;
+  if (text.starts_with("[")) {
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return bad("expected [host]:port");
+    }
+    out.host = std::string(text.substr(1, close - 1));
+    port_text = text.substr(close + 2);
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return bad("expected host:port");
+    out.host = std::string(text.substr(0, colon));
+    if (out.host.find(':') != std::string::npos) return bad("write IPv6 hosts as [host]:port");
+    port_text = text.substr(colon + 1);
+  }
+  if (out.host.empty()) out.host = "127.0.0.1";
+  int port = -1;
+  const auto [ptr, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || ptr != port_text.data() + port_text.size() ||
+      port < 0 || port > 65535) {
+    return bad("the port must be a number from 0 to 65535");
+  }
+  out.port = port;
+  if (!allow_non_loopback && !IsLoopbackHost(out.host)) {
+    return bad("not a loopback address; serving beyond this machine needs an explicit opt-in");
+  }
+  return out;
+}
+
+struct HttpServer::Impl {
+  Impl(HttpServerOptions o, core::MetricsRegistry& m, TriggerCallback t, SnapshotCallback s)
+      : options(std::move(o)), metrics(m), trigger(std::move(t)), snapshot(std::move(s)) {}
+
+  void Fire(const std::string& source) {
+    metrics.Add(kTriggersMetric, 1, {{"source", source}});
+    trigger(source);
+  }
+
+  void Routes();
+  void HandleWebhook(const httplib::Request& req, httplib::Response& res,
+                     const httplib::ContentReader& reader);
+
+  HttpServerOptions options;
+  core::MetricsRegistry& metrics;
+  TriggerCallback trigger;
+  SnapshotCallback snapshot;
+  httplib::Server server;
+  std::thread thread;
+  std::atomic<bool> listen_returned{false};
+  int port = 0;
+  bool started = false;
+};
+
+void HttpServer::Impl::Routes() {
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", std::string(kText));
+  });
+  server.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    const engine::DaemonSnapshot s = snapshot();
+    if (s.ready && !s.shutting_down) {
+      res.set_content("ok\n", std::string(kText));
+      return;
+    }
+    res.status = 503;
+    res.set_content("not ready: " + ReadinessReason(s) + "\n", std::string(kText));
+  });
+  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics.RenderPrometheusText(), std::string(kPrometheusText));
+  });
+  server.Get("/api/v1/status", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(RenderStatusJson(snapshot()), std::string(kJson));
+  });
+  server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(RenderStatusPage(snapshot(), options.page_refresh_seconds), std::string(kHtml));
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+  });
+  server.Post("/api/v1/sync", [this](const httplib::Request& req, httplib::Response& res) {
+    if (options.webhook.secret) {
+      const std::string auth = req.get_header_value("Authorization");
+      constexpr std::string_view kBearer = "Bearer ";
+      if (!std::string_view(auth).starts_with(kBearer) ||
+          !SecretsEqual(std::string_view(auth).substr(kBearer.size()), *options.webhook.secret)) {
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Bearer");
+        res.set_content(R"({"error": "missing or wrong bearer token"})", std::string(kJson));
+        return;
+      }
+    }
+    Fire("api");
+    res.status = 202;
+    res.set_content(R"({"accepted": "reconcile pass queued"})", std::string(kJson));
+  });
+  server.Post("/webhook",
+              [this](const httplib::Request& req, httplib::Response& res,
+                     const httplib::ContentReader& reader) { HandleWebhook(req, res, reader); });
+}
+
+void HttpServer::Impl::HandleWebhook(const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) {
+  const size_t limit = options.webhook.max_body_bytes;
+  WebhookRequest w;
+  // The declared length is refused before a byte of the body is read. The server's payload
+  // limit makes the library discard such a body without buffering it; a chunked body is cut
+  // off as soon as it passes the limit.
+  std::string body;
+  if (req.has_header("Content-Length")) {
+    const std::string declared = req.get_header_value("Content-Length");
+    uint64_t length = 0;
+    const auto [ptr, ec] =
+        std::from_chars(declared.data(), declared.data() + declared.size(), length);
+    if (ec == std::errc::result_out_of_range ||
+        (ec == std::errc() && length > static_cast<uint64_t>(limit))) {
+      w.body_too_large = true;
+    }
+  }
+  const bool read_ok = reader([&](const char* data, size_t n) {
+    if (w.body_too_large) return true;  // drained, not kept
+    if (body.size() + n > limit) {
+      w.body_too_large = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (!read_ok && !w.body_too_large) {
+    res.status = 400;
+    res.set_content(R"({"error": "could not read the body"})", std::string(kJson));
+    metrics.Add(kRejectedMetric, 1, {{"reason", "malformed_payload"}});
+    return;
+  }
+  if (w.body_too_large) res.set_header("Connection", "close");
+  w.body = body;
+  w.github_signature = Header(req, "X-Hub-Signature-256");
+  w.github_event = Header(req, "X-GitHub-Event");
+  w.gitlab_token = Header(req, "X-Gitlab-Token");
+  w.gitlab_event = Header(req, "X-Gitlab-Event");
+  w.authorization = Header(req, "Authorization");
+
+  WebhookVerdict v = VerifyWebhook(options.webhook, options.branch, w);
+  res.status = v.http_status;
+  res.set_content(v.response_json + "\n", std::string(kJson));
+  if (!v.reject_reason.empty()) {
+    metrics.Add(kRejectedMetric, 1, {{"reason", v.reject_reason}});
+    if (v.http_status == 401) res.set_header("WWW-Authenticate", "Bearer");
+    return;
+  }
+  if (v.trigger) {
+    Fire(v.source);
+  } else {
+    metrics.Add(kIgnoredMetric, 1, {{"source", v.source}});
+  }
+}
+
+HttpServer::HttpServer(HttpServerOptions options, core::MetricsRegistry& metrics,
+                       TriggerCallback trigger, SnapshotCallback snapshot)
+    : impl_(std::make_unique<Impl>(std::move(options), metrics, std::move(trigger),
+                                   std::move(snapshot))) {
+  metrics.DeclareCounter(kRequestsMetric, "HTTP requests served, by route and status code.");
+  metrics.DeclareCounter(kRejectedMetric, "Webhook requests rejected, by reason.");
+  metrics.DeclareCounter(kIgnoredMetric,
+                         "Authenticated webhook requests that triggered nothing (ping, other "
+                         "branch, other event), by source.");
+  metrics.DeclareCounter(kTriggersMetric, "Reconcile passes requested over HTTP, by source.");
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+core::Status HttpServer::Start() {
+  Impl& s = *impl_;
+  if (s.started) return core::Error::Fatal("the HTTP server is already started");
+  auto addr = ParseListenAddress(s.options.listen, s.options.allow_non_loopback);
+  if (!addr.ok()) return addr.error();
+
+  s.server.new_task_queue = [] { return new httplib::ThreadPool(4); };
+  s.server.set_payload_max_length(s.options.webhook.max_body_bytes);
+  s.server.set_read_timeout(10);
+  s.server.set_write_timeout(10);
+  // Counted before the response is written, so a client that has its answer sees the count.
+  s.server.set_post_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    s.metrics.Add(kRequestsMetric, 1,
+                  {{"path", PathLabel(req.path)}, {"code", std::to_string(res.status)}});
+  });
+  s.server.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        res.set_content(StatusLine(res.status), std::string(kText));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  s.server.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        res.status = 500;
+        res.set_content("500 Internal Server Error\n", std::string(kText));
+      });
+  s.Routes();
+
+  if (addr->port == 0) {
+    const int bound = s.server.bind_to_any_port(addr->host);
+    if (bound <= 0) return core::Error::Fatal("cannot listen on " + s.options.listen);
+    s.port = bound;
+  } else {
+    if (!s.server.bind_to_port(addr->host, addr->port)) {
+      return core::Error::Fatal("cannot listen on " + s.options.listen);
+    }
+    s.port = addr->port;
+  }
+  s.started = true;
+  s.listen_returned = false;
+  s.thread = std::thread([&s] {
+    s.server.listen_after_bind();
+    s.listen_returned = true;
+  });
+  return core::OkStatus();
+}
+
+int HttpServer::port() const { return impl_->started ? impl_->port : 0; }
+
+void HttpServer::Stop() {
+  Impl& s = *impl_;
+  if (!s.started) return;
+  // stop() only closes the socket of a server that is already listening; a Stop() right after
+  // Start() waits for the thread to get there.
+  while (!s.server.is_running() && !s.listen_returned) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  s.server.stop();
+  if (s.thread.joinable()) s.thread.join();
+  s.started = false;
+}
+
+}  // namespace rg::server

@@ -1,0 +1,338 @@
+#include "reconciler/server/status_page.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "reconciler/core/status_model.h"
+
+namespace rg::server {
+
+namespace {
+
+using core::Phase;
+
+constexpr Phase kAllPhases[] = {
+    Phase::kPending, Phase::kRunning,   Phase::kSucceeded, Phase::kFailed,
+    Phase::kStopped, Phase::kSuspended, Phase::kLost,      Phase::kInvalid,
+    Phase::kBlocked, Phase::kConflict,  Phase::kRemoved,
+};
+
+nlohmann::json TimeOrNull(const std::optional<int64_t>& ms) {
+  if (!ms) return nullptr;
+  return core::FormatRfc3339Millis(*ms);
+}
+
+template <typename T>
+nlohmann::json OrNull(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  return *v;
+}
+
+nlohmann::json StringOrNull(const std::string& s) {
+  if (s.empty()) return nullptr;
+  return s;
+}
+
+nlohmann::json AttemptJson(const core::AttemptRecord& a) {
+  return {
+      {"attempt", a.attempt},
+      {"submission_id", a.submission_id},
+      {"spec_hash", a.spec_hash},
+      {"status", std::string(core::RayJobStatusName(a.status))},
+      {"phase", std::string(core::PhaseName(a.phase))},
+      {"start_time", TimeOrNull(a.start_time_ms)},
+      {"end_time", TimeOrNull(a.end_time_ms)},
+      {"message", a.message},
+      {"stop_reason", StringOrNull(a.stop_reason)},
+  };
+}
+
+nlohmann::json JobJson(const core::StatusRecord& r) {
+  nlohmann::json attempts = nlohmann::json::array();
+  for (const auto& a : r.attempts) attempts.push_back(AttemptJson(a));
+  return {
+      {"name", r.name},
+      {"spec_path", r.spec_path},
+      {"spec_hash", StringOrNull(r.spec_hash)},
+      {"spec_commit", StringOrNull(r.spec_commit)},
+      {"phase", std::string(core::PhaseName(r.phase))},
+      {"on_remove", std::string(core::OnRemoveName(r.on_remove))},
+      {"submission_id", StringOrNull(r.submission_id)},
+      {"attempt", OrNull(r.attempt)},
+      {"status", std::string(core::RayJobStatusName(r.status))},
+      {"message", r.message},
+      {"error_type", OrNull(r.error_type)},
+      {"job_id", OrNull(r.job_id)},
+      {"start_time", TimeOrNull(r.start_time_ms)},
+      {"end_time", TimeOrNull(r.end_time_ms)},
+      {"driver_exit_code", OrNull(r.driver_exit_code)},
+      {"dashboard_url", StringOrNull(r.dashboard_url)},
+      {"errors", r.errors},
+      {"attempts", std::move(attempts)},
+  };
+}
+
+std::map<Phase, int> CountByPhase(const engine::DaemonSnapshot& s) {
+  std::map<Phase, int> counts;
+  for (const auto& job : s.jobs) ++counts[job.phase];
+  return counts;
+}
+
+// "2026-11-22 09:11:31Z": RFC 3339 without the milliseconds, easier to read in a table.
+std::string HumanTime(const std::optional<int64_t>& ms) {
+  if (!ms) return "";
+  std::string t = core::FormatRfc3339Millis(*ms);
+  if (t.size() > 10 && t[10] == 'T') t[10] = ' ';
+  if (const auto dot = t.find('.'); dot != std::string::npos) {
+    t.erase(dot, t.size() - dot - 1);
+  }
+  return t;
+}
+
+std::string Ago(const engine::DaemonSnapshot& s, const std::optional<int64_t>& ms) {
+  if (!ms || s.now_ms <= 0) return "";
+  const int64_t sec = (s.now_ms - *ms) / 1000;
+  if (sec < 0) return "in " + std::to_string(-sec) + " s";
+  if (sec < 120) return std::to_string(sec) + " s ago";
+  if (sec < 7200) return std::to_string(sec / 60) + " min ago";
+  return std::to_string(sec / 3600) + " h ago";
+}
+
+std::string StateClass(const engine::DaemonSnapshot& s) {
+  const std::string text = DaemonStateText(s);
+  return text.substr(0, text.find(':'));
+}
+
+std::string PhaseClass(Phase p) {
+  std::string name(core::PhaseName(p));
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return "phase-" + name;
+}
+
+std::string ShortCommit(std::string_view commit) { return std::string(commit.substr(0, 12)); }
+
+constexpr std::string_view kStyle = R"css(
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
+       color: #1f2328; background: #f6f8fa; }
+header { background: #24292f; color: #f6f8fa; padding: 16px 24px; }
+header h1 { margin: 0 0 8px 0; font-size: 20px; font-weight: 600; }
+header h1 .instance { color: #8c959f; font-weight: 400; }
+main { padding: 16px 24px; }
+dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 8px 0 0;
+          font-size: 14px; }
+dl.meta dt { color: #8c959f; }
+dl.meta dd { margin: 0; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
+.state { display: inline-block; padding: 4px 10px; border-radius: 12px; font-weight: 600;
+         font-size: 14px; }
+.state-ready { background: #1a7f37; color: #fff; }
+.state-failing { background: #cf222e; color: #fff; }
+.state-blocked { background: #bc4c00; color: #fff; }
+.state-starting, .state-stale, .state-stopping { background: #6e7781; color: #fff; }
+.counts { display: flex; flex-wrap: wrap; gap: 8px; margin: 0 0 16px; padding: 0;
+          list-style: none; }
+.counts li { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 12px;
+             font-size: 14px; }
+.counts b { font-size: 16px; margin-left: 6px; }
+table { border-collapse: collapse; width: 100%; background: #fff; font-size: 14px; }
+th, td { border: 1px solid #d0d7de; padding: 6px 8px; text-align: left; vertical-align: top; }
+th { background: #eaeef2; }
+td.mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
+td.message { max-width: 36em; white-space: pre-wrap; word-break: break-word; }
+.phase { display: inline-block; padding: 2px 8px; border-radius: 10px; color: #fff;
+         font-weight: 600; font-size: 12px; }
+.phase-pending { background: #9a6700; }
+.phase-running { background: #0969da; }
+.phase-succeeded { background: #1a7f37; }
+.phase-failed { background: #cf222e; }
+.phase-stopped { background: #6e7781; }
+.phase-suspended { background: #8250df; }
+.phase-lost { background: #bc4c00; }
+.phase-invalid { background: #a40e26; }
+.phase-blocked { background: #953800; }
+.phase-conflict { background: #bf3989; }
+.phase-removed { background: #57606a; }
+.empty { color: #6e7781; font-style: italic; }
+footer { padding: 8px 24px 24px; color: #6e7781; font-size: 12px; }
+)css";
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string DaemonStateText(const engine::DaemonSnapshot& s) {
+  if (s.shutting_down) return "stopping";
+  if (!s.last_error.empty()) return "failing: " + s.last_error;
+  if (s.blocked) return "blocked: " + s.blocked_reason;
+  if (s.ready) return "ready";
+  if (!s.last_pass_end_ms) return "starting";
+  return "stale";
+}
+
+std::string DashboardJobLink(std::string_view dashboard_url, std::string_view submission_id) {
+  if (dashboard_url.empty() || submission_id.empty()) return "";
+  while (!dashboard_url.empty() && dashboard_url.back() == '/') dashboard_url.remove_suffix(1);
+  return std::string(dashboard_url) + "/#/jobs/" + std::string(submission_id);
+}
+
+std::string RenderStatusJson(const engine::DaemonSnapshot& s) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& job : s.jobs) jobs.push_back(JobJson(job));
+  nlohmann::json counts = nlohmann::json::object();
+  for (const auto& [phase, n] : CountByPhase(s)) counts[std::string(core::PhaseName(phase))] = n;
+  const nlohmann::json doc = {
+      {"now", s.now_ms > 0 ? nlohmann::json(core::FormatRfc3339Millis(s.now_ms)) : nullptr},
+      {"instance", s.instance},
+      {"repo_url", s.repo_url},
+      {"branch", s.branch},
+      {"status_branch", s.status_branch},
+      {"ray_address", s.ray_address},
+      {"dashboard_url", s.dashboard_url},
+      {"state", DaemonStateText(s)},
+      {"ready", s.ready},
+      {"last_pass_start", TimeOrNull(s.last_pass_start_ms)},
+      {"last_pass_end", TimeOrNull(s.last_pass_end_ms)},
+      {"last_success", TimeOrNull(s.last_success_ms)},
+      {"last_error", StringOrNull(s.last_error)},
+      {"consecutive_failures", s.consecutive_failures},
+      {"next_pass", TimeOrNull(s.next_pass_ms)},
+      {"pass_in_flight", s.pass_in_flight},
+      {"shutting_down", s.shutting_down},
+      {"spec_commit", StringOrNull(s.spec_commit)},
+      {"status_commit", StringOrNull(s.status_commit)},
+      {"blocked", s.blocked},
+      {"blocked_reason", StringOrNull(s.blocked_reason)},
+      {"counts", std::move(counts)},
+      {"jobs", std::move(jobs)},
+  };
+  // Invalid UTF-8 in a message (Ray passes driver output through) must not fail the endpoint.
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_seconds) {
+  const auto e = [](std::string_view v) { return HtmlEscape(v); };
+  std::string h;
+  h.reserve(8192 + s.jobs.size() * 1024);
+  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  if (refresh_seconds > 0) {
+    h += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(refresh_seconds) + "\">\n";
+  }
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  h += "<title>ray-gitops";
+  if (!s.instance.empty()) h += " \xE2\x80\x94 " + e(s.instance);
+  h += "</title>\n<style>";
+  h += kStyle;
+  h += "</style>\n</head>\n<body>\n<header>\n<h1>ray-gitops";
+  if (!s.instance.empty()) h += " <span class=\"instance\">" + e(s.instance) + "</span>";
+  h += "</h1>\n";
+  h += "<div id=\"state\" class=\"state state-" + e(StateClass(s)) + "\">" + e(DaemonStateText(s)) +
+       "</div>\n";
+  h += "<dl class=\"meta\">\n";
+  const auto row = [&](std::string_view label, std::string_view id, const std::string& value) {
+    h += "<dt>" + e(label) + "</dt><dd id=\"" + e(id) + "\">" + e(value) + "</dd>\n";
+  };
+  row("Repository", "repo", s.repo_url);
+  row("Branch", "branch", s.branch);
+  row("Status branch", "status-branch", s.status_branch);
+  row("Spec commit", "spec-commit", s.spec_commit);
+  row("Status commit", "status-commit", s.status_commit);
+  std::string last_pass = HumanTime(s.last_pass_end_ms);
+  if (!last_pass.empty()) last_pass += " (" + Ago(s, s.last_pass_end_ms) + ")";
+  if (s.pass_in_flight) last_pass += last_pass.empty() ? "one running now" : "; one running now";
+  row("Last pass", "last-pass", last_pass.empty() ? "none yet" : last_pass);
+  row("Last success", "last-success",
+      s.last_success_ms ? HumanTime(s.last_success_ms) + " (" + Ago(s, s.last_success_ms) + ")"
+                        : "none yet");
+  if (s.consecutive_failures > 0) {
+    row("Failures in a row", "failures", std::to_string(s.consecutive_failures));
+  }
+  if (s.next_pass_ms) row("Next pass", "next-pass", HumanTime(s.next_pass_ms));
+  row("Ray", "ray", s.ray_address);
+  h += "</dl>\n</header>\n<main>\n";
+
+  h += "<ul class=\"counts\" id=\"counts\">\n";
+  h += "<li>Jobs<b>" + std::to_string(s.jobs.size()) + "</b></li>\n";
+  const auto counts = CountByPhase(s);
+  for (const Phase p : kAllPhases) {
+    const auto it = counts.find(p);
+    if (it == counts.end()) continue;
+    h += "<li class=\"" + PhaseClass(p) + "-count\" data-phase=\"" + e(core::PhaseName(p)) + "\">" +
+         e(core::PhaseName(p)) + "<b>" + std::to_string(it->second) + "</b></li>\n";
+  }
+  h += "</ul>\n";
+
+  if (s.jobs.empty()) {
+    h += "<p class=\"empty\">No jobs in the desired state.</p>\n";
+  } else {
+    h += "<table id=\"jobs\">\n<thead><tr><th>Job</th><th>Phase</th><th>Submission</th>"
+         "<th>Attempt</th><th>Ray status</th><th>Spec commit</th><th>Started</th>"
+         "<th>Ended</th><th>Message</th></tr></thead>\n<tbody>\n";
+    for (const auto& job : s.jobs) {
+      const std::string phase(core::PhaseName(job.phase));
+      h += "<tr class=\"job\" data-name=\"" + e(job.name) + "\" data-phase=\"" + e(phase) + "\">";
+      h += "<td class=\"name\" title=\"" + e(job.spec_path) + "\">" + e(job.name) + "</td>";
+      h += "<td><span class=\"phase " + PhaseClass(job.phase) + "\">" + e(phase) + "</span></td>";
+      std::string link = DashboardJobLink(s.dashboard_url, job.submission_id);
+      if (link.empty()) link = job.dashboard_url;
+      const bool web_link = link.starts_with("http://") || link.starts_with("https://");
+      h += "<td class=\"mono\">";
+      if (!job.submission_id.empty() && web_link) {
+        h +=
+            "<a class=\"dashboard-link\" href=\"" + e(link) + "\">" + e(job.submission_id) + "</a>";
+      } else {
+        h += e(job.submission_id);
+      }
+      h += "</td>";
+      h += "<td>" + (job.attempt ? std::to_string(*job.attempt) : std::string()) + "</td>";
+      h += "<td>" +
+           (job.submission_id.empty() ? std::string() : e(core::RayJobStatusName(job.status))) +
+           "</td>";
+      h += "<td class=\"mono\" title=\"" + e(job.spec_commit) + "\">" +
+           e(ShortCommit(job.spec_commit)) + "</td>";
+      h += "<td>" + e(HumanTime(job.start_time_ms)) + "</td>";
+      h += "<td>" + e(HumanTime(job.end_time_ms)) + "</td>";
+      std::string message = job.message;
+      for (const auto& err : job.errors) {
+        if (!message.empty()) message += "\n";
+        message += err;
+      }
+      h += "<td class=\"message\">" + e(message) + "</td>";
+      h += "</tr>\n";
+    }
+    h += "</tbody>\n</table>\n";
+  }
+  h += "</main>\n<footer>";
+  if (s.now_ms > 0) h += "Generated " + e(HumanTime(s.now_ms)) + ". ";
+  h += "JSON at <a href=\"api/v1/status\">/api/v1/status</a>, metrics at "
+       "<a href=\"metrics\">/metrics</a>.</footer>\n</body>\n</html>\n";
+  return h;
+}
+
+}  // namespace rg::server

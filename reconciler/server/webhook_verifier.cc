@@ -1,0 +1,249 @@
+#include "reconciler/server/webhook_verifier.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+#include <array>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+namespace rg::server {
+
+namespace {
+
+using Digest = std::array<unsigned char, 32>;
+
+Digest Sha256(std::string_view data) {
+  Digest out{};
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data());
+  return out;
+}
+
+Digest HmacSha256(std::string_view key, std::string_view data) {
+  Digest out{};
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &len);
+  return out;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<Digest> DecodeHexDigest(std::string_view hex) {
+  if (hex.size() != 64) return std::nullopt;
+  Digest out{};
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = HexValue(hex[2 * i]);
+    const int lo = HexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+std::string JsonObject(std::string_view key, std::string_view value) {
+  return nlohmann::json{{std::string(key), std::string(value)}}.dump();
+}
+
+WebhookVerdict Reject(int status, std::string reason, std::string_view message) {
+  WebhookVerdict v;
+  v.http_status = status;
+  v.reject_reason = std::move(reason);
+  v.response_json = JsonObject("error", message);
+  return v;
+}
+
+WebhookVerdict Ignore(std::string source, std::string_view why) {
+  WebhookVerdict v;
+  v.http_status = 200;
+  v.source = std::move(source);
+  v.response_json = JsonObject("ignored", why);
+  return v;
+}
+
+enum class Scheme { kNone, kGitHub, kGitLab, kBearer };
+
+Scheme PickScheme(WebhookAuthMode mode, const WebhookRequest& r) {
+  switch (mode) {
+    case WebhookAuthMode::kGitHub:
+      return r.github_signature ? Scheme::kGitHub : Scheme::kNone;
+    case WebhookAuthMode::kGitLab:
+      return r.gitlab_token ? Scheme::kGitLab : Scheme::kNone;
+    case WebhookAuthMode::kBearer:
+      return r.authorization ? Scheme::kBearer : Scheme::kNone;
+    case WebhookAuthMode::kAuto:
+      if (r.github_signature) return Scheme::kGitHub;
+      if (r.gitlab_token) return Scheme::kGitLab;
+      if (r.authorization) return Scheme::kBearer;
+      return Scheme::kNone;
+  }
+  return Scheme::kNone;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+    if (lower(s[i]) != lower(prefix[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view WebhookAuthModeName(WebhookAuthMode mode) {
+  switch (mode) {
+    case WebhookAuthMode::kAuto:
+      return "auto";
+    case WebhookAuthMode::kGitHub:
+      return "github";
+    case WebhookAuthMode::kGitLab:
+      return "gitlab";
+    case WebhookAuthMode::kBearer:
+      return "bearer";
+  }
+  return "auto";
+}
+
+std::optional<WebhookAuthMode> ParseWebhookAuthMode(std::string_view text) {
+  for (const auto m : {WebhookAuthMode::kAuto, WebhookAuthMode::kGitHub, WebhookAuthMode::kGitLab,
+                       WebhookAuthMode::kBearer}) {
+    if (WebhookAuthModeName(m) == text) return m;
+  }
+  return std::nullopt;
+}
+
+core::Result<std::string> ReadWebhookSecretFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::Error::InvalidInput("cannot read the webhook secret file " + path);
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.empty()) {
+    return core::Error::InvalidInput("the webhook secret file " + path + " is empty");
+  }
+  return secret;
+}
+
+bool SecretsEqual(std::string_view a, std::string_view b) {
+  // Comparing fixed-size digests keeps the comparison itself independent of where the inputs
+  // differ and of whether their lengths match.
+  const Digest da = Sha256(a);
+  const Digest db = Sha256(b);
+  return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
+}
+
+std::string GitHubSignature(std::string_view secret, std::string_view body) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const Digest mac = HmacSha256(secret, body);
+  std::string out = "sha256=";
+  for (const unsigned char c : mac) {
+    out += kHex[c >> 4];
+    out += kHex[c & 0xF];
+  }
+  return out;
+}
+
+WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branch,
+                             const WebhookRequest& request) {
+  if (!config.secret) return Reject(404, "disabled", "webhook not configured");
+  if (request.body_too_large || request.body.size() > config.max_body_bytes) {
+    return Reject(413, "too_large",
+                  "body larger than " + std::to_string(config.max_body_bytes) + " bytes");
+  }
+  const std::string& secret = *config.secret;
+
+  std::string source;
+  switch (PickScheme(config.mode, request)) {
+    case Scheme::kNone:
+      return Reject(401, "missing_signature", "missing signature or token");
+    case Scheme::kGitHub: {
+      const std::string_view header = Trim(*request.github_signature);
+      constexpr std::string_view kPrefix = "sha256=";
+      if (!header.starts_with(kPrefix)) {
+        return Reject(400, "malformed_signature", "X-Hub-Signature-256 is not sha256=<hex>");
+      }
+      const std::optional<Digest> given = DecodeHexDigest(header.substr(kPrefix.size()));
+      if (!given) {
+        return Reject(400, "malformed_signature", "X-Hub-Signature-256 is not sha256=<hex>");
+      }
+      const Digest expected = HmacSha256(secret, request.body);
+      if (CRYPTO_memcmp(given->data(), expected.data(), expected.size()) != 0) {
+        return Reject(401, "bad_signature", "signature does not match");
+      }
+      source = "webhook:github";
+      break;
+    }
+    case Scheme::kGitLab:
+      if (!SecretsEqual(*request.gitlab_token, secret)) {
+        return Reject(401, "bad_signature", "token does not match");
+      }
+      source = "webhook:gitlab";
+      break;
+    case Scheme::kBearer: {
+      const std::string_view header = Trim(*request.authorization);
+      constexpr std::string_view kBearer = "bearer ";
+      if (!StartsWithNoCase(header, kBearer)) {
+        return Reject(401, "missing_signature", "Authorization is not a bearer token");
+      }
+      if (!SecretsEqual(Trim(header.substr(kBearer.size())), secret)) {
+        return Reject(401, "bad_signature", "token does not match");
+      }
+      source = "webhook:bearer";
+      break;
+    }
+  }
+
+  // Authenticated from here on.
+  if (request.github_event && *request.github_event == "ping") return Ignore(source, "ping");
+  if (request.github_event && *request.github_event != "push") {
+    return Ignore(source, "event " + *request.github_event);
+  }
+  if (request.gitlab_event && *request.gitlab_event != "Push Hook") {
+    return Ignore(source, "event " + *request.gitlab_event);
+  }
+
+  // A bearer caller may send no body at all; GitHub and GitLab always send JSON.
+  std::optional<std::string> ref;
+  if (!Trim(request.body).empty()) {
+    nlohmann::json payload;
+    try {
+      payload = nlohmann::json::parse(request.body);
+    } catch (const nlohmann::json::exception&) {
+      return Reject(400, "malformed_payload", "body is not JSON");
+    }
+    if (payload.is_object() && payload.contains("ref")) {
+      if (!payload["ref"].is_string()) {
+        return Reject(400, "malformed_payload", "\"ref\" is not a string");
+      }
+      ref = payload["ref"].get<std::string>();
+    }
+  } else if (source != "webhook:bearer") {
+    return Reject(400, "malformed_payload", "empty body");
+  }
+
+  if (ref && *ref != "refs/heads/" + std::string(branch)) {
+    return Ignore(source, "push to " + *ref + ", watching refs/heads/" + std::string(branch));
+  }
+  WebhookVerdict v;
+  v.http_status = 202;
+  v.trigger = true;
+  v.source = std::move(source);
+  v.response_json = JsonObject("accepted", "reconcile pass queued");
+  return v;
+}
+
+}  // namespace rg::server
