@@ -160,8 +160,9 @@ start_head() {
   case "$AUTH_MODE" in token | disabled) ;; *) die "RG_RAY_AUTH_MODE must be token or disabled" ;; esac
   mkdir -p "$state_dir"
   state_dir=$(cd "$state_dir" && pwd)
+  # A head left behind by an interrupted run of this state dir is ours: replace it.
   if [ -f "$state_dir/pid" ] && kill -0 "$(cat "$state_dir/pid")" 2>/dev/null; then
-    die "a head from $state_dir is still running (pid $(cat "$state_dir/pid")); stop it first"
+    echo "ray-head: stopping the head still running from $state_dir (pid $(cat "$state_dir/pid"))"
   fi
   stop_head >/dev/null
 
