@@ -24,13 +24,29 @@ core::Diagnostic At(const std::string& path, core::SourcePos pos, std::string me
   return {path, pos.line, pos.column, std::move(message)};
 }
 
-struct Utf8Error {
+struct TextError {
   core::SourcePos pos;
-  unsigned char byte;
+  std::string message;
 };
 
-// RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
-std::optional<Utf8Error> FindInvalidUtf8(std::string_view text) {
+std::string Hex(uint32_t value, int digits) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += kHex[(value >> shift) & 0xF];
+  return out;
+}
+
+// YAML 1.2 allows only printable characters in a stream (tab, line breaks and U+0085 aside,
+// no C0 or C1 controls, no DEL, no U+FFFE/U+FFFF).
+bool IsYamlPrintable(uint32_t code) {
+  if (code == '\t' || code == '\n' || code == '\r' || code == 0x85) return true;
+  if (code < 0x20 || code == 0x7F || (code >= 0x80 && code <= 0x9F)) return false;
+  return code != 0xFFFE && code != 0xFFFF;
+}
+
+// UTF-8 per RFC 3629 (no overlong forms, no surrogates, nothing above U+10FFFF), and only
+// characters YAML allows.
+std::optional<TextError> FindUnreadableText(std::string_view text) {
   int line = 1;
   size_t line_start = 0;
   size_t i = 0;
@@ -39,7 +55,11 @@ std::optional<Utf8Error> FindInvalidUtf8(std::string_view text) {
     size_t length = 0;
     uint32_t min = 0;
     uint32_t code = 0;
+    const core::SourcePos pos{line, static_cast<int>(i - line_start) + 1};
     if (c < 0x80) {
+      if (!IsYamlPrintable(c)) {
+        return TextError{pos, "character U+" + Hex(c, 4) + " is not allowed in YAML"};
+      }
       if (c == '\n') {
         ++line;
         line_start = i + 1;
@@ -61,8 +81,9 @@ std::optional<Utf8Error> FindInvalidUtf8(std::string_view text) {
       code = (code << 6) | (cont & 0x3F);
     }
     valid = valid && code >= min && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
-    if (!valid) {
-      return Utf8Error{{line, static_cast<int>(i - line_start) + 1}, c};
+    if (!valid) return TextError{pos, "invalid UTF-8 (byte 0x" + Hex(c, 2) + ")"};
+    if (!IsYamlPrintable(code)) {
+      return TextError{pos, "character U+" + Hex(code, 4) + " is not allowed in YAML"};
     }
     i += length;
   }
@@ -113,44 +134,46 @@ class TreeBuilder {
  public:
   explicit TreeBuilder(const std::string& path) : path_(path) {}
 
-  // nullopt when the document is over the node or depth budget (reported once).
-  std::optional<YamlNode> Build(const YAML::Node& node, core::SourcePos pos, int depth) {
+  // Builds `node` into `out` (a default YamlNode). False when the document is over the node
+  // or depth budget (reported once); `out` is then partial and must be dropped.
+  bool Build(const YAML::Node& node, core::SourcePos pos, int depth, YamlNode& out) {
     if (++visited_ > kMaxYamlNodes) {
       Stop(pos, "document too large after alias expansion (more than " +
                     std::to_string(kMaxYamlNodes) + " nodes)");
-      return std::nullopt;
+      return false;
     }
     if (depth > kMaxYamlDepth) {
       Stop(pos,
            "document nested too deeply (more than " + std::to_string(kMaxYamlDepth) + " levels)");
-      return std::nullopt;
+      return false;
     }
-    YamlNode out;
     out.pos = pos;
     switch (node.Type()) {
       case YAML::NodeType::Undefined:
       case YAML::NodeType::Null:
         out.scalar = nullptr;
         out.text = "null";
-        return out;
+        return true;
       case YAML::NodeType::Scalar:
         out.text = node.Scalar();
         out.scalar = ResolveTagged(node, pos);
-        return out;
+        // An escape ("\0", "\x00") can still make one; no command or path may hold it.
+        if (out.text.find('\0') != std::string::npos) {
+          diagnostics_.push_back(At(path_, pos, "a string must not contain a NUL character"));
+        }
+        return true;
       case YAML::NodeType::Sequence:
         out.kind = YamlNode::Kind::kSequence;
+        out.items.reserve(node.size());
         for (const YAML::Node& item : node) {
-          auto child = Build(item, PosOf(item.Mark()), depth + 1);
-          if (!child) return std::nullopt;
-          out.items.push_back(std::move(*child));
+          if (!Build(item, PosOf(item.Mark()), depth + 1, out.items.emplace_back())) return false;
         }
-        return out;
+        return true;
       case YAML::NodeType::Map:
         out.kind = YamlNode::Kind::kMapping;
-        if (!BuildEntries(node, depth, out)) return std::nullopt;
-        return out;
+        return BuildEntries(node, depth, out);
     }
-    return out;
+    return true;
   }
 
   core::Diagnostics TakeDiagnostics() { return std::move(diagnostics_); }
@@ -158,28 +181,35 @@ class TreeBuilder {
  private:
   bool BuildEntries(const YAML::Node& node, int depth, YamlNode& out) {
     std::map<std::string, core::SourcePos, std::less<>> seen;
+    out.entries.reserve(node.size());
     for (auto it = node.begin(); it != node.end(); ++it) {
       const core::SourcePos key_pos = PosOf(it->first.Mark());
-      auto key = Build(it->first, key_pos, depth + 1);
-      if (!key) return false;
+      YamlNode key;
+      if (!Build(it->first, key_pos, depth + 1, key)) return false;
       // An empty value's mark points past it (often at the next line); the key is where it is.
       const bool empty_value = it->second.Type() == YAML::NodeType::Null;
-      auto value = Build(it->second, empty_value ? key_pos : PosOf(it->second.Mark()), depth + 1);
-      if (!value) return false;
-      if (!key->is_string()) {
+      YamlEntry& entry = out.entries.emplace_back();
+      if (!Build(it->second, empty_value ? key_pos : PosOf(it->second.Mark()), depth + 1,
+                 entry.value)) {
+        return false;
+      }
+      if (!key.is_string()) {
         diagnostics_.push_back(
-            At(path_, key_pos, "keys must be strings (got " + Describe(*key) + ")"));
+            At(path_, key_pos, "keys must be strings (got " + Describe(key) + ")"));
+        out.entries.pop_back();
         continue;
       }
-      auto [first, inserted] = seen.emplace(key->scalar.as_string(), key_pos);
+      auto [first, inserted] = seen.emplace(key.scalar.as_string(), key_pos);
       if (!inserted) {
         diagnostics_.push_back(At(path_, key_pos,
-                                  "duplicate key \"" + key->scalar.as_string() +
+                                  "duplicate key \"" + key.scalar.as_string() +
                                       "\" (first written at line " +
                                       std::to_string(first->second.line) + ")"));
+        out.entries.pop_back();
         continue;
       }
-      out.entries.push_back({key->scalar.as_string(), key_pos, std::move(*value)});
+      entry.key = key.scalar.as_string();
+      entry.key_pos = key_pos;
     }
     return true;
   }
@@ -247,12 +277,8 @@ YamlParse ParseYamlDocument(std::string_view text, const std::string& path) {
         {path, 0, 0, "file is too large (over " + std::to_string(kMaxSpecFileBytes) + " bytes)"});
     return out;
   }
-  if (auto bad = FindInvalidUtf8(text)) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string byte = "0x";
-    byte += kHex[bad->byte >> 4];
-    byte += kHex[bad->byte & 0xF];
-    out.diagnostics.push_back(At(path, bad->pos, "invalid UTF-8 (byte " + byte + ")"));
+  if (auto bad = FindUnreadableText(text)) {
+    out.diagnostics.push_back(At(path, bad->pos, bad->message));
     return out;
   }
   try {
@@ -268,9 +294,10 @@ YamlParse ParseYamlDocument(std::string_view text, const std::string& path) {
       return out;
     }
     TreeBuilder builder(path);
-    std::optional<YamlNode> root = builder.Build(docs[0], PosOf(docs[0].Mark()), 0);
+    YamlNode root;
+    const bool complete = builder.Build(docs[0], PosOf(docs[0].Mark()), 0, root);
     out.diagnostics = builder.TakeDiagnostics();
-    out.root = std::move(root);
+    if (complete) out.root = std::move(root);
   } catch (const YAML::DeepRecursion& e) {
     out.diagnostics.push_back(At(path, PosOf(e.mark), "the document is nested too deeply"));
   } catch (const YAML::ParserException& e) {

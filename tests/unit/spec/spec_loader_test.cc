@@ -423,12 +423,24 @@ TEST_CASE("hostile input ends quickly with a diagnostic, never a crash or a hang
       {"deep block nesting", DeepBlockMapping(600),
        "jobs/t.yaml:499:501: error: the document is nested too deeply"},
       {"invalid UTF-8", "workload: ppo\nmodel_id: ab\xff\n",
-       "jobs/t.yaml:2:13: error: invalid UTF-8 (byte 0xff)"},
+       "jobs/t.yaml:2:13: error: invalid UTF-8 (byte 0xFF)"},
       {"overlong UTF-8", "workload: \xc0\xaf\n",
-       "jobs/t.yaml:1:11: error: invalid UTF-8 (byte 0xc0)"},
+       "jobs/t.yaml:1:11: error: invalid UTF-8 (byte 0xC0)"},
       {"UTF-16 surrogate in UTF-8", "a: \xed\xa0\x80\n",
-       "jobs/t.yaml:1:4: error: invalid UTF-8 (byte 0xed)"},
-      {"truncated UTF-8", "a: \xe2\x82", "jobs/t.yaml:1:4: error: invalid UTF-8 (byte 0xe2)"},
+       "jobs/t.yaml:1:4: error: invalid UTF-8 (byte 0xED)"},
+      {"truncated UTF-8", "a: \xe2\x82", "jobs/t.yaml:1:4: error: invalid UTF-8 (byte 0xE2)"},
+      {"a raw NUL byte", std::string("workload: ppo\nmodel_id: a\0b\n", 28),
+       "jobs/t.yaml:2:12: error: character U+0000 is not allowed in YAML"},
+      {"a C0 control character", "workload: \x01ppo\n",
+       "jobs/t.yaml:1:11: error: character U+0001 is not allowed in YAML"},
+      {"DEL", "workload: ppo\x7f\n",
+       "jobs/t.yaml:1:14: error: character U+007F is not allowed in YAML"},
+      {"a C1 control character", "workload: \xc2\x80\n",
+       "jobs/t.yaml:1:11: error: character U+0080 is not allowed in YAML"},
+      {"the noncharacter U+FFFE", "workload: \xef\xbf\xbe\n",
+       "jobs/t.yaml:1:11: error: character U+FFFE is not allowed in YAML"},
+      {"a NUL made by an escape", "workload: custom\nentrypoint: \"echo\\0hi\"\n",
+       "jobs/t.yaml:2:13: error: a string must not contain a NUL character"},
       {"two documents", "workload: ppo\n---\nworkload: sft\n",
        "jobs/t.yaml:3:1: error: a file must hold one YAML document (found 2)"},
       {"empty file", "", "jobs/t.yaml: error: the file is empty (expected a mapping of fields)"},
@@ -457,6 +469,14 @@ TEST_CASE("hostile input ends quickly with a diagnostic, never a crash or a hang
       CHECK(elapsed < std::chrono::seconds(10));
     }
   }
+}
+
+TEST_CASE("CRLF line endings and tabs are read like any other text") {
+  const core::JobSpec spec =
+      LoadValidJob("workload: custom\r\nentrypoint: \"echo\tone\"\r\nretries: 2\r\n");
+  CHECK(spec.entrypoint == "echo\tone");
+  CHECK(spec.retries == 2);
+  CHECK(spec.positions.at("retries").line == 3);
 }
 
 TEST_CASE("a file exactly at the size limit is parsed") {
