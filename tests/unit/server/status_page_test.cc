@@ -1,0 +1,155 @@
+#include "reconciler/server/status_page.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/unit/server/sample_snapshot.h"
+
+using rg::server::DaemonStateText;
+using rg::server::HtmlEscape;
+using rg::server::RenderStatusJson;
+using rg::server::RenderStatusPage;
+using rg::server::testing::kHostileMessage;
+using rg::server::testing::SampleSnapshot;
+
+namespace {
+
+size_t Occurrences(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("HtmlEscape escapes the five HTML-significant characters") {
+  CHECK(HtmlEscape(R"(<a href="x">'&'</a>)") ==
+        "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  CHECK(HtmlEscape("plain text") == "plain text");
+}
+
+TEST_CASE("daemon state reads ready, failing, blocked, starting, stale or stopping") {
+  auto s = SampleSnapshot();
+  CHECK(DaemonStateText(s) == "ready");
+  s.blocked = true;
+  s.blocked_reason = "would stop 3 of 5 jobs";
+  CHECK(DaemonStateText(s) == "blocked: would stop 3 of 5 jobs");
+  s.last_error = "git fetch: timeout";
+  CHECK(DaemonStateText(s) == "failing: git fetch: timeout");
+  s.shutting_down = true;
+  CHECK(DaemonStateText(s) == "stopping");
+  rg::engine::DaemonSnapshot fresh;
+  CHECK(DaemonStateText(fresh) == "starting");
+  fresh.last_pass_end_ms = 1;
+  CHECK(DaemonStateText(fresh) == "stale");
+}
+
+TEST_CASE("dashboard links join the base URL and the submission id") {
+  CHECK(rg::server::DashboardJobLink("http://h:8265/", "a-1") == "http://h:8265/#/jobs/a-1");
+  CHECK(rg::server::DashboardJobLink("http://h:8265", "a-1") == "http://h:8265/#/jobs/a-1");
+  CHECK(rg::server::DashboardJobLink("", "a-1").empty());
+  CHECK(rg::server::DashboardJobLink("http://h:8265", "").empty());
+}
+
+TEST_CASE("the status page escapes a hostile message and never emits it raw") {
+  const std::string html = RenderStatusPage(SampleSnapshot(), 15);
+  CHECK(html.find(kHostileMessage) == std::string::npos);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK(html.find(HtmlEscape(kHostileMessage)) != std::string::npos);
+}
+
+TEST_CASE("the status page has one row per job with its phase and a dashboard link") {
+  const auto s = SampleSnapshot();
+  const std::string html = RenderStatusPage(s, 15);
+  CHECK(Occurrences(html, "<tr class=\"job\"") == s.jobs.size());
+  CHECK(html.find("data-name=\"ppo-qwen\" data-phase=\"Running\"") != std::string::npos);
+  CHECK(html.find("<span class=\"phase phase-failed\">Failed</span>") != std::string::npos);
+  CHECK(html.find("href=\"http://127.0.0.1:8265/#/jobs/ppo-qwen-3f2a1c9b0e\"") !=
+        std::string::npos);
+  // The invalid job was never submitted: no link, its validation error as the message.
+  CHECK(Occurrences(html, "class=\"dashboard-link\"") == 4);
+  CHECK(html.find("unknown key &quot;entrypint&quot;") != std::string::npos);
+  CHECK(html.find("<meta http-equiv=\"refresh\" content=\"15\">") != std::string::npos);
+  CHECK(html.find("3f2a1c9b0e4d5f60718293a4b5c6d7e8f9012345") != std::string::npos);
+}
+
+TEST_CASE("the status page counts jobs by phase") {
+  const std::string html = RenderStatusPage(SampleSnapshot(), 0);
+  CHECK(html.find("<li>Jobs<b>5</b></li>") != std::string::npos);
+  CHECK(html.find("data-phase=\"Running\">Running<b>1</b>") != std::string::npos);
+  CHECK(html.find("http-equiv=\"refresh\"") == std::string::npos);
+}
+
+TEST_CASE("the status page is self-contained: no scripts, no external resources") {
+  const std::string html = RenderStatusPage(SampleSnapshot(), 15);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  CHECK(html.find("src=\"") == std::string::npos);
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK(html.find("<style>") != std::string::npos);
+}
+
+TEST_CASE("the status page shows the failing state with the error, escaped") {
+  auto s = SampleSnapshot();
+  s.ready = false;
+  s.last_error = "ray: <connection refused>";
+  const std::string html = RenderStatusPage(s, 15);
+  CHECK(html.find("class=\"state state-failing\">failing: ray: &lt;connection refused&gt;<") !=
+        std::string::npos);
+}
+
+TEST_CASE("a dashboard URL that is not http(s) gives no link") {
+  auto s = SampleSnapshot();
+  s.dashboard_url = "javascript:alert(1)//";
+  for (auto& j : s.jobs) j.dashboard_url.clear();
+  const std::string html = RenderStatusPage(s, 15);
+  CHECK(html.find("javascript:") == std::string::npos);
+  CHECK(html.find("class=\"dashboard-link\"") == std::string::npos);
+}
+
+TEST_CASE("the status JSON carries the daemon fields and every job field") {
+  const auto s = SampleSnapshot();
+  const auto j = nlohmann::json::parse(RenderStatusJson(s));
+  CHECK(j["instance"] == "lab-a");
+  CHECK(j["branch"] == "main");
+  CHECK(j["ready"] == true);
+  CHECK(j["state"] == "ready");
+  CHECK(j["last_error"].is_null());
+  CHECK(j["last_success"] == rg::core::FormatRfc3339Millis(*s.last_success_ms));
+  CHECK(j["spec_commit"] == s.spec_commit);
+  CHECK(j["counts"]["Running"] == 1);
+  CHECK(j["counts"]["Invalid"] == 1);
+  REQUIRE(j["jobs"].size() == s.jobs.size());
+  const auto& failed = j["jobs"][2];
+  CHECK(failed["name"] == "grpo-llama");
+  CHECK(failed["phase"] == "Failed");
+  CHECK(failed["status"] == "FAILED");
+  CHECK(failed["attempt"] == 2);
+  CHECK(failed["message"] == kHostileMessage);
+  CHECK(failed["driver_exit_code"] == 1);
+  CHECK(failed["start_time"] == rg::core::FormatRfc3339Millis(*s.jobs[2].start_time_ms));
+  CHECK(failed["end_time"] == rg::core::FormatRfc3339Millis(*s.jobs[2].end_time_ms));
+  const auto& invalid = j["jobs"][0];
+  CHECK(invalid["submission_id"].is_null());
+  CHECK(invalid["attempt"].is_null());
+  CHECK(invalid["start_time"].is_null());
+  CHECK(invalid["errors"].size() == 1);
+  for (const char* key :
+       {"name", "spec_path", "spec_hash", "spec_commit", "phase", "on_remove", "submission_id",
+        "attempt", "status", "message", "error_type", "job_id", "start_time", "end_time",
+        "driver_exit_code", "dashboard_url", "errors", "attempts"}) {
+    INFO(key);
+    CHECK(invalid.contains(key));
+  }
+}
+
+TEST_CASE("the status JSON survives invalid UTF-8 in a message") {
+  auto s = SampleSnapshot();
+  s.jobs[0].message = std::string("bad \xff\xfe bytes");
+  const auto j = nlohmann::json::parse(RenderStatusJson(s));
+  CHECK(j["jobs"][0]["message"].get<std::string>().starts_with("bad "));
+}
