@@ -91,22 +91,37 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   return out;
 }
 
+// The outcomes of the actions that started, in plan order.
+std::vector<ActionOutcome> Started(std::vector<ActionOutcome> outcomes,
+                                   const std::vector<char>& started) {
+  std::vector<ActionOutcome> out;
+  out.reserve(outcomes.size());
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    if (started[i]) out.push_back(std::move(outcomes[i]));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<ActionOutcome> ApplyPlan(const core::Plan& plan, const ports::DesiredSnapshot& snapshot,
                                      ports::JobServer& server, const JobServerFactory& factory,
                                      ports::ArtifactSink* artifacts, const ApplyOptions& options) {
   std::vector<ActionOutcome> outcomes(plan.actions.size());
+  std::vector<char> started(plan.actions.size(), 0);
+  auto stopping = [&options]() { return options.stop_requested && options.stop_requested(); };
   std::vector<size_t> submits;
   for (size_t i = 0; i < plan.actions.size(); ++i) {
     const core::Action& action = plan.actions[i];
     if (action.kind == core::ActionKind::kStop) {
+      if (stopping()) break;
+      started[i] = 1;
       outcomes[i] = DoStop(server, action);
     } else {
       submits.push_back(i);
     }
   }
-  if (submits.empty()) return outcomes;
+  if (submits.empty()) return Started(std::move(outcomes), started);
 
   std::optional<LockedSink> locked;
   ports::ArtifactSink* sink = nullptr;
@@ -118,16 +133,20 @@ std::vector<ActionOutcome> ApplyPlan(const core::Plan& plan, const ports::Desire
       submits.size(), factory ? static_cast<size_t>(std::max(1, options.parallelism)) : 1);
   if (workers <= 1) {
     for (size_t i : submits) {
+      if (stopping()) break;
+      started[i] = 1;
       outcomes[i] = DoSubmit(server, sink, plan.actions[i], snapshot, options);
     }
-    return outcomes;
+    return Started(std::move(outcomes), started);
   }
 
   std::atomic<size_t> next{0};
   auto work = [&]() {
     std::unique_ptr<ports::JobServer> own = factory();
     for (size_t k = next++; k < submits.size(); k = next++) {
+      if (stopping()) break;
       const size_t i = submits[k];
+      started[i] = 1;
       if (own == nullptr) {
         outcomes[i].action = plan.actions[i];
         outcomes[i].error = core::Error::Fatal("could not create a Ray client");
@@ -140,7 +159,7 @@ std::vector<ActionOutcome> ApplyPlan(const core::Plan& plan, const ports::Desire
   threads.reserve(workers);
   for (size_t w = 0; w < workers; ++w) threads.emplace_back(work);
   for (auto& t : threads) t.join();
-  return outcomes;
+  return Started(std::move(outcomes), started);
 }
 
 }  // namespace rg::engine

@@ -26,6 +26,8 @@ struct ApplyOptions {
   std::string instance = "ray-gitops";
   int parallelism = 4;      // submits in flight at once; values below 1 mean 1
   std::string ray_address;  // recorded in the artifacts
+  // Consulted before each action starts; once it returns true no further action starts.
+  std::function<bool()> stop_requested;
 };
 
 struct ActionOutcome {
@@ -40,7 +42,8 @@ struct ActionOutcome {
 // REQUIRES: every kSubmit action's spec_path names a spec in snapshot.state.jobs and the
 // snapshot's cluster is valid. `server` does the stops (and the submits when `factory` is
 // empty or parallelism is 1); `artifacts` may be null and is called under a lock. Outcomes
-// come back in the order of plan.actions.
+// come back in the order of plan.actions; an action that never started because
+// options.stop_requested returned true has none.
 std::vector<ActionOutcome> ApplyPlan(const core::Plan& plan, const ports::DesiredSnapshot& snapshot,
                                      ports::JobServer& server, const JobServerFactory& factory,
                                      ports::ArtifactSink* artifacts, const ApplyOptions& options);

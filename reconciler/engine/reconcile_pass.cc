@@ -89,8 +89,11 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
     apply.instance = options.policy.instance;
     apply.parallelism = options.parallelism;
     apply.ray_address = options.ray_address;
+    apply.stop_requested = options.stop_requested;
     result.outcomes =
         ApplyPlan(result.plan, snapshot, *deps.server, deps.server_factory, deps.artifacts, apply);
+    result.actions_not_started =
+        static_cast<int>(result.plan.actions.size() - result.outcomes.size());
     for (const auto& o : result.outcomes) {
       if (!o.ok) {
         AddError(result, Prefixed(*o.error, o.action.name + " (" + o.action.submission_id + ")"));
@@ -116,7 +119,10 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   in.instance = options.policy.instance;
   in.spec_commit = snapshot.commit;
   in.ray_address = address;
-  const StatusDiff diff = DiffAgainstLedger(BuildStatusUpdate(in), ledger);
+  const StatusUpdate update = BuildStatusUpdate(in);
+  result.records.reserve(update.records.size());
+  for (const auto& [name, record] : update.records) result.records.push_back(record);
+  const StatusDiff diff = DiffAgainstLedger(update, ledger);
   result.transitions = diff.transitions;
   if (!options.dry_run && options.record_status && deps.store != nullptr && !diff.changes.empty()) {
     core::Result<std::string> written =

@@ -7,6 +7,7 @@
 // invalid, Ray cannot be listed or the ledger cannot be read, the pass touches neither the
 // cluster nor the status branch and says why.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,10 @@ struct ReconcileOptions {
   // The Jobs API address in use (for dashboard links, artifacts and the Ray-Cluster
   // trailer; credentials are stripped before it is recorded).
   std::string ray_address;
+  // Consulted before each action starts (the daemon's graceful shutdown): once it returns
+  // true no further action starts, and what was already done is still recorded. Empty: never.
+  // Called from the submit workers too: it must be thread-safe.
+  std::function<bool()> stop_requested;
 };
 
 // Exit statuses of `sync` (DESIGN.md 6).
@@ -52,8 +57,12 @@ struct PassResult {
   std::string spec_commit;
   core::Plan plan;
   std::vector<ActionOutcome> outcomes;   // in plan order; empty on a dry run
+  int actions_not_started = 0;           // plan actions left undone after a stop request
   std::vector<std::string> transitions;  // what the status commit says (or would say)
   std::string status_commit;             // empty when nothing was committed
+  // Every planned job's record after this pass (what the status branch now holds, or would
+  // hold after a dry run), by name; empty when the pass stopped before planning.
+  std::vector<core::StatusRecord> records;
   bool blocked = false;
   // Cluster and spec validation problems (the pass still acts on the valid specs; an invalid
   // cluster stops it before planning).
