@@ -64,15 +64,28 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-void InitBareRepository(const std::string& path, const std::string& default_branch) {
+namespace {
+
+void InitRepository(const std::string& path, const std::string& default_branch, bool bare) {
   Init();
   git_repository_init_options opts = GIT_REPOSITORY_INIT_OPTIONS_INIT;
-  opts.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
+  opts.flags = GIT_REPOSITORY_INIT_MKPATH;
+  if (bare) opts.flags |= GIT_REPOSITORY_INIT_BARE;
   const std::string head = "refs/heads/" + default_branch;
   opts.initial_head = head.c_str();
   git_repository* repo = nullptr;
   Check(git_repository_init_ext(&repo, path.c_str(), &opts), "init " + path);
   git_repository_free(repo);
+}
+
+}  // namespace
+
+void InitBareRepository(const std::string& path, const std::string& default_branch) {
+  InitRepository(path, default_branch, true);
+}
+
+void InitWorkingRepository(const std::string& path, const std::string& default_branch) {
+  InitRepository(path, default_branch, false);
 }
 
 struct GitTestClone::Impl {
@@ -88,6 +101,14 @@ GitTestClone::GitTestClone(const std::string& remote_url, const std::string& pat
   Check(git_remote_create(&remote, impl_->repo, "origin", remote_url.c_str()), "remote");
   git_remote_free(remote);
   Fetch();
+}
+
+GitTestClone::GitTestClone() : impl_(std::make_unique<Impl>()) {}
+
+std::unique_ptr<GitTestClone> GitTestClone::OpenInPlace(const std::string& path) {
+  std::unique_ptr<GitTestClone> clone(new GitTestClone());
+  clone->impl_->repo = Open(path);
+  return clone;
 }
 
 GitTestClone::~GitTestClone() { git_repository_free(impl_->repo); }

@@ -28,11 +28,16 @@ class TempDir {
 
 // Creates an empty bare repository whose HEAD names refs/heads/<default_branch>.
 void InitBareRepository(const std::string& path, const std::string& default_branch = "main");
+// The same with a working directory (<path>/.git), like a developer's checkout.
+void InitWorkingRepository(const std::string& path, const std::string& default_branch = "main");
 
 class GitTestClone {
  public:
   // Clones (bare) `remote_url` into `path` and fetches every branch as local branches.
   GitTestClone(const std::string& remote_url, const std::string& path);
+  // Commits straight into an existing repository (a developer's checkout: its branches, not
+  // its working files), with no remote: Fetch and Push are not for this one.
+  static std::unique_ptr<GitTestClone> OpenInPlace(const std::string& path);
   ~GitTestClone();
   GitTestClone(const GitTestClone&) = delete;
   GitTestClone& operator=(const GitTestClone&) = delete;
@@ -55,6 +60,7 @@ class GitTestClone {
   std::string CommitAndPush(const std::string& branch, const std::string& message);
 
  private:
+  GitTestClone();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

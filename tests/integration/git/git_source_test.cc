@@ -323,6 +323,29 @@ TEST_CASE("Plain paths and file:// URLs both work and share nothing with the ori
   CHECK(a->clone_path().rfind(repo.tmp.Sub("cache") + "/", 0) == 0);
 }
 
+TEST_CASE("A developer's checkout (a directory with .git) works as a plain path",
+          "[git][workspace]") {
+  testing::TempDir tmp;
+  const std::string checkout = tmp.Sub("checkout");
+  testing::InitWorkingRepository(checkout);
+  auto person = testing::GitTestClone::OpenInPlace(checkout);
+  person->Write("cluster.yaml", kCluster);
+  person->Write("jobs/a.yaml", CustomSpec("echo a"));
+  const std::string commit = person->Commit("main", "initial");
+
+  adapters::GitWorkspaceOptions options;
+  options.repo = checkout;
+  options.cache_dir = tmp.Sub("cache");
+  auto ws = GitWorkspace::Open(options);
+  REQUIRE(ws.ok());
+  CHECK((*ws)->url() == checkout);
+  GitDesiredStateSource source(*ws, {});
+  auto snapshot = source.Load("main");
+  REQUIRE(snapshot.ok());
+  CHECK(snapshot->commit == commit);
+  CHECK(JobNames(snapshot->state) == std::vector<std::string>{"a"});
+}
+
 TEST_CASE("Opening something that is not a repository is kInvalidInput",
           "[git][workspace][errors]") {
   testing::TempDir tmp;
