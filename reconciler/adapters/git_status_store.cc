@@ -160,6 +160,11 @@ core::Result<std::string> GitStatusStore::Write(const ports::StatusChanges& chan
                                                 const ports::StatusCommit& message) {
   git_repository* repo = workspace_->repository();
   const std::string text = FormatCommitMessage(message);
+  core::StatusMarkdownHeader header = options_.markdown_header;
+  if (auto it = message.trailers.find("Spec-Commit");
+      header.spec_commit.empty() && it != message.trailers.end()) {
+    header.spec_commit = it->second;
+  }
   for (int attempt = 0; attempt < options_.max_push_attempts; ++attempt) {
     if (attempt > 0) {
       if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
@@ -210,9 +215,7 @@ core::Result<std::string> GitStatusStore::Write(const ports::StatusChanges& chan
       }
     }
     if (updates.empty()) return std::string();
-    if (auto st = upsert(options_.markdown_path,
-                         core::RenderStatusMarkdown(ledger, options_.markdown_header));
-        !st) {
+    if (auto st = upsert(options_.markdown_path, core::RenderStatusMarkdown(ledger, header)); !st) {
       return st.error();
     }
 

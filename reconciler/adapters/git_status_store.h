@@ -39,9 +39,11 @@ class GitStatusStore : public ports::StatusStore {
   // Fetches, then reads status/*.yaml at the tip of the remote branch.
   core::Result<core::Ledger> ReadLedger() override;
 
-  // A change whose record differs from the one on the branch only in bookkeeping (see
-  // core::MeaningfulChange) is left out, so passes that learn nothing new commit nothing.
-  // kConflict when every push attempt was refused.
+  // Builds on the tip as last fetched (ReadLedger earlier in the pass fetched it) and fetches
+  // again only after a refused push. A change whose record differs from the one on the branch
+  // only in bookkeeping (see core::MeaningfulChange) is left out, so passes that learn nothing
+  // new commit nothing. STATUS.md's header takes the Spec-Commit trailer when
+  // markdown_header.spec_commit is empty. kConflict when every push attempt was refused.
   core::Result<std::string> Write(const ports::StatusChanges& changes,
                                   const ports::StatusCommit& message) override;
 

@@ -104,6 +104,7 @@ TEST_CASE("Write commits the records with trailers and STATUS.md, and reads them
   REQUIRE(markdown.has_value());
   CHECK(markdown->find("| a | Running | `a-3f2a1c9b0e` | RUNNING |") != std::string::npos);
   CHECK(markdown->find("| b | Failed |") != std::string::npos);
+  CHECK(markdown->find("- Spec commit: `" + std::string(40, 'a') + "`") != std::string::npos);
 
   const auto messages = testing::CommitMessages(repo.remote, kBranch);
   REQUIRE(messages.size() == 1);
