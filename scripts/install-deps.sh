@@ -8,7 +8,7 @@ set -euo pipefail
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libgit2-dev libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev
-  catch2 libcli11-dev libssl-dev
+  catch2 libcli11-dev libssl-dev chromium
 )
 
 need_apt=()

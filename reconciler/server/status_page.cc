@@ -136,9 +136,12 @@ dl.meta dd { margin: 0; font-family: ui-monospace, SFMono-Regular, Menlo, monosp
 .counts li { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 12px;
              font-size: 14px; }
 .counts b { font-size: 16px; margin-left: 6px; }
+.dot { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 6px; }
 table { border-collapse: collapse; width: 100%; background: #fff; font-size: 14px; }
 th, td { border: 1px solid #d0d7de; padding: 6px 8px; text-align: left; vertical-align: top; }
 th { background: #eaeef2; }
+td.name, td.nowrap { white-space: nowrap; }
+td.name { font-weight: 600; }
 td.mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
 td.message { max-width: 36em; white-space: pre-wrap; word-break: break-word; }
 .phase { display: inline-block; padding: 2px 8px; border-radius: 10px; color: #fff;
@@ -283,8 +286,8 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
   for (const Phase p : kAllPhases) {
     const auto it = counts.find(p);
     if (it == counts.end()) continue;
-    h += "<li class=\"" + PhaseClass(p) + "-count\" data-phase=\"" + e(core::PhaseName(p)) + "\">" +
-         e(core::PhaseName(p)) + "<b>" + std::to_string(it->second) + "</b></li>\n";
+    h += "<li data-phase=\"" + e(core::PhaseName(p)) + "\"><span class=\"dot " + PhaseClass(p) +
+         "\"></span>" + e(core::PhaseName(p)) + "<b>" + std::to_string(it->second) + "</b></li>\n";
   }
   h += "</ul>\n";
 
@@ -302,7 +305,7 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
       std::string link = DashboardJobLink(s.dashboard_url, job.submission_id);
       if (link.empty()) link = job.dashboard_url;
       const bool web_link = link.starts_with("http://") || link.starts_with("https://");
-      h += "<td class=\"mono\">";
+      h += "<td class=\"mono nowrap\">";
       if (!job.submission_id.empty() && web_link) {
         h +=
             "<a class=\"dashboard-link\" href=\"" + e(link) + "\">" + e(job.submission_id) + "</a>";

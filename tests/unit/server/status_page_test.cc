@@ -80,7 +80,10 @@ TEST_CASE("the status page has one row per job with its phase and a dashboard li
 TEST_CASE("the status page counts jobs by phase") {
   const std::string html = RenderStatusPage(SampleSnapshot(), 0);
   CHECK(html.find("<li>Jobs<b>5</b></li>") != std::string::npos);
-  CHECK(html.find("data-phase=\"Running\">Running<b>1</b>") != std::string::npos);
+  CHECK(
+      html.find(
+          "<li data-phase=\"Running\"><span class=\"dot phase-running\"></span>Running<b>1</b>") !=
+      std::string::npos);
   CHECK(html.find("http-equiv=\"refresh\"") == std::string::npos);
 }
 
