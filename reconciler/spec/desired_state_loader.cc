@@ -15,6 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string_view TrimSlashes(std::string_view dir) {
+  while (dir.starts_with("./")) dir.remove_prefix(2);
   while (!dir.empty() && dir.back() == '/') dir.remove_suffix(1);
   if (dir == ".") return {};
   return dir;
@@ -157,6 +158,7 @@ core::DesiredState LoadDesiredState(const std::optional<SourceFile>& cluster_fil
 
 bool IsSpecPath(std::string_view path, std::string_view jobs_dir) {
   jobs_dir = TrimSlashes(jobs_dir);
+  while (path.starts_with("./")) path.remove_prefix(2);
   if (!jobs_dir.empty()) {
     if (!path.starts_with(jobs_dir) || path.size() <= jobs_dir.size() ||
         path[jobs_dir.size()] != '/') {

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -11,11 +13,25 @@ namespace {
 
 using core::Value;
 
-// Plain only when the text reads back as this same string; ASCII only, so that no Unicode
-// line separator or invisible character hides in an unquoted scalar.
+// Words and shapes a YAML 1.1 reader (PyYAML, older tools) resolves to something other than
+// a string: booleans, merge and value keys, and anything that starts like a number, a date
+// or a sexagesimal time.
+bool LooksSpecialToYaml11(std::string_view s) {
+  constexpr std::array<std::string_view, 18> kWords = {"y",  "Y",   "yes", "Yes", "YES", "n",
+                                                       "N",  "no",  "No",  "NO",  "on",  "On",
+                                                       "ON", "off", "Off", "OFF", "=",   "<<"};
+  if (std::find(kWords.begin(), kWords.end(), s) != kWords.end()) return true;
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = (s.front() == '-' || s.front() == '+') ? 1 : 0;
+  if (i < s.size() && s[i] == '.') ++i;
+  return i < s.size() && is_digit(s[i]);
+}
+
+// Plain only when the text reads back as this same string, in YAML 1.2 and 1.1 alike; ASCII
+// only, so that no Unicode line separator or invisible character hides in an unquoted scalar.
 bool CanBePlain(std::string_view s) {
   if (s.empty() || s.size() > 512) return false;
-  if (!ResolvePlainScalar(s).is_string()) return false;
+  if (!ResolvePlainScalar(s).is_string() || LooksSpecialToYaml11(s)) return false;
   if (s.front() == ' ' || s.back() == ' ' || s.back() == ':') return false;
   if (s.starts_with("---") || s.starts_with("...")) return false;
   constexpr std::string_view kIndicators = "?:,[]{}#&*!|>'\"%@`";

@@ -147,6 +147,8 @@ TEST_CASE("spec paths are YAML files under the jobs folder, hidden ones left out
   CHECK(IsSpecPath("specs/a.yaml", "specs"));
   CHECK(IsSpecPath("a.yaml", ""));
   CHECK(IsSpecPath("a.yaml", "."));
+  CHECK(IsSpecPath("jobs/a.yaml", "./jobs"));
+  CHECK(IsSpecPath("./jobs/a.yaml", "jobs"));
   CHECK_FALSE(IsSpecPath("jobs/a.json", "jobs"));
   CHECK_FALSE(IsSpecPath("jobs/a.yaml.bak", "jobs"));
   CHECK_FALSE(IsSpecPath("jobsx/a.yaml", "jobs"));

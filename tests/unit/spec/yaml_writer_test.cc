@@ -63,6 +63,19 @@ TEST_CASE("strings that would read back as something else are quoted") {
   CHECK(ToYaml(Value::Object{{"a", ""}}) == "a: \"\"\n");
   CHECK(ToYaml(Value::Object{{"a", "x: y"}}) == "a: \"x: y\"\n");
   CHECK(ToYaml(Value::Object{{"a", "plain/path-1.0"}}) == "a: plain/path-1.0\n");
+}
+
+TEST_CASE("strings a YAML 1.1 reader would take for something else are quoted too") {
+  CHECK(ToYaml(Value::Object{{"a", "yes"}}) == "a: \"yes\"\n");
+  CHECK(ToYaml(Value::Object{{"a", "off"}}) == "a: \"off\"\n");
+  CHECK(ToYaml(Value::Object{{"a", "2026-01-02T03:04:05.678Z"}}) ==
+        "a: \"2026-01-02T03:04:05.678Z\"\n");
+  CHECK(ToYaml(Value::Object{{"a", "1:20"}}) == "a: \"1:20\"\n");
+  CHECK(ToYaml(Value::Object{{"a", "1_000"}}) == "a: \"1_000\"\n");
+  CHECK(ToYaml(Value::Object{{"a", "-.5x"}}) == "a: \"-.5x\"\n");
+  CHECK(ToYaml(Value::Object{{"<<", "x"}}) == "\"<<\": x\n");
+  CHECK(ToYaml(Value::Object{{"a", "v1.0"}}) == "a: v1.0\n");
+  CHECK(ToYaml(Value::Object{{"a", "yesterday"}}) == "a: yesterday\n");
   CHECK(ToYaml(Value::Object{{"a", "${shared_root}/x"}}) == "a: ${shared_root}/x\n");
 }
 
