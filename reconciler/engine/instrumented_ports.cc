@@ -1,0 +1,105 @@
+#include "reconciler/engine/instrumented_ports.h"
+
+#include <string>
+#include <utility>
+
+namespace rg::engine {
+namespace {
+
+constexpr std::string_view kRayHistogram = "rg_ray_request_seconds";
+constexpr std::string_view kGitHistogram = "rg_git_request_seconds";
+
+// Runs `call` and observes its duration in `histogram`{call=`name`}.
+template <typename F>
+auto Timed(core::MetricsRegistry& metrics, ports::Clock& clock, std::string_view histogram,
+           std::string_view name, F&& call) {
+  const int64_t start = clock.MonotonicUs();
+  auto result = std::forward<F>(call)();
+  const double seconds = static_cast<double>(clock.MonotonicUs() - start) / 1e6;
+  metrics.Observe(histogram, seconds, {{"call", std::string(name)}});
+  return result;
+}
+
+}  // namespace
+
+void DeclareRequestMetrics(core::MetricsRegistry& metrics) {
+  const std::vector<double> buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                       0.25,  0.5,    1,     2.5,  5,     10,   30};
+  metrics.DeclareHistogram(kRayHistogram, "Duration of Ray Jobs API requests, by call.", buckets);
+  metrics.DeclareHistogram(
+      kGitHistogram, "Duration of Git operations (fetch and read, status), by call.", buckets);
+}
+
+InstrumentedJobServer::InstrumentedJobServer(std::unique_ptr<ports::JobServer> inner,
+                                             core::MetricsRegistry& metrics, ports::Clock& clock)
+    : inner_(std::move(inner)), metrics_(metrics), clock_(clock) {
+  DeclareRequestMetrics(metrics_);
+}
+
+core::Result<core::RayVersion> InstrumentedJobServer::Version() {
+  return Timed(metrics_, clock_, kRayHistogram, "version", [&] { return inner_->Version(); });
+}
+
+core::Result<std::string> InstrumentedJobServer::Submit(const core::Value& body) {
+  return Timed(metrics_, clock_, kRayHistogram, "submit", [&] { return inner_->Submit(body); });
+}
+
+core::Result<core::RayJob> InstrumentedJobServer::Get(std::string_view id) {
+  return Timed(metrics_, clock_, kRayHistogram, "get", [&] { return inner_->Get(id); });
+}
+
+core::Result<std::vector<core::RayJob>> InstrumentedJobServer::List() {
+  return Timed(metrics_, clock_, kRayHistogram, "list", [&] { return inner_->List(); });
+}
+
+core::Result<bool> InstrumentedJobServer::Stop(std::string_view id) {
+  return Timed(metrics_, clock_, kRayHistogram, "stop", [&] { return inner_->Stop(id); });
+}
+
+core::Result<bool> InstrumentedJobServer::Delete(std::string_view id) {
+  return Timed(metrics_, clock_, kRayHistogram, "delete", [&] { return inner_->Delete(id); });
+}
+
+core::Result<std::string> InstrumentedJobServer::Logs(std::string_view id) {
+  return Timed(metrics_, clock_, kRayHistogram, "logs", [&] { return inner_->Logs(id); });
+}
+
+core::Result<std::string> InstrumentedJobServer::ClusterStatus() {
+  return Timed(metrics_, clock_, kRayHistogram, "cluster_status",
+               [&] { return inner_->ClusterStatus(); });
+}
+
+InstrumentedDesiredStateSource::InstrumentedDesiredStateSource(ports::DesiredStateSource& inner,
+                                                               core::MetricsRegistry& metrics,
+                                                               ports::Clock& clock)
+    : inner_(inner), metrics_(metrics), clock_(clock) {
+  DeclareRequestMetrics(metrics_);
+}
+
+core::Result<ports::DesiredSnapshot> InstrumentedDesiredStateSource::Load(const std::string& ref) {
+  return Timed(metrics_, clock_, kGitHistogram, "load", [&] { return inner_.Load(ref); });
+}
+
+InstrumentedStatusStore::InstrumentedStatusStore(ports::StatusStore& inner,
+                                                 core::MetricsRegistry& metrics,
+                                                 ports::Clock& clock)
+    : inner_(inner), metrics_(metrics), clock_(clock) {
+  DeclareRequestMetrics(metrics_);
+}
+
+core::Result<core::Ledger> InstrumentedStatusStore::ReadLedger() {
+  return Timed(metrics_, clock_, kGitHistogram, "read_ledger", [&] { return inner_.ReadLedger(); });
+}
+
+core::Result<std::string> InstrumentedStatusStore::Write(const ports::StatusChanges& changes,
+                                                         const ports::StatusCommit& message) {
+  return Timed(metrics_, clock_, kGitHistogram, "write_status",
+               [&] { return inner_.Write(changes, message); });
+}
+
+core::Result<std::vector<ports::StatusHistoryEntry>> InstrumentedStatusStore::History(
+    const std::string& name) {
+  return Timed(metrics_, clock_, kGitHistogram, "history", [&] { return inner_.History(name); });
+}
+
+}  // namespace rg::engine

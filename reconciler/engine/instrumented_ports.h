@@ -1,0 +1,77 @@
+#pragma once
+// Decorators of the ports a pass talks through that time every call into the metrics
+// registry: rg_ray_request_seconds{call=...} for the Ray Jobs API and
+// rg_git_request_seconds{call=...} for the desired-state repository and the status branch.
+// Each forwards every call unchanged (results and errors included). A decorator is as
+// thread-compatible as what it wraps; the registry and the clock are thread-safe.
+
+#include <memory>
+#include <string_view>
+
+#include "reconciler/core/metrics.h"
+#include "reconciler/ports/clock.h"
+#include "reconciler/ports/desired_state_source.h"
+#include "reconciler/ports/job_server.h"
+#include "reconciler/ports/status_store.h"
+
+namespace rg::engine {
+
+// Declares both histogram families (idempotent). The decorators call it themselves.
+void DeclareRequestMetrics(core::MetricsRegistry& metrics);
+
+// Times every call under call=version|submit|get|list|stop|delete|logs|cluster_status.
+class InstrumentedJobServer : public ports::JobServer {
+ public:
+  // `metrics` and `clock` must outlive this object.
+  InstrumentedJobServer(std::unique_ptr<ports::JobServer> inner, core::MetricsRegistry& metrics,
+                        ports::Clock& clock);
+
+  core::Result<core::RayVersion> Version() override;
+  core::Result<std::string> Submit(const core::Value& body) override;
+  core::Result<core::RayJob> Get(std::string_view id) override;
+  core::Result<std::vector<core::RayJob>> List() override;
+  core::Result<bool> Stop(std::string_view id) override;
+  core::Result<bool> Delete(std::string_view id) override;
+  core::Result<std::string> Logs(std::string_view id) override;
+  core::Result<std::string> ClusterStatus() override;
+
+ private:
+  std::unique_ptr<ports::JobServer> inner_;
+  core::MetricsRegistry& metrics_;
+  ports::Clock& clock_;
+};
+
+// Times Load (fetch included) under call=load.
+class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
+ public:
+  // `inner`, `metrics` and `clock` must outlive this object.
+  InstrumentedDesiredStateSource(ports::DesiredStateSource& inner, core::MetricsRegistry& metrics,
+                                 ports::Clock& clock);
+
+  core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
+
+ private:
+  ports::DesiredStateSource& inner_;
+  core::MetricsRegistry& metrics_;
+  ports::Clock& clock_;
+};
+
+// Times calls under call=read_ledger|write_status|history.
+class InstrumentedStatusStore : public ports::StatusStore {
+ public:
+  // `inner`, `metrics` and `clock` must outlive this object.
+  InstrumentedStatusStore(ports::StatusStore& inner, core::MetricsRegistry& metrics,
+                          ports::Clock& clock);
+
+  core::Result<core::Ledger> ReadLedger() override;
+  core::Result<std::string> Write(const ports::StatusChanges& changes,
+                                  const ports::StatusCommit& message) override;
+  core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
+
+ private:
+  ports::StatusStore& inner_;
+  core::MetricsRegistry& metrics_;
+  ports::Clock& clock_;
+};
+
+}  // namespace rg::engine

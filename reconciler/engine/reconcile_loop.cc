@@ -1,0 +1,264 @@
+#include "reconciler/engine/reconcile_loop.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <utility>
+
+#include "reconciler/core/status_model.h"
+
+namespace rg::engine {
+namespace {
+
+constexpr std::array<core::Phase, 11> kAllPhases = {
+    core::Phase::kPending, core::Phase::kRunning,   core::Phase::kSucceeded, core::Phase::kFailed,
+    core::Phase::kStopped, core::Phase::kSuspended, core::Phase::kLost,      core::Phase::kInvalid,
+    core::Phase::kBlocked, core::Phase::kConflict,  core::Phase::kRemoved,
+};
+
+void DeclareLoopMetrics(core::MetricsRegistry& m) {
+  m.DeclareHistogram("rg_pass_duration_seconds", "Duration of a reconcile pass.",
+                     {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300});
+  m.DeclareCounter("rg_passes_total", "Reconcile passes by result (ok, error, blocked).");
+  m.DeclareGauge("rg_jobs", "Jobs by phase after the last pass that got as far as a plan.");
+  m.DeclareCounter("rg_submits_total", "Runs submitted to Ray (adoptions not included).");
+  m.DeclareCounter("rg_stops_total", "Stop requests sent to Ray for active runs.");
+  m.DeclareCounter("rg_adoptions_total",
+                   "Submits answered by Ray with an existing run of the same spec, adopted.");
+  m.DeclareCounter("rg_errors_total", "Errors met by reconcile passes, by kind.");
+  m.DeclareGauge("rg_last_successful_pass_timestamp_seconds",
+                 "Unix time at which the last pass that did not fail ended.");
+  m.DeclareGauge("rg_consecutive_failures", "Failed passes since the last one that did not fail.");
+  m.DeclareCounter("rg_triggers_total", "Requests for a pass, by source (timer, webhook, api).");
+}
+
+std::string FirstProblem(const PassResult& r) {
+  std::string text;
+  size_t count = r.errors.size() + r.diagnostics.size();
+  if (!r.errors.empty()) {
+    text = r.errors.front().ToString();
+  } else if (!r.diagnostics.empty()) {
+    text = r.diagnostics.front().ToString();
+  }
+  if (count > 1) text += " (and " + std::to_string(count - 1) + " more)";
+  return text;
+}
+
+}  // namespace
+
+std::string_view PassVerdictName(PassVerdict verdict) {
+  switch (verdict) {
+    case PassVerdict::kOk:
+      return "ok";
+    case PassVerdict::kBlocked:
+      return "blocked";
+    case PassVerdict::kInvalid:
+      return "invalid";
+    case PassVerdict::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+PassVerdict ClassifyPass(const PassResult& result) {
+  if (result.exit_status == kExitApplied) return PassVerdict::kOk;
+  if (result.exit_status == kExitBlocked) return PassVerdict::kBlocked;
+  for (const core::Error& e : result.errors) {
+    if (!e.IsInvalidInput() && !e.IsConflict()) return PassVerdict::kFailed;
+  }
+  return PassVerdict::kInvalid;
+}
+
+ReconcileLoop::ReconcileLoop(LoopOptions options, PassFunction pass, ports::Clock& clock,
+                             core::MetricsRegistry* metrics, PassObserver observer)
+    : options_(std::move(options)),
+      pass_(std::move(pass)),
+      clock_(clock),
+      metrics_(metrics),
+      observer_(std::move(observer)),
+      random_(options_.random_seed != 0 ? options_.random_seed : std::random_device{}()) {
+  state_ = options_.identity;
+  next_due_us_ = clock_.MonotonicUs();
+  if (metrics_ != nullptr) DeclareLoopMetrics(*metrics_);
+}
+
+int64_t ReconcileLoop::BaseBackoffMs(const LoopOptions& options, int failures) {
+  int64_t delay = std::max<int64_t>(1, options.initial_backoff_ms);
+  for (int i = 1; i < failures && delay < options.max_backoff_ms; ++i) delay *= 2;
+  return std::min(delay, options.max_backoff_ms);
+}
+
+int64_t ReconcileLoop::JitteredBackoffMs(int failures) {
+  const double base = static_cast<double>(BaseBackoffMs(options_, failures));
+  const double jitter = std::clamp(options_.jitter, 0.0, 1.0);
+  std::uniform_real_distribution<double> factor(1.0 - jitter, 1.0 + jitter);
+  const auto delay = static_cast<int64_t>(base * factor(random_));
+  return std::clamp<int64_t>(delay, 0, options_.max_backoff_ms);
+}
+
+bool ReconcileLoop::Trigger(std::string_view source) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    if (!trigger_pending_) trigger_source_ = std::string(source);
+    trigger_pending_ = true;
+  }
+  cv_.notify_all();
+  return true;
+}
+
+bool ReconcileLoop::DueLocked(int64_t now_us) const { return now_us >= NextDueLocked(now_us); }
+
+int64_t ReconcileLoop::NextDueLocked(int64_t now_us) const {
+  if (trigger_pending_ && !in_backoff_) return std::min(now_us, next_due_us_);
+  return next_due_us_;
+}
+
+int64_t ReconcileLoop::NextDueUs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return NextDueLocked(clock_.MonotonicUs());
+}
+
+bool ReconcileLoop::Step() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t start_us = clock_.MonotonicUs();
+  if (stopping_ || !DueLocked(start_us)) return false;
+  std::string trigger = "timer";
+  if (trigger_pending_) trigger = std::exchange(trigger_source_, std::string());
+  trigger_pending_ = false;
+  state_.pass_in_flight = true;
+  state_.last_pass_start_ms = clock_.NowMs();
+  lock.unlock();
+  if (metrics_ != nullptr && trigger == "timer") {
+    metrics_->Add("rg_triggers_total", 1, {{"source", "timer"}});
+  }
+
+  ReconcileOptions pass_options = options_.pass;
+  pass_options.stop_requested = [this]() { return StopRequested(); };
+  const PassResult result = pass_(pass_options);
+
+  const int64_t end_us = clock_.MonotonicUs();
+  const int64_t end_ms = clock_.NowMs();
+  const PassVerdict verdict = ClassifyPass(result);
+  PassReport report;
+  report.result = &result;
+  report.verdict = verdict;
+  report.trigger = trigger;
+  report.duration_ms = (end_us - start_us) / 1000;
+
+  lock.lock();
+  state_.pass_in_flight = false;
+  state_.last_pass_end_ms = end_ms;
+  if (!result.spec_commit.empty()) state_.spec_commit = result.spec_commit;
+  if (!result.status_commit.empty()) state_.status_commit = result.status_commit;
+  if (result.planned) {
+    state_.jobs = result.records;
+    state_.blocked = result.blocked;
+    state_.blocked_reason = result.blocked ? result.plan.blocked_reason : std::string();
+  }
+  state_.last_error = verdict == PassVerdict::kOk || verdict == PassVerdict::kBlocked
+                          ? std::string()
+                          : FirstProblem(result);
+  if (verdict == PassVerdict::kFailed) {
+    ++state_.consecutive_failures;
+    in_backoff_ = true;
+    next_due_us_ = end_us + JitteredBackoffMs(state_.consecutive_failures) * 1000;
+  } else {
+    state_.consecutive_failures = 0;
+    in_backoff_ = false;
+    last_success_us_ = end_us;
+    state_.last_success_ms = end_ms;
+    next_due_us_ = end_us + options_.interval_ms * 1000;
+  }
+  report.consecutive_failures = state_.consecutive_failures;
+  report.next_pass_in_ms = (next_due_us_ - end_us) / 1000;
+  lock.unlock();
+  cv_.notify_all();
+
+  RecordMetrics(report, static_cast<double>(end_us - start_us) / 1e6, end_ms);
+  if (observer_) observer_(report);
+  return true;
+}
+
+void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int64_t end_wall_ms) {
+  if (metrics_ == nullptr) return;
+  const PassResult& result = *report.result;
+  const PassVerdict verdict = report.verdict;
+  core::MetricsRegistry& m = *metrics_;
+  m.Observe("rg_pass_duration_seconds", seconds);
+  const char* label = verdict == PassVerdict::kOk        ? "ok"
+                      : verdict == PassVerdict::kBlocked ? "blocked"
+                                                         : "error";
+  m.Add("rg_passes_total", 1, {{"result", label}});
+  for (const ActionOutcome& o : result.outcomes) {
+    if (!o.ok) continue;
+    if (o.action.kind == core::ActionKind::kStop) {
+      if (o.stop_sent) m.Add("rg_stops_total");
+    } else {
+      m.Add(o.adopted ? "rg_adoptions_total" : "rg_submits_total");
+    }
+  }
+  for (const auto& [kind, n] : result.errors_by_kind) {
+    m.Add("rg_errors_total", n, {{"kind", std::string(core::ErrorKindName(kind))}});
+  }
+  if (result.planned) {
+    std::map<core::Phase, int> by_phase;
+    for (const core::StatusRecord& r : result.records) ++by_phase[r.phase];
+    m.ClearGauge("rg_jobs");
+    for (core::Phase p : kAllPhases) {
+      m.Set("rg_jobs", by_phase[p], {{"phase", std::string(core::PhaseName(p))}});
+    }
+  }
+  if (verdict != PassVerdict::kFailed) {
+    m.Set("rg_last_successful_pass_timestamp_seconds", static_cast<double>(end_wall_ms) / 1000);
+  }
+  m.Set("rg_consecutive_failures", report.consecutive_failures);
+}
+
+void ReconcileLoop::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    Step();
+    lock.lock();
+    if (stopping_) break;
+    const int64_t now_us = clock_.MonotonicUs();
+    const int64_t wait_us = NextDueLocked(now_us) - now_us;
+    if (wait_us > 0) clock_.WaitFor(lock, cv_, wait_us);
+  }
+}
+
+void ReconcileLoop::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    state_.shutting_down = true;
+  }
+  cv_.notify_all();
+}
+
+bool ReconcileLoop::StopRequested() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_;
+}
+
+void ReconcileLoop::SetRayAddress(std::string address, std::string dashboard_url) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_.ray_address = std::move(address);
+  state_.dashboard_url = std::move(dashboard_url);
+}
+
+DaemonSnapshot ReconcileLoop::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  DaemonSnapshot s = state_;
+  const int64_t now_us = clock_.MonotonicUs();
+  s.now_ms = clock_.NowMs();
+  if (!stopping_)
+    s.next_pass_ms = s.now_ms + std::max<int64_t>(0, NextDueLocked(now_us) - now_us) / 1000;
+  const int64_t window_us =
+      static_cast<int64_t>(options_.readiness_intervals) * options_.interval_ms * 1000;
+  s.ready = !stopping_ && last_success_us_.has_value() && now_us - *last_success_us_ <= window_us;
+  return s;
+}
+
+}  // namespace rg::engine

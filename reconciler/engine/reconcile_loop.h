@@ -1,0 +1,144 @@
+#pragma once
+// The daemon's reconcile loop (DESIGN.md 7): decides when a pass runs, runs it, and reads its
+// result to decide what happens next (controller-runtime style: the pass never sleeps, the
+// loop owns the timer, the backoff and the coalescing of triggers).
+//
+// When a pass is due:
+// - at start-up, at once;
+// - after a pass that did not fail: `interval_ms` after it ended, or at once on a trigger;
+// - after a failed pass (see PassVerdict): after a backoff of initial_backoff_ms * 2^(n-1)
+//   for the n-th consecutive failure, capped at max_backoff_ms, times a jitter factor drawn
+//   uniformly from [1 - jitter, 1 + jitter] (then capped again). Triggers do not shorten a
+//   backoff: they are remembered and the pass runs when the backoff ends, so a stream of
+//   webhooks cannot hammer a broken Ray head or Git remote.
+// Any number of triggers that arrive while a pass runs (or while one is already pending)
+// cause exactly one more pass.
+//
+// Thread-safety: Trigger, RequestStop and Snapshot may be called from any thread at any time.
+// Step and Run are called from one thread (the loop's own).
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "reconciler/core/metrics.h"
+#include "reconciler/engine/daemon_snapshot.h"
+#include "reconciler/engine/reconcile_pass.h"
+#include "reconciler/ports/clock.h"
+
+namespace rg::engine {
+
+// How the loop reads a pass.
+enum class PassVerdict {
+  kOk,       // exit 0
+  kBlocked,  // exit 3: a guard held stops back. Not a failure: the daemon works as designed.
+  // Exit 1, but every error is about the input (invalid specs or cluster file, a submission
+  // id held by another spec): a retry cannot help before the commit changes, so the timer
+  // goes on at the normal interval and readiness is kept.
+  kInvalid,
+  // Exit 1 with an error from the environment (Git or Ray unreachable, 5xx, credentials,
+  // the status push): back off.
+  kFailed,
+};
+std::string_view PassVerdictName(PassVerdict verdict);  // "ok", "blocked", "invalid", "failed"
+PassVerdict ClassifyPass(const PassResult& result);
+
+struct LoopOptions {
+  int64_t interval_ms = 15'000;
+  int64_t initial_backoff_ms = 1'000;
+  int64_t max_backoff_ms = 300'000;
+  double jitter = 0.2;  // +-20% on every backoff delay; 0 turns jitter off
+  // Ready while the last pass that did not fail ended at most this many intervals ago.
+  int readiness_intervals = 3;
+  uint64_t random_seed = 0;  // 0: seeded from std::random_device
+  // Handed to every pass; the loop sets stop_requested so a stop ends a pass after its
+  // current action.
+  ReconcileOptions pass;
+  // Copied into every snapshot: instance, repo_url, branch, status_branch, ray_address,
+  // dashboard_url.
+  DaemonSnapshot identity;
+};
+
+using PassFunction = std::function<PassResult(const ReconcileOptions&)>;
+
+// What the loop tells its observer after each pass (the CLI logs it).
+struct PassReport {
+  const PassResult* result = nullptr;
+  PassVerdict verdict = PassVerdict::kOk;
+  std::string trigger;  // "timer", or the source of the first trigger that caused the pass
+  int64_t duration_ms = 0;
+  int consecutive_failures = 0;
+  int64_t next_pass_in_ms = 0;  // until the timer or the backoff fires (a trigger may be sooner)
+};
+using PassObserver = std::function<void(const PassReport&)>;
+
+class ReconcileLoop {
+ public:
+  // `clock` (and `metrics`, when not null) must outlive the loop. `observer` may be empty; it
+  // runs on the loop's thread without the loop's lock held.
+  ReconcileLoop(LoopOptions options, PassFunction pass, ports::Clock& clock,
+                core::MetricsRegistry* metrics, PassObserver observer = {});
+
+  ReconcileLoop(const ReconcileLoop&) = delete;
+  ReconcileLoop& operator=(const ReconcileLoop&) = delete;
+
+  // Asks for a pass as soon as allowed. `source` ("api", "webhook:github", ...) is reported as
+  // the cause of the pass; the caller counts its own triggers in rg_triggers_total (the HTTP
+  // server does), the loop counts only source="timer". Returns false (and does nothing) once
+  // a stop was requested.
+  bool Trigger(std::string_view source);
+
+  // Runs one pass if one is due now; returns whether it ran.
+  bool Step();
+
+  // Monotonic time (ports::Clock::MonotonicUs) at which a pass is next due: now when a
+  // trigger is pending outside a backoff.
+  int64_t NextDueUs() const;
+
+  // Steps and waits for the next due time, a trigger or a stop, until a stop is requested.
+  // A pass in flight when the stop comes sees stop_requested and ends after its current
+  // action; Run then returns.
+  void Run();
+
+  // No new pass starts after this; wakes Run.
+  void RequestStop();
+  bool StopRequested() const;
+
+  // Replaces the Ray address shown in snapshots (the pass may learn it from cluster.yaml).
+  void SetRayAddress(std::string address, std::string dashboard_url);
+
+  DaemonSnapshot Snapshot() const;
+
+  // The backoff before the pass after the n-th consecutive failure (n >= 1), without jitter.
+  static int64_t BaseBackoffMs(const LoopOptions& options, int failures);
+
+ private:
+  bool DueLocked(int64_t now_us) const;
+  int64_t NextDueLocked(int64_t now_us) const;
+  int64_t JitteredBackoffMs(int failures);  // REQUIRES: mu_ held
+  void RecordMetrics(const PassReport& report, double seconds, int64_t end_wall_ms);
+
+  const LoopOptions options_;
+  const PassFunction pass_;
+  ports::Clock& clock_;
+  core::MetricsRegistry* const metrics_;
+  const PassObserver observer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::mt19937_64 random_;
+  bool stopping_ = false;
+  bool trigger_pending_ = false;
+  std::string trigger_source_;  // the first pending trigger's source
+  int64_t next_due_us_ = 0;     // the timer or the end of the backoff
+  bool in_backoff_ = false;     // the last pass failed: triggers wait for next_due_us_
+  std::optional<int64_t> last_success_us_;
+  DaemonSnapshot state_;  // everything but now_ms, next_pass_ms, ready
+};
+
+}  // namespace rg::engine
