@@ -172,16 +172,12 @@ void HttpServer::Impl::Routes() {
   });
   server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(RenderStatusPage(snapshot(), options.page_refresh_seconds), std::string(kHtml));
-    res.set_header("Content-Security-Policy",
-                   "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'");
+    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
     res.set_header("X-Content-Type-Options", "nosniff");
   });
   server.Post("/api/v1/sync", [this](const httplib::Request& req, httplib::Response& res) {
     if (options.webhook.secret) {
-      const std::string auth = req.get_header_value("Authorization");
-      constexpr std::string_view kBearer = "Bearer ";
-      if (!std::string_view(auth).starts_with(kBearer) ||
-          !SecretsEqual(std::string_view(auth).substr(kBearer.size()), *options.webhook.secret)) {
+      if (!BearerTokenMatches(Header(req, "Authorization"), *options.webhook.secret)) {
         res.status = 401;
         res.set_header("WWW-Authenticate", "Bearer");
         res.set_content(R"({"error": "missing or wrong bearer token"})", std::string(kJson));
@@ -201,9 +197,9 @@ void HttpServer::Impl::HandleWebhook(const httplib::Request& req, httplib::Respo
                                      const httplib::ContentReader& reader) {
   const size_t limit = options.webhook.max_body_bytes;
   WebhookRequest w;
-  // The declared length is refused before a byte of the body is read. The server's payload
-  // limit makes the library discard such a body without buffering it; a chunked body is cut
-  // off as soon as it passes the limit.
+  // An over-limit body is never kept: with a declared length over the limit the library
+  // discards it unbuffered (the server's payload limit), and a chunked body is cut off as soon
+  // as it passes the limit.
   std::string body;
   if (req.has_header("Content-Length")) {
     const std::string declared = req.get_header_value("Content-Length");

@@ -103,6 +103,8 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
   return true;
 }
 
+constexpr std::string_view kBearerPrefix = "bearer ";
+
 }  // namespace
 
 std::string_view WebhookAuthModeName(WebhookAuthMode mode) {
@@ -144,6 +146,13 @@ bool SecretsEqual(std::string_view a, std::string_view b) {
   const Digest da = Sha256(a);
   const Digest db = Sha256(b);
   return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
+}
+
+bool BearerTokenMatches(const std::optional<std::string>& authorization, std::string_view secret) {
+  if (!authorization) return false;
+  const std::string_view header = Trim(*authorization);
+  if (!StartsWithNoCase(header, kBearerPrefix)) return false;
+  return SecretsEqual(Trim(header.substr(kBearerPrefix.size())), secret);
 }
 
 std::string GitHubSignature(std::string_view secret, std::string_view body) {
@@ -193,18 +202,15 @@ WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branc
       }
       source = "webhook:gitlab";
       break;
-    case Scheme::kBearer: {
-      const std::string_view header = Trim(*request.authorization);
-      constexpr std::string_view kBearer = "bearer ";
-      if (!StartsWithNoCase(header, kBearer)) {
+    case Scheme::kBearer:
+      if (!StartsWithNoCase(Trim(*request.authorization), kBearerPrefix)) {
         return Reject(401, "missing_signature", "Authorization is not a bearer token");
       }
-      if (!SecretsEqual(Trim(header.substr(kBearer.size())), secret)) {
+      if (!BearerTokenMatches(request.authorization, secret)) {
         return Reject(401, "bad_signature", "token does not match");
       }
       source = "webhook:bearer";
       break;
-    }
   }
 
   // Authenticated from here on.

@@ -64,6 +64,10 @@ struct WebhookVerdict {
 WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branch,
                              const WebhookRequest& request);
 
+// True when `authorization` is "Bearer <secret>" (scheme case-insensitive), compared in
+// constant time.
+bool BearerTokenMatches(const std::optional<std::string>& authorization, std::string_view secret);
+
 // Constant-time equality for secrets: the time depends on the lengths only.
 bool SecretsEqual(std::string_view a, std::string_view b);
 

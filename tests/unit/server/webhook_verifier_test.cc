@@ -29,7 +29,8 @@ WebhookConfig Config(WebhookAuthMode mode = WebhookAuthMode::kAuto) {
   return c;
 }
 
-WebhookRequest GitHub(const std::string& body, std::string event = "push") {
+// The request keeps a view of `body`: pass literals or strings that outlive it.
+WebhookRequest GitHub(std::string_view body, std::string event = "push") {
   WebhookRequest r;
   r.body = body;
   r.github_signature = GitHubSignature(kSecret, body);
@@ -37,7 +38,7 @@ WebhookRequest GitHub(const std::string& body, std::string event = "push") {
   return r;
 }
 
-WebhookRequest GitLab(const std::string& body, std::string token = kSecret) {
+WebhookRequest GitLab(std::string_view body, std::string token = kSecret) {
   WebhookRequest r;
   r.body = body;
   r.gitlab_token = std::move(token);
@@ -45,7 +46,7 @@ WebhookRequest GitLab(const std::string& body, std::string token = kSecret) {
   return r;
 }
 
-WebhookRequest Bearer(const std::string& body, std::string header) {
+WebhookRequest Bearer(std::string_view body, std::string header) {
   WebhookRequest r;
   r.body = body;
   r.authorization = std::move(header);
@@ -295,4 +296,14 @@ TEST_CASE("the secret file loses its trailing newline; an empty or missing file 
   CHECK(empty.error().IsInvalidInput());
   CHECK_FALSE(rg::server::ReadWebhookSecretFile((dir / "missing").string()).ok());
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("BearerTokenMatches wants the bearer scheme and the exact secret") {
+  using rg::server::BearerTokenMatches;
+  CHECK(BearerTokenMatches(std::string("Bearer abc"), "abc"));
+  CHECK(BearerTokenMatches(std::string("BEARER  abc "), "abc"));
+  CHECK_FALSE(BearerTokenMatches(std::nullopt, "abc"));
+  CHECK_FALSE(BearerTokenMatches(std::string("Basic abc"), "abc"));
+  CHECK_FALSE(BearerTokenMatches(std::string("Bearer abcd"), "abc"));
+  CHECK_FALSE(BearerTokenMatches(std::string("abc"), "abc"));
 }
