@@ -32,5 +32,7 @@ void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code);
 void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 void AddSyncCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 void AddHistoryCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+// The daemon: reconcile passes on a timer and on triggers, the HTTP endpoints.
+void AddRunCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 
 }  // namespace rg::cli

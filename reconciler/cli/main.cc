@@ -5,6 +5,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"ray-gitops: a declarative GitOps reconciler for Ray jobs"};
   app.require_subcommand(1);
+  // Global flags may also follow the subcommand: `ray-gitops list --ray-address URL`.
+  app.fallthrough();
   app.set_version_flag("--version", std::string("ray-gitops ") + RG_VERSION);
 
   rg::cli::GlobalOptions global;
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   rg::cli::AddPlanCommand(app, global, &exit_code);
   rg::cli::AddSyncCommand(app, global, &exit_code);
   rg::cli::AddHistoryCommand(app, global, &exit_code);
+  rg::cli::AddRunCommand(app, global, &exit_code);
 
   try {
     app.parse(argc, argv);

@@ -114,7 +114,15 @@ core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOp
                                        engine::ReconcileOptions options, bool artifacts) {
   core::Result<RepoHandles> handles = OpenRepo(repo);
   if (!handles.ok()) return handles.error();
-  core::Result<ports::DesiredSnapshot> loaded = handles->source->Load(options.ref);
+  return RunPassOnRepo(global, repo, *handles->source, handles->store.get(), std::move(options),
+                       artifacts);
+}
+
+core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptions& repo,
+                                    ports::DesiredStateSource& repo_source,
+                                    ports::StatusStore* store, engine::ReconcileOptions options,
+                                    bool artifacts, const JobServerDecorator& decorate) {
+  core::Result<ports::DesiredSnapshot> loaded = repo_source.Load(options.ref);
   if (!loaded.ok()) {
     return core::Error(loaded.error().kind(), "cannot read " + options.ref + " of " + repo.repo +
                                                   ": " + loaded.error().message());
@@ -132,7 +140,12 @@ core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOp
   }  // else: the pass stops at the invalid cluster file before it would talk to Ray
   run.ray_address = core::StripUrlCredentials(ray_options.address);
 
-  adapters::RayHttpJobServer server(ray_options);
+  auto make_server = [ray_options, decorate]() -> std::unique_ptr<ports::JobServer> {
+    std::unique_ptr<ports::JobServer> server =
+        std::make_unique<adapters::RayHttpJobServer>(ray_options);
+    return decorate ? decorate(std::move(server)) : std::move(server);
+  };
+  std::unique_ptr<ports::JobServer> server = make_server();
   LoadedSnapshotSource source(run.snapshot);
   std::unique_ptr<ports::ArtifactSink> sink;
   if (artifacts && !options.dry_run) {
@@ -142,11 +155,9 @@ core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOp
   }
   engine::ReconcileDeps deps;
   deps.source = &source;
-  deps.server = &server;
-  deps.server_factory = [ray_options]() -> std::unique_ptr<ports::JobServer> {
-    return std::make_unique<adapters::RayHttpJobServer>(ray_options);
-  };
-  deps.store = handles->store.get();
+  deps.server = server.get();
+  deps.server_factory = make_server;
+  deps.store = store;
   deps.artifacts = sink.get();
   options.policy.instance = repo.instance;
   options.ray_address = ray_options.address;

@@ -3,6 +3,7 @@
 // status branch (--repo and friends), the Ray client resolved from the global flags with
 // cluster.yaml's address as the last fallback, artifacts, and the log output.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,8 @@
 #include "reconciler/engine/reconcile_pass.h"
 #include "reconciler/ports/artifact_sink.h"
 #include "reconciler/ports/desired_state_source.h"
+#include "reconciler/ports/job_server.h"
+#include "reconciler/ports/status_store.h"
 
 namespace CLI {
 class App;
@@ -83,6 +86,17 @@ struct PassRun {
 };
 core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
                                        engine::ReconcileOptions options, bool artifacts);
+
+// Wraps each Ray client a pass makes (the daemon times them); an empty one leaves them as is.
+using JobServerDecorator =
+    std::function<std::unique_ptr<ports::JobServer>(std::unique_ptr<ports::JobServer>)>;
+
+// RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live
+// across passes): loads `source` at options.ref, then as RunPassFromFlags. `store` may be null.
+core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptions& repo,
+                                    ports::DesiredStateSource& source, ports::StatusStore* store,
+                                    engine::ReconcileOptions options, bool artifacts,
+                                    const JobServerDecorator& decorate = {});
 
 // Logs what a pass did: one line per action and per failure, the diagnostics, the guard.
 void LogPass(const engine::PassResult& result);

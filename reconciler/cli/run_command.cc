@@ -1,0 +1,321 @@
+// `ray-gitops run`: the daemon (DESIGN.md 7). Reconcile passes on a timer and on triggers
+// (webhook, POST /api/v1/sync), the HTTP endpoints, and a graceful shutdown: the first
+// SIGTERM/SIGINT lets the pass in flight finish its current action and record status, then the
+// process exits 0; a second one exits at once (128 + the signal).
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <thread>
+
+#include "reconciler/adapters/system_clock.h"
+#include "reconciler/cli/global_options.h"
+#include "reconciler/cli/repo_options.h"
+#include "reconciler/core/metrics.h"
+#include "reconciler/core/render.h"
+#include "reconciler/engine/instrumented_ports.h"
+#include "reconciler/engine/reconcile_loop.h"
+#include "reconciler/server/http_server.h"
+#include "reconciler/server/webhook_verifier.h"
+
+namespace rg::cli {
+namespace {
+
+struct RunFlags {
+  RepoOptions repo;
+  std::string branch;  // --branch: empty = the remote's default branch
+  std::string interval = "15s";
+  std::string max_backoff = "5m";
+  std::string listen = std::string(server::kDefaultListenAddress);
+  bool listen_any = false;
+  std::string webhook_secret_file;
+  std::string webhook_kind = "auto";
+  bool no_status = false;
+  int max_stops = 5;
+  bool max_stops_given = false;
+  int parallelism = 4;
+};
+
+// "500ms", "15s", "2m", "1h"; a bare number is seconds. nullopt unless positive.
+std::optional<int64_t> ParseDurationMs(std::string_view text) {
+  int64_t n = 0;
+  const char* end = text.data() + text.size();
+  auto [rest, ec] = std::from_chars(text.data(), end, n);
+  if (ec != std::errc() || n <= 0) return std::nullopt;
+  const std::string_view unit(rest, static_cast<size_t>(end - rest));
+  int64_t scale = 0;
+  if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "s" || unit.empty()) {
+    scale = 1'000;
+  } else if (unit == "m") {
+    scale = 60'000;
+  } else if (unit == "h") {
+    scale = 3'600'000;
+  } else {
+    return std::nullopt;
+  }
+  if (n > INT64_MAX / scale / 1000) return std::nullopt;
+  return n * scale;
+}
+
+std::string ShortCommit(const std::string& commit) { return commit.substr(0, 12); }
+
+void LogPassReport(const engine::PassReport& report) {
+  const engine::PassResult& r = *report.result;
+  LogPass(r);
+  int submits = 0;
+  int stops = 0;
+  int adoptions = 0;
+  for (const engine::ActionOutcome& o : r.outcomes) {
+    if (!o.ok) continue;
+    if (o.action.kind == core::ActionKind::kStop) {
+      stops += o.stop_sent ? 1 : 0;
+    } else {
+      (o.adopted ? adoptions : submits) += 1;
+    }
+  }
+  std::map<std::string, std::string> fields = {
+      {"result", std::string(engine::PassVerdictName(report.verdict))},
+      {"trigger", report.trigger},
+      {"duration_ms", std::to_string(report.duration_ms)},
+      {"submits", std::to_string(submits)},
+      {"stops", std::to_string(stops)},
+      {"adoptions", std::to_string(adoptions)},
+      {"errors", std::to_string(r.errors.size() + r.diagnostics.size())},
+      {"next_pass_in_ms", std::to_string(report.next_pass_in_ms)},
+  };
+  if (!r.spec_commit.empty()) fields["commit"] = ShortCommit(r.spec_commit);
+  if (r.actions_not_started > 0) {
+    fields["not_started"] = std::to_string(r.actions_not_started);
+  }
+  if (report.consecutive_failures > 0) {
+    fields["consecutive_failures"] = std::to_string(report.consecutive_failures);
+  }
+  const char* level = report.verdict == engine::PassVerdict::kFailed ? "error"
+                      : report.verdict == engine::PassVerdict::kOk   ? "info"
+                                                                     : "warn";
+  LogEvent(level, "pass", fields);
+}
+
+engine::PassResult FailedBeforePass(const core::Error& error) {
+  engine::PassResult r;
+  ++r.errors_by_kind[error.kind()];
+  r.errors.push_back(error);
+  r.exit_status = engine::kExitError;
+  return r;
+}
+
+// The branch the remote's HEAD names, for the webhook's branch filter; empty when unknown.
+std::string DefaultBranch(ports::DesiredStateSource& source) {
+  core::Result<ports::DesiredSnapshot> head = source.Load("HEAD");
+  constexpr std::string_view kHeads = "refs/heads/";
+  if (!head.ok() || !head->ref.starts_with(kHeads)) return "";
+  return head->ref.substr(kHeads.size());
+}
+
+// Waits for SIGTERM/SIGINT on its own thread (the signals are blocked everywhere else): the
+// first asks the loop to stop, a second ends the process at once.
+class ShutdownSignals {
+ public:
+  explicit ShutdownSignals(engine::ReconcileLoop& loop) : loop_(loop) {
+    thread_ = std::thread([this]() { Wait(); });
+  }
+  ~ShutdownSignals() {
+    done_ = true;
+    thread_.join();
+  }
+  ShutdownSignals(const ShutdownSignals&) = delete;
+  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
+
+  // REQUIRES: called before any other thread starts, so every thread inherits the mask.
+  static void Block() {
+    sigset_t set = Set();
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+
+ private:
+  static sigset_t Set() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    return set;
+  }
+
+  void Wait() {
+    const sigset_t set = Set();
+    const timespec tick{0, 200'000'000};  // how often `done_` is looked at
+    int received = 0;
+    while (!done_) {
+      const int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig < 0) continue;  // EAGAIN (the tick) or EINTR
+      const std::string name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+      if (++received == 1) {
+        LogEvent("info",
+                 "shutting down: no new pass; the pass in flight ends after its "
+                 "current action",
+                 {{"signal", name}});
+        loop_.RequestStop();
+      } else {
+        LogEvent("warn", "second signal: exiting at once", {{"signal", name}});
+        std::_Exit(128 + sig);
+      }
+    }
+  }
+
+  engine::ReconcileLoop& loop_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+int RunDaemon(const GlobalOptions& global, RunFlags flags) {
+  ConfigureLogging(global);
+  const std::optional<int64_t> interval_ms = ParseDurationMs(flags.interval);
+  const std::optional<int64_t> max_backoff_ms = ParseDurationMs(flags.max_backoff);
+  if (!interval_ms || !max_backoff_ms) {
+    LogEvent("error",
+             "--interval and --max-backoff take a positive duration such as 500ms, "
+             "15s, 2m or 1h");
+    return engine::kExitError;
+  }
+  const std::optional<server::WebhookAuthMode> webhook_mode =
+      server::ParseWebhookAuthMode(flags.webhook_kind);
+  if (!webhook_mode) {
+    LogEvent("error", "--webhook-kind takes auto, github, gitlab or bearer");
+    return engine::kExitError;
+  }
+  server::HttpServerOptions http;
+  http.listen = flags.listen;
+  http.allow_non_loopback = flags.listen_any;
+  http.webhook.mode = *webhook_mode;
+  if (!flags.webhook_secret_file.empty()) {
+    core::Result<std::string> secret = server::ReadWebhookSecretFile(flags.webhook_secret_file);
+    if (!secret.ok()) {
+      LogEvent("error", secret.error().ToString());
+      return engine::kExitError;
+    }
+    http.webhook.secret = std::move(*secret);
+  }
+
+  // Before any thread exists: the HTTP server's, the loop's submit workers and the signal
+  // thread all inherit the blocked signals, which only the signal thread then waits for.
+  ShutdownSignals::Block();
+
+  core::Result<RepoHandles> handles = OpenRepo(flags.repo);
+  if (!handles.ok()) {
+    LogEvent("error", handles.error().ToString());
+    return engine::kExitError;
+  }
+  adapters::SystemClock clock;
+  core::MetricsRegistry metrics;
+  engine::InstrumentedDesiredStateSource source(*handles->source, metrics, clock);
+  engine::InstrumentedStatusStore store(*handles->store, metrics, clock);
+
+  std::string branch = flags.branch;
+  if (branch.empty()) {
+    branch = DefaultBranch(source);
+    if (branch.empty()) {
+      LogEvent("warn",
+               "the remote's default branch is unknown (unreachable?): webhook pushes are "
+               "ignored until a restart; give --branch to avoid this");
+    }
+  }
+  flags.repo.ref = branch.empty() ? "HEAD" : branch;
+
+  engine::LoopOptions options;
+  options.interval_ms = *interval_ms;
+  options.max_backoff_ms = *max_backoff_ms;
+  options.initial_backoff_ms = std::min<int64_t>(options.initial_backoff_ms, *max_backoff_ms);
+  options.pass.ref = flags.repo.ref;
+  options.pass.record_status = !flags.no_status;
+  options.pass.policy.max_stops = flags.max_stops;
+  options.pass.policy.max_stops_explicit = flags.max_stops_given;
+  options.pass.parallelism = flags.parallelism;
+  options.identity.instance = flags.repo.instance;
+  options.identity.repo_url = core::StripUrlCredentials(handles->workspace->url());
+  options.identity.branch = branch;
+  options.identity.status_branch = flags.repo.status_branch;
+
+  engine::ReconcileLoop* loop_ptr = nullptr;
+  ports::StatusStore* store_ptr = flags.no_status ? nullptr : &store;
+  auto decorate = [&metrics, &clock](std::unique_ptr<ports::JobServer> inner) {
+    return std::unique_ptr<ports::JobServer>(
+        std::make_unique<engine::InstrumentedJobServer>(std::move(inner), metrics, clock));
+  };
+  auto pass = [&](const engine::ReconcileOptions& pass_options) {
+    core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store_ptr, pass_options,
+                                              /*artifacts=*/true, decorate);
+    if (!run.ok()) return FailedBeforePass(run.error());
+    if (!run->ray_address.empty()) loop_ptr->SetRayAddress(run->ray_address, run->ray_address);
+    return std::move(run->result);
+  };
+  engine::ReconcileLoop loop(options, pass, clock, &metrics, LogPassReport);
+  loop_ptr = &loop;
+
+  http.branch = branch;
+  server::HttpServer http_server(
+      http, metrics, [&loop](std::string trigger_source) { loop.Trigger(trigger_source); },
+      [&loop]() { return loop.Snapshot(); });
+  if (core::Status started = http_server.Start(); !started.ok()) {
+    LogEvent("error", "cannot serve on " + flags.listen + ": " + started.error().ToString());
+    return engine::kExitError;
+  }
+  LogEvent("info", "started",
+           {{"repo", options.identity.repo_url},
+            {"branch", flags.repo.ref},
+            {"status_branch", flags.repo.status_branch},
+            {"instance", flags.repo.instance},
+            {"interval_ms", std::to_string(*interval_ms)},
+            {"listen", flags.listen},
+            {"port", std::to_string(http_server.port())},
+            {"webhook", http.webhook.secret ? flags.webhook_kind : "off"}});
+
+  {
+    ShutdownSignals signals(loop);
+    loop.Run();
+  }
+  http_server.Stop();
+  LogEvent("info", "stopped");
+  return 0;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "the daemon: reconcile on a timer and on webhooks until SIGTERM/SIGINT");
+  AddRepoOptions(cmd, &flags->repo, /*with_ref=*/false, /*with_artifacts=*/true);
+  cmd->add_option("--branch", flags->branch, "branch to watch (default: the remote's HEAD)");
+  cmd->add_option("--interval", flags->interval, "time between passes: 500ms, 15s, 2m (15s)");
+  cmd->add_option("--max-backoff", flags->max_backoff,
+                  "longest wait between failed passes (5m); backoff starts at 1s and doubles");
+  cmd->add_option("--listen", flags->listen, "HTTP address host:port (127.0.0.1:9190)");
+  cmd->add_flag("--listen-any", flags->listen_any, "allow a non-loopback --listen host");
+  cmd->add_option("--webhook-secret-file", flags->webhook_secret_file,
+                  "shared secret of POST /webhook (without it the webhook is off)");
+  cmd->add_option("--webhook-kind,--webhook-mode", flags->webhook_kind,
+                  "webhook authentication: auto, github, gitlab or bearer")
+      ->check(CLI::IsMember({"auto", "github", "gitlab", "bearer"}));
+  cmd->add_flag("--no-status", flags->no_status, "do not write the status branch");
+  CLI::Option* max_stops = cmd->add_option(
+      "--max-stops", flags->max_stops,
+      "stop at most N jobs per pass (default 5); given explicitly, also allows stopping every job");
+  max_stops->check(CLI::NonNegativeNumber);
+  cmd->add_option("--parallelism", flags->parallelism, "submits in flight at once (default 4)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([&global, flags, exit_code, max_stops]() {
+    flags->max_stops_given = max_stops->count() > 0;
+    *exit_code = RunDaemon(global, *flags);
+  });
+}
+
+}  // namespace rg::cli
