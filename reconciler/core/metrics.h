@@ -2,6 +2,7 @@
 // In-process metrics with Prometheus text exposition (version 0.0.4). Thread-safe: the
 // reconcile loop records while the HTTP server renders. Pure: no clock, no I/O.
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
