@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -103,6 +104,11 @@ struct FakeJob {
   bool driver_started = false;
 };
 
+struct Hold {
+  int count = 0;
+  std::chrono::milliseconds delay{0};
+};
+
 struct Fault {
   int count = 0;
   int status = 0;  // 0: drop the connection
@@ -155,6 +161,11 @@ class FakeRayServer::Impl {
   }
 
   ~Impl() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    hold_cv_.notify_all();
     server_.stop();
     if (thread_.joinable()) thread_.join();
   }
@@ -296,6 +307,11 @@ class FakeRayServer::Impl {
     latency_ = latency;
   }
 
+  void HoldAnswerNext(std::string_view route, int count, std::chrono::milliseconds delay) {
+    std::lock_guard lock(mu_);
+    holds_[std::string(route)] = Hold{count, delay};
+  }
+
  private:
   // --- request handling ---
 
@@ -320,6 +336,7 @@ class FakeRayServer::Impl {
 
   void Serve(const httplib::Request& req, httplib::Response& res) {
     std::chrono::milliseconds latency;
+    std::chrono::milliseconds hold{0};
     std::optional<Fault> fault;
     std::string id, tail;
     const std::string route = RouteOf(req.method, req.path, &id, &tail);
@@ -335,6 +352,11 @@ class FakeRayServer::Impl {
         fault = it->second;
         if (--it->second.count == 0) faults_.erase(it);
       }
+      auto held = holds_.find(route);
+      if (held != holds_.end() && held->second.count > 0) {
+        hold = held->second.delay;
+        if (--held->second.count == 0) holds_.erase(held);
+      }
     }
     if (latency.count() > 0) std::this_thread::sleep_for(latency);
     if (fault && fault->status != 0) {
@@ -345,6 +367,11 @@ class FakeRayServer::Impl {
     if (fault && !fault->after_handling) return Drop(res);
     Handle(req, res, route, id);
     if (fault) Drop(res);
+    if (hold.count() > 0) {
+      // Cut short by shutdown, so a held answer never delays the end of a test.
+      std::unique_lock lock(mu_);
+      hold_cv_.wait_for(lock, hold, [this] { return stopping_; });
+    }
   }
 
   // Sends a status line and headers promising a body that never comes, then closes: to the
@@ -722,6 +749,9 @@ class FakeRayServer::Impl {
   std::map<std::string, int> counts_;
   std::map<std::string, std::map<std::string, std::string>> last_headers_;
   std::map<std::string, Fault> faults_;
+  std::map<std::string, Hold> holds_;
+  std::condition_variable hold_cv_;
+  bool stopping_ = false;
   std::chrono::milliseconds latency_{0};
   httplib::Server server_;
   int port_ = 0;
@@ -772,5 +802,9 @@ void FakeRayServer::DropNext(std::string_view route, int count, bool after_handl
   impl_->DropNext(route, count, after_handling);
 }
 void FakeRayServer::SetLatency(std::chrono::milliseconds latency) { impl_->SetLatency(latency); }
+void FakeRayServer::HoldAnswerNext(std::string_view route, int count,
+                                   std::chrono::milliseconds delay) {
+  impl_->HoldAnswerNext(route, count, delay);
+}
 
 }  // namespace rg::testing

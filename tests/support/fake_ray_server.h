@@ -97,6 +97,10 @@ class FakeRayServer {
   void DropNext(std::string_view route, int count, bool after_handling);
   // Every request waits this long before it is handled.
   void SetLatency(std::chrono::milliseconds latency);
+  // The next `count` requests to `route` take effect at once (e.g. the job is accepted), but
+  // their answer is held back for `delay`: the window in which a client that crashes has
+  // changed the cluster without learning so.
+  void HoldAnswerNext(std::string_view route, int count, std::chrono::milliseconds delay);
 
  private:
   class Impl;

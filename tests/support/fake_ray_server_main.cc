@@ -1,7 +1,16 @@
 // fake-ray-server: the in-process fake of tests/support as a process, for scripts and
 // benchmarks. Prints the port on the first line of stdout, then serves until SIGINT/SIGTERM.
-//   fake-ray-server [--token TOKEN] [--ray-version X.Y.Z]
+//   fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N]
+//
+// Control by signal, for scripts that test what a client does when the head misbehaves. Each
+// signal is acknowledged by one line on stdout once it has taken effect, so a script can read
+// that line instead of sleeping:
+//   SIGUSR1  the head restarts: every job is forgotten, session_name changes   -> "restarted"
+//   SIGUSR2  the next POST /api/jobs/ is accepted at once but answered only after
+//            --hold-submit-ms (default 10000)                                    -> "holding"
+// --hold-submit-ms alone does not hold anything; SIGUSR2 arms one held answer.
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -9,16 +18,38 @@
 
 #include "tests/support/fake_ray_server.h"
 
+namespace {
+
+constexpr char kUsage[] =
+    "usage: fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N]\n";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   rg::testing::FakeRayOptions options;
+  std::chrono::milliseconds hold_submit{10000};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--token" && i + 1 < argc) {
       options.token = argv[++i];
     } else if (arg == "--ray-version" && i + 1 < argc) {
       options.ray_version = argv[++i];
+    } else if (arg == "--hold-submit-ms" && i + 1 < argc) {
+      std::string value = argv[++i];
+      size_t used = 0;
+      long long ms = -1;
+      try {
+        ms = std::stoll(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != value.size() || ms < 0) {
+        std::cerr << "fake-ray-server: --hold-submit-ms wants milliseconds, got " << value << "\n";
+        return 2;
+      }
+      hold_submit = std::chrono::milliseconds(ms);
     } else {
-      std::cerr << "usage: fake-ray-server [--token TOKEN] [--ray-version X.Y.Z]\n";
+      std::cerr << kUsage;
       return 2;
     }
   }
@@ -27,11 +58,23 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  sigaddset(&signals, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   rg::testing::FakeRayServer server(options);
   std::cout << server.port() << std::endl;
-  int received = 0;
-  sigwait(&signals, &received);
-  return 0;
+  while (true) {
+    int received = 0;
+    if (sigwait(&signals, &received) != 0) return 1;
+    if (received == SIGUSR1) {
+      server.Restart();
+      std::cout << "restarted" << std::endl;
+    } else if (received == SIGUSR2) {
+      server.HoldAnswerNext(rg::testing::kRouteSubmit, 1, hold_submit);
+      std::cout << "holding" << std::endl;
+    } else {
+      return 0;
+    }
+  }
 }
