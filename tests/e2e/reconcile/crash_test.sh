@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Crash safety of `sync` (DESIGN.md 3.3): a sync killed with SIGKILL after its submit reached
+# Ray and before it recorded anything leaves one run, which the next sync adopts; a third sync
+# then has nothing to do. Usage:
+#   crash_test.sh RAY_GITOPS_BINARY SOURCE_DIR [FAKE_RAY_SERVER_BINARY]
+# With the third argument the test starts its own fake head and makes it hold back its answer
+# to the submit, so the kill lands deterministically inside the window. Against the real head
+# named by $RG_E2E_RAY_STATE_DIR, the kill comes as soon as the job shows up in Ray's list;
+# whether it beat the status commit is printed, the assertions hold either way.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+fake_pid=""
+if [ $# -ge 3 ]; then
+  fake_state=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
+  coproc FAKE { exec "$3" --hold-submit-ms 20000; }
+  fake_pid=$FAKE_PID
+  read -r port <&"${FAKE[0]}"
+  echo "http://127.0.0.1:$port" >"$fake_state/address"
+  export RG_E2E_RAY_STATE_DIR=$fake_state
+fi
+source "$here/../lib.sh"
+rg_e2e_init "$1" "$2"
+
+instance="e2e-crash-$RG_RUN_TAG"
+remote=$RG_TMP/remote.git
+work=$RG_TMP/work
+sync_pid=""
+cleanup() {
+  [ -n "$sync_pid" ] && kill -9 "$sync_pid" 2>/dev/null || true
+  if [ -n "${RG_BIN:-}" ]; then
+    for id in $(list_ours 2>/dev/null | awk '$2 == "PENDING" || $2 == "RUNNING" { print $1 }'); do
+      rg stop "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
+  [ -n "${fake_state:-}" ] && rm -rf "$fake_state"
+  rm -rf "$RG_TMP"
+}
+trap cleanup EXIT
+
+# Our jobs in Ray, one line each: "<submission_id> <STATUS>".
+list_ours() {
+  rg list --format json | "$RG_PY" -c '
+import json, sys
+for j in json.load(sys.stdin):
+    if j.get("managed_by") == sys.argv[1]:
+        print(j["submission_id"], j["status"])' "$instance"
+}
+repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
+status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
+status_file() { git -C "$remote" show "ray-gitops/status:status/$1.yaml"; }
+field() { awk -F': ' -v k="$2" '$1 == k { gsub(/"/, "", $2); print $2; exit }' "$1"; }
+sync_expect_0() {
+  local log=$1
+  shift
+  if ! rg sync "${repo_flags[@]}" "$@" >"$log.out" 2>"$log"; then
+    cat "$log.out" "$log" >&2
+    rg_fail "sync failed ($log)"
+  fi
+}
+
+git init -q --bare -b main "$remote"
+git clone -q "$remote" "$work" 2>/dev/null
+git -C "$work" config user.email e2e@localhost
+git -C "$work" config user.name e2e
+git -C "$work" checkout -q -b main
+echo "address: $RG_ADDRESS" >"$work/cluster.yaml"
+mkdir -p "$work/jobs"
+printf 'workload: custom\nentrypoint: sleep 300\nentrypoint_num_cpus: 0\n' >"$work/jobs/crash.yaml"
+rg_tag_spec "$work/jobs/crash.yaml"
+git -C "$work" add -A
+git -C "$work" commit -qm "one long job"
+git -C "$work" push -q origin main
+
+# The id the run must have, from the plan (no sync has run yet).
+want_id=$(rg plan --repo "$remote" --cache-dir "$RG_TMP/plan-cache" --instance "$instance" \
+  --format json | "$RG_PY" -c '
+import json, sys
+ids = {a.get("submission_id") for a in json.load(sys.stdin).get("actions", [])} - {None}
+assert len(ids) == 1, ids
+print(ids.pop())') || true
+[[ "$want_id" =~ ^crash-[0-9a-f]{10}$ ]] || rg_fail "plan does not name a crash-<hash> id (got '$want_id')"
+
+# --- sync #1, killed by SIGKILL once Ray has the job and before it could record status ---
+if [ -n "$fake_pid" ]; then
+  kill -USR2 "$fake_pid"
+  read -r ack <&"${FAKE[0]}"
+  [ "$ack" = holding ] || rg_fail "the fake did not arm the held submit (said '$ack')"
+fi
+rg sync "${repo_flags[@]}" >"$RG_TMP/sync1.out" 2>"$RG_TMP/sync1.log" &
+sync_pid=$!
+# Polls Ray's list every 20 ms and kills the sync the moment one of our jobs is there.
+RG_API_ADDRESS=$RG_ADDRESS RG_API_TOKEN=$RG_TOKEN "$RG_PY" - "$instance" "$sync_pid" <<'PYEOF'
+import json, os, signal, sys, time, urllib.request
+instance, pid = sys.argv[1], int(sys.argv[2])
+headers = {"User-Agent": "ray-gitops-e2e"}
+if os.environ["RG_API_TOKEN"]:
+    headers["Authorization"] = "Bearer " + os.environ["RG_API_TOKEN"]
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    req = urllib.request.Request(os.environ["RG_API_ADDRESS"] + "/api/jobs/", headers=headers)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        jobs = json.load(resp)
+    if any((j.get("metadata") or {}).get("gitops.managed-by") == instance for j in jobs):
+        os.kill(pid, signal.SIGKILL)
+        sys.exit(0)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit("the sync ended before its job appeared in Ray")
+    time.sleep(0.02)
+sys.exit("no job of ours appeared in Ray within 120 s")
+PYEOF
+set +e
+wait "$sync_pid"
+killed_status=$?
+set -e
+sync_pid=""
+[ "$killed_status" = 137 ] || { cat "$RG_TMP/sync1.log" >&2; rg_fail "sync #1 was not killed (exit $killed_status)"; }
+
+if status_file crash >/dev/null 2>&1; then
+  recorded_before_kill=yes
+else
+  recorded_before_kill=no
+fi
+echo "sync #1 killed; status recorded before the kill: $recorded_before_kill"
+# The fake held the submit's answer, so the sync cannot have recorded anything.
+if [ -n "$fake_pid" ] && [ "$recorded_before_kill" = yes ]; then
+  rg_fail "the killed sync recorded status although its submit never got an answer"
+fi
+[ "$(list_ours | wc -l)" = 1 ] || { list_ours >&2; rg_fail "expected one job after the killed sync"; }
+[ "$(list_ours | awk '{ print $1 }')" = "$want_id" ] || rg_fail "the job is not $want_id"
+
+# On the real head, let the run start so that the later passes see a settled Ray status.
+deadline=$((SECONDS + 120))
+until [ "$(list_ours | awk '{ print $2 }')" = RUNNING ]; do
+  [ $SECONDS -lt $deadline ] || { list_ours >&2; rg_fail "$want_id never ran"; }
+  sleep 1
+done
+
+# --- sync #2: the run is adopted, not duplicated ---
+sync_expect_0 "$RG_TMP/sync2.log"
+[ "$(list_ours | wc -l)" = 1 ] || { list_ours >&2; rg_fail "sync #2 submitted a second job"; }
+[ "$(list_ours)" = "$want_id RUNNING" ] || { list_ours >&2; rg_fail "the adopted run is not RUNNING"; }
+if grep -q 'submitted attempt=' "$RG_TMP/sync2.log"; then
+  cat "$RG_TMP/sync2.log" >&2
+  rg_fail "sync #2 logged a submit"
+fi
+status_file crash >"$RG_TMP/crash.yaml" || rg_fail "sync #2 recorded no status for crash"
+[ "$(field "$RG_TMP/crash.yaml" phase)" = Running ] || { cat "$RG_TMP/crash.yaml" >&2; rg_fail "phase is not Running"; }
+[ "$(field "$RG_TMP/crash.yaml" submission_id)" = "$want_id" ] || rg_fail "status names another id"
+[ "$(field "$RG_TMP/crash.yaml" attempt)" = 0 ] || rg_fail "status is not attempt 0"
+[ "$(field "$RG_TMP/crash.yaml" status)" = RUNNING ] || rg_fail "status does not hold Ray's RUNNING"
+
+# --- sync #3: nothing to do, nothing recorded ---
+before=$(status_commits)
+sync_expect_0 "$RG_TMP/sync3.log"
+[ "$(status_commits)" = "$before" ] || rg_fail "sync #3 made a status commit"
+[ "$(list_ours)" = "$want_id RUNNING" ] || { list_ours >&2; rg_fail "sync #3 changed Ray's jobs"; }
+if grep -Eq '(submitted|adopted) attempt=|stopped job=|status committed' "$RG_TMP/sync3.log"; then
+  cat "$RG_TMP/sync3.log" >&2
+  rg_fail "sync #3 acted"
+fi
+echo "PASS"

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# A Ray head restart seen through the binary (DESIGN.md 3.1, "missing from Ray"): the fake head
+# forgets every job and takes a new session_name; the next sync must not re-run finished work,
+# must resubmit a lost run that has retries left as attempt -r1, and must only report a lost
+# run without retries. Usage:
+#   restart_test.sh RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+[ $# -ge 3 ] || { echo "usage: $0 RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY" >&2; exit 2; }
+
+fake_state=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
+coproc FAKE { exec "$3"; }
+fake_pid=$FAKE_PID
+read -r port <&"${FAKE[0]}"
+echo "http://127.0.0.1:$port" >"$fake_state/address"
+export RG_E2E_RAY_STATE_DIR=$fake_state
+source "$here/../lib.sh"
+rg_e2e_init "$1" "$2"
+
+instance="e2e-restart-$RG_RUN_TAG"
+remote=$RG_TMP/remote.git
+work=$RG_TMP/work
+cleanup() {
+  kill "$fake_pid" 2>/dev/null || true
+  rm -rf "$fake_state" "$RG_TMP"
+}
+trap cleanup EXIT
+
+# Our jobs in Ray, one line each, sorted: "<submission_id> <STATUS>".
+list_ours() {
+  rg list --format json | "$RG_PY" -c '
+import json, sys
+for j in json.load(sys.stdin):
+    if j.get("managed_by") == sys.argv[1]:
+        print(j["submission_id"], j["status"])' "$instance" | sort
+}
+repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
+status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
+# One field of status/<name>.yaml at the tip of the status branch, quotes removed.
+field() {
+  git -C "$remote" show "ray-gitops/status:status/$1.yaml" |
+    awk -F': ' -v k="$2" '$1 == k { gsub(/"/, "", $2); print $2; exit }'
+}
+expect_field() {
+  local got
+  got=$(field "$1" "$2")
+  if [ "$got" != "$3" ]; then
+    git -C "$remote" show "ray-gitops/status:status/$1.yaml" >&2 || true
+    rg_fail "status/$1.yaml: $2 is '$got', expected '$3'"
+  fi
+}
+sync_() {
+  if ! rg sync "${repo_flags[@]}" >"$RG_TMP/sync.out" 2>"$RG_TMP/sync.log"; then
+    cat "$RG_TMP/sync.out" "$RG_TMP/sync.log" >&2
+    rg_fail "sync failed"
+  fi
+}
+session() { rg_api_get /api/version | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["session_name"])'; }
+spec() {  # spec NAME ENTRYPOINT RETRIES
+  printf 'workload: custom\nentrypoint: %s\nentrypoint_num_cpus: 0\nretries: %s\n' "$2" "$3" \
+    >"$work/jobs/$1.yaml"
+  rg_tag_spec "$work/jobs/$1.yaml"
+}
+
+git init -q --bare -b main "$remote"
+git clone -q "$remote" "$work" 2>/dev/null
+git -C "$work" config user.email e2e@localhost
+git -C "$work" config user.name e2e
+git -C "$work" checkout -q -b main
+echo "address: $RG_ADDRESS" >"$work/cluster.yaml"
+mkdir -p "$work/jobs"
+spec quick "echo done" 0
+spec runner "sleep 300" 1
+spec single "sleep 301" 0
+git -C "$work" add -A
+git -C "$work" commit -qm "three jobs"
+git -C "$work" push -q origin main
+
+# --- before the restart: quick succeeds, the two sleepers run, the ledger knows it all ---
+sync_
+[ "$(list_ours | wc -l)" = 3 ] || { list_ours >&2; rg_fail "expected three jobs after sync"; }
+quick_id=$(list_ours | awk '$1 ~ /^quick-/ { print $1 }')
+runner_id=$(list_ours | awk '$1 ~ /^runner-/ { print $1 }')
+single_id=$(list_ours | awk '$1 ~ /^single-/ { print $1 }')
+deadline=$((SECONDS + 30))
+until [ "$(list_ours | awk '$1 ~ /^quick-/ { print $2 }')" = SUCCEEDED ] &&
+  [ "$(list_ours | grep -c ' RUNNING$' || true)" = 2 ]; do
+  [ $SECONDS -lt $deadline ] || { list_ours >&2; rg_fail "jobs did not settle"; }
+  sleep 0.2
+done
+sync_
+expect_field quick phase Succeeded
+expect_field quick status SUCCEEDED
+expect_field runner phase Running
+expect_field single phase Running
+session_before=$(session)
+
+# --- the head restarts: every job is forgotten ---
+kill -USR1 "$fake_pid"
+read -r ack <&"${FAKE[0]}"
+[ "$ack" = restarted ] || rg_fail "the fake did not restart (said '$ack')"
+[ -z "$(list_ours)" ] || { list_ours >&2; rg_fail "the restarted fake still lists jobs"; }
+[ "$(session)" != "$session_before" ] || rg_fail "session_name did not change on restart"
+
+# --- the pass after the restart ---
+sync_
+want_r1="$runner_id-r1"
+[ "$(list_ours)" = "$want_r1 RUNNING" ] || [ "$(list_ours)" = "$want_r1 PENDING" ] || {
+  list_ours >&2
+  rg_fail "after the restart Ray should hold only $want_r1"
+}
+grep -q "submission_id=$want_r1" "$RG_TMP/sync.log" || { cat "$RG_TMP/sync.log" >&2; rg_fail "no submit of $want_r1 logged"; }
+# Finished work is not re-run, and its record is untouched.
+expect_field quick phase Succeeded
+expect_field quick submission_id "$quick_id"
+# The lost run with a retry left: Lost, resubmitted as attempt 1, attempt 0 remembered as Lost.
+expect_field runner phase Lost
+expect_field runner submission_id "$want_r1"
+expect_field runner attempt 1
+git -C "$remote" show "ray-gitops/status:status/runner.yaml" >"$RG_TMP/runner.yaml"
+grep -q "$runner_id" "$RG_TMP/runner.yaml" || rg_fail "runner's status forgot attempt 0"
+grep -q 'phase: Lost' "$RG_TMP/runner.yaml" || rg_fail "runner's status has no Lost phase"
+# The lost run without retries: Lost, same attempt, nothing submitted.
+expect_field single phase Lost
+expect_field single submission_id "$single_id"
+expect_field single attempt 0
+field single message | grep -q 'no retries left' || rg_fail "single's message does not say why"
+# The commit lists both transitions to Lost.
+git -C "$remote" log -1 --format=%B ray-gitops/status >"$RG_TMP/commit.txt"
+grep -q '^runner: Running -> Lost' "$RG_TMP/commit.txt" || { cat "$RG_TMP/commit.txt" >&2; rg_fail "commit lacks runner -> Lost"; }
+grep -q '^single: Running -> Lost' "$RG_TMP/commit.txt" || { cat "$RG_TMP/commit.txt" >&2; rg_fail "commit lacks single -> Lost"; }
+grep -q '^quick:' "$RG_TMP/commit.txt" && rg_fail "the commit touches quick, which did not change"
+git -C "$remote" show ray-gitops/status:STATUS.md | grep -q 'Lost' || rg_fail "STATUS.md shows no Lost job"
+
+# --- the pass after that: the new attempt runs; nothing else moves ---
+deadline=$((SECONDS + 30))
+until [ "$(list_ours)" = "$want_r1 RUNNING" ]; do
+  [ $SECONDS -lt $deadline ] || { list_ours >&2; rg_fail "$want_r1 does not run"; }
+  sleep 0.2
+done
+sync_
+[ "$(list_ours)" = "$want_r1 RUNNING" ] || { list_ours >&2; rg_fail "the fourth sync changed Ray's jobs"; }
+expect_field runner phase Running
+expect_field single phase Lost
+expect_field quick phase Succeeded
+before=$(status_commits)
+sync_
+[ "$(status_commits)" = "$before" ] || rg_fail "a pass after the dust settled made a status commit"
+[ "$(list_ours)" = "$want_r1 RUNNING" ] || rg_fail "the last sync changed Ray's jobs"
+
+# --- history tells the story ---
+rg history runner "${repo_flags[@]:0:4}" >"$RG_TMP/history.txt" || rg_fail "history runner failed"
+grep -q Lost "$RG_TMP/history.txt" || { cat "$RG_TMP/history.txt" >&2; rg_fail "history lacks Lost"; }
+grep -q "$want_r1" "$RG_TMP/history.txt" || rg_fail "history lacks $want_r1"
+echo "PASS"
