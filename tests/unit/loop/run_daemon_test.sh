@@ -21,8 +21,8 @@ fail() {
   exit 1
 }
 
-# Answers to submits are held back 3 s once armed (SIGUSR2), so a stop can land mid-action.
-coproc FAKE { exec "$2" --hold-submit-ms 3000; }
+# Answers to submits are held back 6 s once armed (SIGUSR2), so a stop can land mid-action.
+coproc FAKE { exec "$2" --hold-submit-ms 6000; }
 read -r port <&"${FAKE[0]}"
 ray="http://127.0.0.1:$port"
 unset RAY_ADDRESS RAY_API_SERVER_ADDRESS RAY_AUTH_TOKEN RAY_JOB_HEADERS
