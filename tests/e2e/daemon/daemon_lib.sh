@@ -1,0 +1,166 @@
+# Shared by the daemon scripts: sourced after ../lib.sh and rg_e2e_init, never run.
+# Starts `ray-gitops run` on a free loopback port, signs GitHub webhooks, reads /metrics.
+
+# A bare remote $DMN_REMOTE with main holding a cluster file for the head, and a clone
+# $DMN_WORK that pushes to it.
+dmn_init_repo() {
+  DMN_REMOTE=$RG_TMP/remote.git
+  DMN_WORK=$RG_TMP/work
+  git init -q --bare -b main "$DMN_REMOTE"
+  git clone -q "$DMN_REMOTE" "$DMN_WORK" 2>/dev/null
+  git -C "$DMN_WORK" config user.email e2e@localhost
+  git -C "$DMN_WORK" config user.name e2e
+  git -C "$DMN_WORK" checkout -q -b main
+  echo "address: $RG_ADDRESS" >"$DMN_WORK/cluster.yaml"
+  mkdir -p "$DMN_WORK/jobs"
+  touch "$DMN_WORK/jobs/.keep"
+  dmn_push "cluster file"
+}
+
+dmn_push() {
+  git -C "$DMN_WORK" add -A
+  git -C "$DMN_WORK" commit -qm "$1"
+  git -C "$DMN_WORK" push -q origin main
+}
+
+# dmn_spec NAME ENTRYPOINT: a custom JobSpec jobs/NAME.yaml, unique to this run.
+dmn_spec() {
+  printf 'workload: custom\nentrypoint: %s\nentrypoint_num_cpus: 0\n' "$2" >"$DMN_WORK/jobs/$1.yaml"
+  rg_tag_spec "$DMN_WORK/jobs/$1.yaml"
+}
+
+# dmn_start LOG [run flags...]: starts the daemon in the background on 127.0.0.1:<free port>
+# and waits for its "started" line. Sets DMN_PID and DMN_URL.
+dmn_start() {
+  local log=$1
+  shift
+  local token_args=()
+  [ -n "$RG_TOKEN" ] && token_args=(--ray-token-file "$RG_TOKEN_FILE")
+  "$RG_BIN" --ray-address "$RG_ADDRESS" "${token_args[@]}" run --repo "$DMN_REMOTE" \
+    --branch main --cache-dir "$RG_TMP/cache" --instance "$DMN_INSTANCE" --no-artifacts \
+    --listen 127.0.0.1:0 "$@" 2>"$log" &
+  DMN_PID=$!
+  DMN_LOG=$log
+  local deadline=$((SECONDS + 30)) port=""
+  while [ $SECONDS -lt $deadline ]; do
+    port=$(sed -n 's/.*started .*port=\([0-9]*\).*/\1/p' "$log" | head -n1)
+    [ -n "$port" ] && break
+    kill -0 "$DMN_PID" 2>/dev/null || { cat "$log" >&2; rg_fail "the daemon exited at start"; }
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$log" >&2; rg_fail "the daemon logged no port within 30 s"; }
+  DMN_URL=http://127.0.0.1:$port
+}
+
+# dmn_stop [LIMIT]: SIGTERM, then waits up to LIMIT seconds (default 20) and sets DMN_STATUS
+# to the exit status; fails if the daemon is still running after LIMIT. Not in a subshell:
+# only this shell can wait for the daemon.
+dmn_stop() {
+  local limit=${1:-20} deadline
+  kill -TERM "$DMN_PID" 2>/dev/null || true
+  deadline=$((SECONDS + limit))
+  while kill -0 "$DMN_PID" 2>/dev/null; do
+    if [ $SECONDS -ge "$deadline" ]; then
+      kill -9 "$DMN_PID" 2>/dev/null || true
+      cat "$DMN_LOG" >&2
+      rg_fail "the daemon did not exit within ${limit}s of SIGTERM"
+    fi
+    sleep 0.05
+  done
+  DMN_STATUS=0
+  wait "$DMN_PID" || DMN_STATUS=$?
+  DMN_PID=""
+}
+
+# Kills a daemon still running (for traps).
+dmn_kill() {
+  if [ -n "${DMN_PID:-}" ]; then
+    kill -9 "$DMN_PID" 2>/dev/null || true
+    wait "$DMN_PID" 2>/dev/null || true
+    DMN_PID=""
+  fi
+}
+
+dmn_http_code() {  # dmn_http_code PATH: the status code of GET PATH
+  curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$DMN_URL$1"
+}
+
+# dmn_webhook SECRET [BODY]: POSTs a GitHub push webhook signed with SECRET; prints the code.
+dmn_webhook() {
+  local secret=$1 body=${2:-'{"ref":"refs/heads/main"}'} sig
+  sig="sha256=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$secret" -r | cut -d' ' -f1)"
+  curl -s -o "$RG_TMP/webhook.out" -w '%{http_code}' --max-time 10 -X POST "$DMN_URL/webhook" \
+    -H 'Content-Type: application/json' -H 'X-GitHub-Event: push' \
+    -H "X-Hub-Signature-256: $sig" --data-binary "$body"
+}
+
+# dmn_metric NAME [LABEL=VALUE...]: the sum of the samples of NAME whose labels include the
+# given ones, read from /metrics with prometheus_client's parser (0 when none).
+dmn_metric() {
+  curl -s --max-time 10 "$DMN_URL/metrics" | "$RG_PY" -c '
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+name, want = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
+total = 0.0
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for s in family.samples:
+        if s.name == name and all(s.labels.get(k) == v for k, v in want.items()):
+            total += s.value
+print(int(total) if total == int(total) else total)' "$@"
+}
+
+# dmn_metric_ge MIN NAME [LABEL=VALUE...]: succeeds when the metric is at least MIN.
+dmn_metric_ge() {
+  local min=$1
+  shift
+  [ "$(dmn_metric "$@")" -ge "$min" ]
+}
+
+# dmn_in_ray ID: succeeds when Ray knows the submission id (GET /api/jobs/ID answers 200).
+dmn_in_ray() {
+  local auth=()
+  [ -n "$RG_TOKEN" ] && auth=(-H "Authorization: Bearer $RG_TOKEN")
+  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "${auth[@]}" \
+    "$RG_ADDRESS/api/jobs/$1")" = 200 ]
+}
+
+# Our jobs in Ray, one line each: "<submission_id> <STATUS>", sorted.
+dmn_list_ours() {
+  rg list --format json | "$RG_PY" -c '
+import json, sys
+for j in sorted(json.load(sys.stdin), key=lambda j: j["submission_id"]):
+    if j.get("managed_by") == sys.argv[1]:
+        print(j["submission_id"], j["status"])' "$DMN_INSTANCE"
+}
+
+# Stops whatever this run still has going on the head.
+dmn_stop_ours() {
+  for id in $(dmn_list_ours 2>/dev/null | awk '$2 == "PENDING" || $2 == "RUNNING" { print $1 }'); do
+    rg stop "$id" >/dev/null 2>&1 || true
+  done
+}
+
+dmn_status_file() { git -C "$DMN_REMOTE" show "ray-gitops/status:status/$1.yaml" 2>/dev/null; }
+# dmn_field KEY: a top-level field of the YAML on stdin, unquoted.
+dmn_field() { awk -F': ' -v k="$1" '$1 == k { gsub(/"/, "", $2); print $2; exit }'; }
+
+dmn_now_ms() {
+  local t=$EPOCHREALTIME
+  echo $((${t/./} / 1000))
+}
+
+# dmn_wait LIMIT_SECONDS WHAT COMMAND...: polls COMMAND every 50 ms until it succeeds.
+# Prints the milliseconds it took; fails with WHAT after LIMIT.
+dmn_wait() {
+  local limit_ms=$(($1 * 1000)) what=$2 start
+  shift 2
+  start=$(dmn_now_ms)
+  until "$@" >/dev/null 2>&1; do
+    if [ $(($(dmn_now_ms) - start)) -gt $limit_ms ]; then
+      cat "$DMN_LOG" >&2
+      rg_fail "$what: not within $((limit_ms / 1000))s"
+    fi
+    sleep 0.05
+  done
+  echo $(($(dmn_now_ms) - start))
+}
