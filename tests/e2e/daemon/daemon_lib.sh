@@ -164,3 +164,59 @@ dmn_wait() {
   done
   echo $(($(dmn_now_ms) - start))
 }
+
+# dmn_fake_head FAKE_RAY_SERVER_BINARY [LATENCY_MS]: a fake head behind ray_proxy.py, so that
+# the head can go away and come back on the same address. Call before rg_e2e_init: it points
+# RG_E2E_RAY_STATE_DIR at the proxy. Sets DMN_FAKE_URL (the fake itself, for checks that must
+# not go through the proxy), DMN_PROXY_PORT and DMN_PROXY_PID.
+dmn_fake_head() {
+  DMN_FAKE_STATE=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
+  coproc DMN_FAKE { exec "$1"; }
+  DMN_FAKE_PID=$DMN_FAKE_PID
+  local fake_port
+  read -r fake_port <&"${DMN_FAKE[0]}"
+  DMN_FAKE_URL=http://127.0.0.1:$fake_port
+  DMN_PROXY_LATENCY_MS=${2:-0}
+  DMN_PROXY_PORT=0
+  dmn_proxy_up
+  echo "http://127.0.0.1:$DMN_PROXY_PORT" >"$DMN_FAKE_STATE/address"
+  export RG_E2E_RAY_STATE_DIR=$DMN_FAKE_STATE
+}
+
+# (Re)starts the proxy on DMN_PROXY_PORT (0 the first time) in front of the fake.
+dmn_proxy_up() {
+  local out=$DMN_FAKE_STATE/proxy.out deadline=$((SECONDS + 15))
+  : >"$out"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/ray_proxy.py" "$DMN_PROXY_PORT" \
+    "${DMN_FAKE_URL##*:}" --latency-ms "$DMN_PROXY_LATENCY_MS" >"$out" &
+  DMN_PROXY_PID=$!
+  until [ -s "$out" ]; do
+    [ $SECONDS -lt $deadline ] || rg_fail "the Ray proxy did not start"
+    kill -0 "$DMN_PROXY_PID" 2>/dev/null || rg_fail "the Ray proxy exited at start"
+    sleep 0.05
+  done
+  DMN_PROXY_PORT=$(head -n1 "$out")
+}
+
+# Makes the head unreachable: connections to its address are refused.
+dmn_proxy_down() {
+  kill "$DMN_PROXY_PID" 2>/dev/null || true
+  wait "$DMN_PROXY_PID" 2>/dev/null || true
+  DMN_PROXY_PID=""
+}
+
+# Ends the proxy and the fake (for traps).
+dmn_fake_down() {
+  [ -n "${DMN_PROXY_PID:-}" ] && dmn_proxy_down
+  [ -n "${DMN_FAKE_PID:-}" ] && kill "$DMN_FAKE_PID" 2>/dev/null || true
+  [ -n "${DMN_FAKE_STATE:-}" ] && rm -rf "$DMN_FAKE_STATE"
+  DMN_FAKE_PID=""
+}
+
+# The fake's jobs, asked directly (not through the proxy): "<submission_id> <STATUS>" lines.
+dmn_fake_jobs() {
+  curl -s --max-time 10 "$DMN_FAKE_URL/api/jobs/" | python3 -c '
+import json, sys
+for j in sorted(json.load(sys.stdin), key=lambda j: j["submission_id"] or ""):
+    print(j["submission_id"], j["status"])'
+}
