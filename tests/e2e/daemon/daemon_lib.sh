@@ -43,7 +43,7 @@ dmn_start() {
   DMN_LOG=$log
   local deadline=$((SECONDS + 30)) port=""
   while [ $SECONDS -lt $deadline ]; do
-    port=$(sed -n 's/.*started .*port=\([0-9]*\).*/\1/p' "$log" | head -n1)
+    port=$(sed -n "s/.*started .*port=\([0-9]*\).*/\1/p" "$log" 2>/dev/null | head -n1 || true)
     [ -n "$port" ] && break
     kill -0 "$DMN_PID" 2>/dev/null || { cat "$log" >&2; rg_fail "the daemon exited at start"; }
     sleep 0.1
