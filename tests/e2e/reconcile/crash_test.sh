@@ -25,9 +25,7 @@ rg_e2e_init "$1" "$2"
 instance="e2e-crash-$RG_RUN_TAG"
 remote=$RG_TMP/remote.git
 work=$RG_TMP/work
-sync_pid=""
 cleanup() {
-  [ -n "$sync_pid" ] && kill -9 "$sync_pid" 2>/dev/null || true
   if [ -n "${RG_BIN:-}" ]; then
     for id in $(list_ours 2>/dev/null | awk '$2 == "PENDING" || $2 == "RUNNING" { print $1 }'); do
       rg stop "$id" >/dev/null 2>&1 || true
@@ -88,43 +86,59 @@ if [ -n "$fake_pid" ]; then
   read -r ack <&"${FAKE[0]}"
   [ "$ack" = holding ] || rg_fail "the fake did not arm the held submit (said '$ack')"
 fi
-rg sync "${repo_flags[@]}" >"$RG_TMP/sync1.out" 2>"$RG_TMP/sync1.log" &
-sync_pid=$!
-# Polls Ray's list every 20 ms and kills the sync the moment one of our jobs is there.
-RG_API_ADDRESS=$RG_ADDRESS RG_API_TOKEN=$RG_TOKEN "$RG_PY" - "$instance" "$sync_pid" <<'PYEOF'
-import json, os, signal, sys, time, urllib.request
-instance, pid = sys.argv[1], int(sys.argv[2])
+# The sync runs as a child of this poller, which is warmed up before it starts the sync, polls
+# Ray's list every 10 ms and SIGKILLs the sync the moment one of our jobs is there. It prints
+# "killed" or, when the sync finished first (possible only on the real head), "finished".
+token_args=()
+[ -n "$RG_TOKEN" ] && token_args=(--ray-token-file "$RG_TOKEN_FILE")
+outcome=$(RG_API_ADDRESS=$RG_ADDRESS RG_API_TOKEN=$RG_TOKEN "$RG_PY" - "$instance" \
+  "$RG_TMP/sync1.log" "$RG_BIN" --ray-address "$RG_ADDRESS" "${token_args[@]}" sync \
+  "${repo_flags[@]}" <<'PYEOF'
+import http.client, json, os, signal, subprocess, sys, time, urllib.parse
+instance, log, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+url = urllib.parse.urlsplit(os.environ["RG_API_ADDRESS"])
 headers = {"User-Agent": "ray-gitops-e2e"}
 if os.environ["RG_API_TOKEN"]:
     headers["Authorization"] = "Bearer " + os.environ["RG_API_TOKEN"]
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+
+def ours_in_ray():
+    conn.request("GET", "/api/jobs/", headers=headers)
+    jobs = json.loads(conn.getresponse().read())
+    return any((j.get("metadata") or {}).get("gitops.managed-by") == instance for j in jobs)
+
+assert not ours_in_ray(), "a job of ours exists before the sync"
+with open(log, "wb") as err:
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline:
-    req = urllib.request.Request(os.environ["RG_API_ADDRESS"] + "/api/jobs/", headers=headers)
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        jobs = json.load(resp)
-    if any((j.get("metadata") or {}).get("gitops.managed-by") == instance for j in jobs):
-        os.kill(pid, signal.SIGKILL)
+    if ours_in_ray():
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+            print("killed" if child.returncode == -signal.SIGKILL else "finished")
+        else:
+            print("finished")
         sys.exit(0)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        sys.exit("the sync ended before its job appeared in Ray")
-    time.sleep(0.02)
+    if child.poll() is not None:
+        sys.exit("the sync ended (exit %d) before its job appeared in Ray" % child.returncode)
+    time.sleep(0.01)
+child.kill()
 sys.exit("no job of ours appeared in Ray within 120 s")
 PYEOF
-set +e
-wait "$sync_pid"
-killed_status=$?
-set -e
-sync_pid=""
-[ "$killed_status" = 137 ] || { cat "$RG_TMP/sync1.log" >&2; rg_fail "sync #1 was not killed (exit $killed_status)"; }
+) || { cat "$RG_TMP/sync1.log" >&2; rg_fail "sync #1 could not be run and killed"; }
+echo "sync #1: $outcome"
+if [ -n "$fake_pid" ] && [ "$outcome" != killed ]; then
+  cat "$RG_TMP/sync1.log" >&2
+  rg_fail "the fake held the submit's answer, yet the sync was not killed while waiting for it"
+fi
 
 if status_file crash >/dev/null 2>&1; then
   recorded_before_kill=yes
 else
   recorded_before_kill=no
 fi
-echo "sync #1 killed; status recorded before the kill: $recorded_before_kill"
+echo "status recorded by sync #1: $recorded_before_kill"
 # The fake held the submit's answer, so the sync cannot have recorded anything.
 if [ -n "$fake_pid" ] && [ "$recorded_before_kill" = yes ]; then
   rg_fail "the killed sync recorded status although its submit never got an answer"
