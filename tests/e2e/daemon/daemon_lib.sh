@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the daemon scripts: sourced after ../lib.sh and rg_e2e_init, never run.
 # Starts `ray-gitops run` on a free loopback port, signs GitHub webhooks, reads /metrics.
 
@@ -172,7 +173,6 @@ dmn_wait() {
 dmn_fake_head() {
   DMN_FAKE_STATE=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
   coproc DMN_FAKE { exec "$1"; }
-  DMN_FAKE_PID=$DMN_FAKE_PID
   local fake_port
   read -r fake_port <&"${DMN_FAKE[0]}"
   DMN_FAKE_URL=http://127.0.0.1:$fake_port
@@ -208,7 +208,7 @@ dmn_proxy_down() {
 # Ends the proxy and the fake (for traps).
 dmn_fake_down() {
   [ -n "${DMN_PROXY_PID:-}" ] && dmn_proxy_down
-  [ -n "${DMN_FAKE_PID:-}" ] && kill "$DMN_FAKE_PID" 2>/dev/null || true
+  if [ -n "${DMN_FAKE_PID:-}" ]; then kill "$DMN_FAKE_PID" 2>/dev/null || true; fi
   [ -n "${DMN_FAKE_STATE:-}" ] && rm -rf "$DMN_FAKE_STATE"
   DMN_FAKE_PID=""
 }
