@@ -5,7 +5,9 @@
 #   shutdown_test.sh RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY
 # SIGTERM as soon as the first job reaches Ray: the daemon exits 0 within a few seconds, the
 # pass recorded what it had done (a status commit naming every job Ray has), it did not go on
-# submitting; a restarted daemon submits the rest, and Ray then holds one job per spec.
+# submitting; a restarted daemon submits the rest, and Ray then holds one job per spec. A
+# second SIGTERM during a pass exits at once with 143, and the next daemon still leaves
+# exactly one job per spec (what Ray accepted unrecorded is adopted).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 [ $# -ge 3 ] || { echo "usage: $0 RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY" >&2; exit 2; }
@@ -79,4 +81,36 @@ if grep -Eq "submitted .*job=($(cut -d' ' -f1 "$RG_TMP/jobs1.txt" | sed 's/-[0-9
 fi
 dmn_stop 20
 [ "$DMN_STATUS" = 0 ] || { cat "$DMN_LOG" >&2; rg_fail "the second daemon exited $DMN_STATUS"; }
+
+# --- a second SIGTERM during a pass ends the process at once with 143; nothing runs twice ---
+more=(nine ten eleven twelve)
+for name in "${more[@]}"; do dmn_spec "$name" "sleep 600"; done
+dmn_push "four more"
+total=$((${#specs[@]} + ${#more[@]}))
+dmn_start "$RG_TMP/daemon3.log" --interval 1h --parallelism 1
+one_more() { [ "$(curl -s --max-time 5 "$DMN_FAKE_URL/api/jobs/" | grep -o '"submission_id"' |
+  wc -l)" -gt "${#specs[@]}" ]; }
+dmn_wait 60 "a ninth job in Ray" one_more >/dev/null
+kill -TERM "$DMN_PID"
+sleep 0.05
+sent_ms=$(dmn_now_ms)
+dmn_stop 5  # the second SIGTERM
+took=$(($(dmn_now_ms) - sent_ms))
+[ "$DMN_STATUS" = 143 ] || { cat "$DMN_LOG" >&2; rg_fail "a second SIGTERM gave exit $DMN_STATUS"; }
+echo "second SIGTERM -> exit 143: ${took} ms"
+grep -q 'second signal' "$DMN_LOG" || rg_fail "no 'second signal' line"
+dmn_start "$RG_TMP/daemon4.log" --interval 1h
+all_of_them() { [ "$(dmn_fake_jobs | wc -l)" -ge "$total" ]; }
+dmn_wait 60 "every spec's job in Ray after the hard exit" all_of_them >/dev/null
+dmn_wait 60 "the fourth daemon's first pass" ready >/dev/null
+dmn_fake_jobs >"$RG_TMP/jobs4.txt"
+[ "$(wc -l <"$RG_TMP/jobs4.txt")" = "$total" ] ||
+  { cat "$RG_TMP/jobs4.txt" >&2; rg_fail "expected one job per spec after the hard exit"; }
+for name in "${specs[@]}" "${more[@]}"; do
+  grep -Eq "^$name-[0-9a-f]{10} (PENDING|RUNNING)$" "$RG_TMP/jobs4.txt" ||
+    { cat "$RG_TMP/jobs4.txt" >&2; rg_fail "no single attempt-0 run of $name"; }
+  [ -n "$(dmn_status_file "$name" | dmn_field submission_id)" ] || rg_fail "no status for $name"
+done
+dmn_stop 20
+[ "$DMN_STATUS" = 0 ] || { cat "$DMN_LOG" >&2; rg_fail "the fourth daemon exited $DMN_STATUS"; }
 echo "PASS"
