@@ -86,6 +86,7 @@ core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConf
   }
 
   std::vector<const LoadedSpecFile*> files;
+  files.reserve(spec_files.size());
   for (const auto& file : spec_files) files.push_back(&file);
   std::stable_sort(
       files.begin(), files.end(),

@@ -370,9 +370,8 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
       reader.Error(entry.key_pos, key + " is ignored by workload custom; remove it");
       continue;
     }
-    if (key == "workload") {
-      continue;
-    } else if (key == "name") {
+    if (key == "workload") continue;  // read above: the other fields depend on it
+    if (key == "name") {
       if (value.is_string()) {
         out.name = value.scalar.as_string();
         out.name_is_explicit = true;

@@ -18,7 +18,7 @@
 
 namespace rg::spec {
 
-inline constexpr size_t kMaxSpecFileBytes = 1024 * 1024;
+inline constexpr size_t kMaxSpecFileBytes = size_t{1024} * 1024;
 
 template <typename T>
 struct Parsed {

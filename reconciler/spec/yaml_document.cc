@@ -3,6 +3,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <exception>
@@ -30,7 +31,7 @@ struct TextError {
 };
 
 std::string Hex(uint32_t value, int digits) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  constexpr std::string_view kHex = "0123456789ABCDEF";
   std::string out;
   for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += kHex[(value >> shift) & 0xF];
   return out;
@@ -91,14 +92,10 @@ std::optional<TextError> FindUnreadableText(std::string_view text) {
 }
 
 bool IsDigits(std::string_view s, bool hex = false, bool octal = false) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    const bool ok = octal ? (c >= '0' && c <= '7')
-                          : (c >= '0' && c <= '9') ||
-                                (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
-    if (!ok) return false;
-  }
-  return true;
+  return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
+    if (octal) return c >= '0' && c <= '7';
+    return (c >= '0' && c <= '9') || (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
+  });
 }
 
 // [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?

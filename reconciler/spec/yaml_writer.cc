@@ -45,7 +45,7 @@ bool CanBePlain(std::string_view s) {
 }
 
 void AppendHexEscape(std::string& out, char letter, uint32_t code, int digits) {
-  static constexpr char kHex[] = "0123456789abcdef";
+  constexpr std::string_view kHex = "0123456789abcdef";
   out += '\\';
   out += letter;
   for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += kHex[(code >> shift) & 0xF];
@@ -99,8 +99,8 @@ bool CanBeLiteralBlock(std::string_view s) {
     if (!line.empty() && line.find_first_not_of(' ') == std::string_view::npos) return false;
     line_start = end + 1;
   }
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(s[i]);
+  for (char c : s) {
+    const auto byte = static_cast<unsigned char>(c);
     if ((byte < 0x20 && byte != '\n' && byte != '\t') || byte == 0x7F || byte >= 0x80) {
       return false;
     }
@@ -115,9 +115,9 @@ std::string ScalarText(std::string_view s) {
 std::string NumberText(double d) {
   if (std::isnan(d)) return ".nan";
   if (std::isinf(d)) return d < 0 ? "-.inf" : ".inf";
-  char buffer[64];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), d);
-  std::string out(buffer, ec == std::errc() ? end : buffer);
+  std::array<char, 64> buffer{};
+  auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), d);
+  std::string out(buffer.data(), ec == std::errc() ? end : buffer.data());
   // Keep it a float when read back.
   if (out.find_first_of(".e") == std::string::npos) out += ".0";
   return out;
