@@ -105,10 +105,9 @@ read -r ack <&"${FAKE[0]}"
 # --- the pass after the restart ---
 sync_
 want_r1="$runner_id-r1"
-[ "$(list_ours)" = "$want_r1 RUNNING" ] || [ "$(list_ours)" = "$want_r1 PENDING" ] || {
-  list_ours >&2
-  rg_fail "after the restart Ray should hold only $want_r1"
-}
+after_restart=$(list_ours)
+[ "$after_restart" = "$want_r1 RUNNING" ] || [ "$after_restart" = "$want_r1 PENDING" ] ||
+  rg_fail "after the restart Ray should hold only $want_r1, it holds: $after_restart"
 grep -q "submission_id=$want_r1" "$RG_TMP/sync.log" || { cat "$RG_TMP/sync.log" >&2; rg_fail "no submit of $want_r1 logged"; }
 # Finished work is not re-run, and its record is untouched.
 expect_field quick phase Succeeded
