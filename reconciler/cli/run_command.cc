@@ -224,8 +224,8 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
     branch = DefaultBranch(source);
     if (branch.empty()) {
       LogEvent("warn",
-               "the remote's default branch is unknown (unreachable?): webhook pushes are "
-               "ignored until a restart; give --branch to avoid this");
+               "the remote's default branch is unknown (unreachable?): every verified "
+               "webhook push triggers a pass; give --branch to filter by branch");
     }
   }
   flags.repo.ref = branch.empty() ? "HEAD" : branch;

@@ -241,7 +241,9 @@ WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branc
     return Reject(400, "malformed_payload", "empty body");
   }
 
-  if (ref && *ref != "refs/heads/" + std::string(branch)) {
+  // An unknown branch (the remote could not be asked at start) filters nothing: an extra
+  // pass is harmless, a missed push is not.
+  if (ref && !branch.empty() && *ref != "refs/heads/" + std::string(branch)) {
     return Ignore(source, "push to " + *ref + ", watching refs/heads/" + std::string(branch));
   }
   WebhookVerdict v;

@@ -60,6 +60,7 @@ struct WebhookVerdict {
 };
 
 // REQUIRES: nothing. `branch` is the watched branch: a push to another one is ignored.
+// An empty `branch` (not known yet) ignores no push.
 // Never echoes the secret, the signature or the token in the verdict.
 WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branch,
                              const WebhookRequest& request);

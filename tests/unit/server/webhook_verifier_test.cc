@@ -141,6 +141,12 @@ TEST_CASE("a verified push to another branch is 200 ignored") {
   CHECK(Field(v, "ignored").find("refs/heads/feature") != std::string::npos);
 }
 
+TEST_CASE("with the watched branch unknown, a verified push to any branch triggers a pass") {
+  const WebhookVerdict v = VerifyWebhook(Config(), "", GitHub(R"({"ref": "refs/heads/feature"})"));
+  CHECK(v.http_status == 202);
+  CHECK(v.trigger);
+}
+
 TEST_CASE("a tag push whose name equals the branch is not a push to the branch") {
   const WebhookVerdict v = VerifyWebhook(Config(), "main", GitHub(R"({"ref": "refs/tags/main"})"));
   CHECK(v.http_status == 200);
