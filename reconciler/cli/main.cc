@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   app.add_option("--ray-header", global.ray_headers,
                  "extra HTTP header K=V for every Ray request (else RAY_JOB_HEADERS JSON)");
   app.add_option("--ray-ca-file", global.ray_ca_file, "CA bundle for an https:// Ray address");
-  app.add_flag("--ray-insecure", global.ray_insecure, "do not verify the Ray server's TLS certificate");
+  app.add_flag("--ray-insecure", global.ray_insecure,
+               "do not verify the Ray server's TLS certificate");
   app.add_option("--log-format", global.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error")

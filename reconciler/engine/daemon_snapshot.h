@@ -13,21 +13,21 @@ namespace rg::engine {
 
 struct DaemonSnapshot {
   int64_t now_ms = 0;
-  std::string instance;     // --instance
-  std::string repo_url;     // credentials stripped
-  std::string branch;       // the watched branch
+  std::string instance;  // --instance
+  std::string repo_url;  // credentials stripped
+  std::string branch;    // the watched branch
   std::string status_branch;
-  std::string ray_address;  // credentials stripped
+  std::string ray_address;    // credentials stripped
   std::string dashboard_url;  // base URL of the Ray dashboard (links on the status page)
   std::optional<int64_t> last_pass_start_ms;
   std::optional<int64_t> last_pass_end_ms;
   std::optional<int64_t> last_success_ms;  // end of the last pass that did not fail
   std::string last_error;                  // empty after a successful pass
   int consecutive_failures = 0;
-  std::optional<int64_t> next_pass_ms;     // when the timer (or backoff) fires next
+  std::optional<int64_t> next_pass_ms;  // when the timer (or backoff) fires next
   bool pass_in_flight = false;
   bool shutting_down = false;
-  bool ready = false;  // the last pass succeeded within the readiness window
+  bool ready = false;         // the last pass succeeded within the readiness window
   std::string spec_commit;    // commit of the desired state last read
   std::string status_commit;  // last status commit made by this process
   bool blocked = false;       // the last pass was held back by a guard
