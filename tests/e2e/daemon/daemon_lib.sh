@@ -7,22 +7,13 @@
 dmn_init_repo() {
   DMN_REMOTE=$RG_TMP/remote.git
   DMN_WORK=$RG_TMP/work
-  git init -q --bare -b main "$DMN_REMOTE"
-  git clone -q "$DMN_REMOTE" "$DMN_WORK" 2>/dev/null
-  git -C "$DMN_WORK" config user.email e2e@localhost
-  git -C "$DMN_WORK" config user.name e2e
-  git -C "$DMN_WORK" checkout -q -b main
-  echo "address: $RG_ADDRESS" >"$DMN_WORK/cluster.yaml"
+  rg_git_remote "$DMN_REMOTE" "$DMN_WORK" "$RG_ADDRESS"
   mkdir -p "$DMN_WORK/jobs"
   touch "$DMN_WORK/jobs/.keep"
   dmn_push "cluster file"
 }
 
-dmn_push() {
-  git -C "$DMN_WORK" add -A
-  git -C "$DMN_WORK" commit -qm "$1"
-  git -C "$DMN_WORK" push -q origin main
-}
+dmn_push() { rg_git_push "$DMN_WORK" "$1"; }
 
 # dmn_spec NAME ENTRYPOINT: a custom JobSpec jobs/NAME.yaml, unique to this run.
 dmn_spec() {
@@ -126,24 +117,10 @@ dmn_in_ray() {
 }
 
 # Our jobs in Ray, one line each: "<submission_id> <STATUS>", sorted.
-dmn_list_ours() {
-  rg list --format json | "$RG_PY" -c '
-import json, sys
-for j in sorted(json.load(sys.stdin), key=lambda j: j["submission_id"]):
-    if j.get("managed_by") == sys.argv[1]:
-        print(j["submission_id"], j["status"])' "$DMN_INSTANCE"
-}
-
-# Stops whatever this run still has going on the head.
-dmn_stop_ours() {
-  for id in $(dmn_list_ours 2>/dev/null | awk '$2 == "PENDING" || $2 == "RUNNING" { print $1 }'); do
-    rg stop "$id" >/dev/null 2>&1 || true
-  done
-}
+dmn_list_ours() { rg_list_ours "$DMN_INSTANCE"; }
 
 dmn_status_file() { git -C "$DMN_REMOTE" show "ray-gitops/status:status/$1.yaml" 2>/dev/null; }
-# dmn_field KEY: a top-level field of the YAML on stdin, unquoted.
-dmn_field() { awk -F': ' -v k="$1" '$1 == k { gsub(/"/, "", $2); print $2; exit }'; }
+dmn_field() { rg_yaml_field "$1"; }
 
 dmn_now_ms() {
   local t=$EPOCHREALTIME
@@ -168,19 +145,17 @@ dmn_wait() {
 
 # dmn_fake_head FAKE_RAY_SERVER_BINARY [LATENCY_MS]: a fake head behind ray_proxy.py, so that
 # the head can go away and come back on the same address. Call before rg_e2e_init: it points
-# RG_E2E_RAY_STATE_DIR at the proxy. Sets DMN_FAKE_URL (the fake itself, for checks that must
-# not go through the proxy), DMN_PROXY_PORT and DMN_PROXY_PID.
+# RG_E2E_RAY_STATE_DIR at the proxy, and rg_e2e_init's trap ends both. Sets DMN_FAKE_URL (the
+# fake itself, for checks that must not go through the proxy), DMN_PROXY_PORT and
+# DMN_PROXY_PID.
 dmn_fake_head() {
-  DMN_FAKE_STATE=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
-  coproc DMN_FAKE { exec "$1"; }
-  local fake_port
-  read -r fake_port <&"${DMN_FAKE[0]}"
-  DMN_FAKE_URL=http://127.0.0.1:$fake_port
+  rg_e2e_fake_head "$1"
+  DMN_FAKE_STATE=$RG_FAKE_STATE
+  DMN_FAKE_URL=$RG_FAKE_URL
   DMN_PROXY_LATENCY_MS=${2:-0}
   DMN_PROXY_PORT=0
   dmn_proxy_up
   echo "http://127.0.0.1:$DMN_PROXY_PORT" >"$DMN_FAKE_STATE/address"
-  export RG_E2E_RAY_STATE_DIR=$DMN_FAKE_STATE
 }
 
 # (Re)starts the proxy on DMN_PROXY_PORT (0 the first time) in front of the fake.
@@ -205,13 +180,6 @@ dmn_proxy_down() {
   DMN_PROXY_PID=""
 }
 
-# Ends the proxy and the fake (for traps).
-dmn_fake_down() {
-  [ -n "${DMN_PROXY_PID:-}" ] && dmn_proxy_down
-  if [ -n "${DMN_FAKE_PID:-}" ]; then kill "$DMN_FAKE_PID" 2>/dev/null || true; fi
-  [ -n "${DMN_FAKE_STATE:-}" ] && rm -rf "$DMN_FAKE_STATE"
-  DMN_FAKE_PID=""
-}
 
 # The fake's jobs, asked directly (not through the proxy): "<submission_id> <STATUS>" lines.
 dmn_fake_jobs() {

@@ -14,29 +14,17 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-fake_pid=""
-if [ $# -ge 3 ]; then
-  fake_state=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
-  coproc FAKE { exec "$3"; }
-  fake_pid=$FAKE_PID
-  read -r port <&"${FAKE[0]}"
-  echo "http://127.0.0.1:$port" >"$fake_state/address"
-  export RG_E2E_RAY_STATE_DIR=$fake_state
-fi
 source "$here/../lib.sh"
+[ $# -ge 3 ] && rg_e2e_fake_head "$3"
 rg_e2e_init "$1" "$2"
 source "$here/daemon_lib.sh"
 
 DMN_INSTANCE="e2e-daemon-$RG_RUN_TAG"
 DMN_PID=""
-cleanup() {
+rg_on_exit() {
   dmn_kill
-  [ -n "${RG_BIN:-}" ] && dmn_stop_ours
-  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
-  [ -n "${fake_state:-}" ] && rm -rf "$fake_state"
-  rm -rf "$RG_TMP"
+  rg_stop_ours "$DMN_INSTANCE"
 }
-trap cleanup EXIT
 
 # Slack on top of "a few seconds" and "one interval": a Ray submit on a loaded 2-core machine
 # takes a second or two by itself.

@@ -8,20 +8,18 @@
 # /readyz returns to 200 by itself and that commit is applied.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-[ $# -ge 3 ] || { echo "usage: $0 RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY" >&2; exit 2; }
 source "$here/../lib.sh"
+rg_e2e_need_fake "$@"
 source "$here/daemon_lib.sh"
 dmn_fake_head "$3"
 rg_e2e_init "$1" "$2"
 
 DMN_INSTANCE="e2e-outage-$RG_RUN_TAG"
 DMN_PID=""
-cleanup() {
+rg_on_exit() {
   dmn_kill
-  dmn_fake_down
-  rm -rf "$RG_TMP"
+  [ -n "${DMN_PROXY_PID:-}" ] && dmn_proxy_down
 }
-trap cleanup EXIT
 
 interval=1  # readiness window: 3 s
 dmn_init_repo

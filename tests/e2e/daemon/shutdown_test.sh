@@ -10,20 +10,18 @@
 # exactly one job per spec (what Ray accepted unrecorded is adopted).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-[ $# -ge 3 ] || { echo "usage: $0 RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY" >&2; exit 2; }
 source "$here/../lib.sh"
+rg_e2e_need_fake "$@"
 source "$here/daemon_lib.sh"
 dmn_fake_head "$3" 300
 rg_e2e_init "$1" "$2"
 
 DMN_INSTANCE="e2e-shutdown-$RG_RUN_TAG"
 DMN_PID=""
-cleanup() {
+rg_on_exit() {
   dmn_kill
-  dmn_fake_down
-  rm -rf "$RG_TMP"
+  [ -n "${DMN_PROXY_PID:-}" ] && dmn_proxy_down
 }
-trap cleanup EXIT
 
 specs=(one two three four five six seven eight)
 dmn_init_repo

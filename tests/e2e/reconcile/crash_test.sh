@@ -10,45 +10,20 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-fake_pid=""
-if [ $# -ge 3 ]; then
-  fake_state=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
-  coproc FAKE { exec "$3" --hold-submit-ms 20000; }
-  fake_pid=$FAKE_PID
-  read -r port <&"${FAKE[0]}"
-  echo "http://127.0.0.1:$port" >"$fake_state/address"
-  export RG_E2E_RAY_STATE_DIR=$fake_state
-fi
 source "$here/../lib.sh"
+[ $# -ge 3 ] && rg_e2e_fake_head "$3" --hold-submit-ms 20000
 rg_e2e_init "$1" "$2"
 
 instance="e2e-crash-$RG_RUN_TAG"
 remote=$RG_TMP/remote.git
 work=$RG_TMP/work
-cleanup() {
-  if [ -n "${RG_BIN:-}" ]; then
-    for id in $(list_ours 2>/dev/null | awk '$2 == "PENDING" || $2 == "RUNNING" { print $1 }'); do
-      rg stop "$id" >/dev/null 2>&1 || true
-    done
-  fi
-  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
-  [ -n "${fake_state:-}" ] && rm -rf "$fake_state"
-  rm -rf "$RG_TMP"
-}
-trap cleanup EXIT
+rg_on_exit() { rg_stop_ours "$instance"; }
 
-# Our jobs in Ray, one line each: "<submission_id> <STATUS>".
-list_ours() {
-  rg list --format json | "$RG_PY" -c '
-import json, sys
-for j in json.load(sys.stdin):
-    if j.get("managed_by") == sys.argv[1]:
-        print(j["submission_id"], j["status"])' "$instance"
-}
+list_ours() { rg_list_ours "$instance"; }
 repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
 status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
 status_file() { git -C "$remote" show "ray-gitops/status:status/$1.yaml"; }
-field() { awk -F': ' -v k="$2" '$1 == k { gsub(/"/, "", $2); print $2; exit }' "$1"; }
+field() { rg_yaml_field "$2" <"$1"; }
 sync_expect_0() {
   local log=$1
   shift
@@ -58,18 +33,11 @@ sync_expect_0() {
   fi
 }
 
-git init -q --bare -b main "$remote"
-git clone -q "$remote" "$work" 2>/dev/null
-git -C "$work" config user.email e2e@localhost
-git -C "$work" config user.name e2e
-git -C "$work" checkout -q -b main
-echo "address: $RG_ADDRESS" >"$work/cluster.yaml"
+rg_git_remote "$remote" "$work" "$RG_ADDRESS"
 mkdir -p "$work/jobs"
 printf 'workload: custom\nentrypoint: sleep 300\nentrypoint_num_cpus: 0\n' >"$work/jobs/crash.yaml"
 rg_tag_spec "$work/jobs/crash.yaml"
-git -C "$work" add -A
-git -C "$work" commit -qm "one long job"
-git -C "$work" push -q origin main
+rg_git_push "$work" "one long job"
 
 # The id the run must have, from the plan (no sync has run yet).
 want_id=$(rg plan --repo "$remote" --cache-dir "$RG_TMP/plan-cache" --instance "$instance" \
@@ -81,9 +49,9 @@ print(ids.pop())') || true
 [[ "$want_id" =~ ^crash-[0-9a-f]{10}$ ]] || rg_fail "plan does not name a crash-<hash> id (got '$want_id')"
 
 # --- sync #1, killed by SIGKILL once Ray has the job and before it could record status ---
-if [ -n "$fake_pid" ]; then
-  kill -USR2 "$fake_pid"
-  read -r ack <&"${FAKE[0]}"
+if [ -n "${RG_FAKE_PID:-}" ]; then
+  kill -USR2 "${RG_FAKE_PID:-}"
+  read -r ack <&"${RG_FAKE[0]}"
   [ "$ack" = holding ] || rg_fail "the fake did not arm the held submit (said '$ack')"
 fi
 # The sync runs as a child of this poller, which is warmed up before it starts the sync, polls
@@ -128,7 +96,7 @@ sys.exit("no job of ours appeared in Ray within 120 s")
 PYEOF
 ) || { cat "$RG_TMP/sync1.log" >&2; rg_fail "sync #1 could not be run and killed"; }
 echo "sync #1: $outcome"
-if [ -n "$fake_pid" ] && [ "$outcome" != killed ]; then
+if [ -n "${RG_FAKE_PID:-}" ] && [ "$outcome" != killed ]; then
   cat "$RG_TMP/sync1.log" >&2
   rg_fail "the fake held the submit's answer, yet the sync was not killed while waiting for it"
 fi
@@ -140,7 +108,7 @@ else
 fi
 echo "status recorded by sync #1: $recorded_before_kill"
 # The fake held the submit's answer, so the sync cannot have recorded anything.
-if [ -n "$fake_pid" ] && [ "$recorded_before_kill" = yes ]; then
+if [ -n "${RG_FAKE_PID:-}" ] && [ "$recorded_before_kill" = yes ]; then
   rg_fail "the killed sync recorded status although its submit never got an answer"
 fi
 [ "$(list_ours | wc -l)" = 1 ] || { list_ours >&2; rg_fail "expected one job after the killed sync"; }

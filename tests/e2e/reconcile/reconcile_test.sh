@@ -7,52 +7,22 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-fake_pid=""
-if [ $# -ge 3 ]; then
-  fake_state=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
-  coproc FAKE { exec "$3"; }
-  fake_pid=$FAKE_PID
-  read -r port <&"${FAKE[0]}"
-  echo "http://127.0.0.1:$port" >"$fake_state/address"
-  export RG_E2E_RAY_STATE_DIR=$fake_state
-fi
 source "$here/../lib.sh"
+[ $# -ge 3 ] && rg_e2e_fake_head "$3"
 rg_e2e_init "$1" "$2"
 
 instance="e2e-reconcile-$RG_RUN_TAG"
 remote=$RG_TMP/remote.git
 work=$RG_TMP/work
-cleanup() {
-  # Stop whatever this run still has going, then the fake head.
-  if [ -n "${RG_BIN:-}" ]; then
-    for id in $(list_ours 2>/dev/null | awk '$2 == "PENDING" || $2 == "RUNNING" { print $1 }'); do
-      rg stop "$id" >/dev/null 2>&1 || true
-    done
-  fi
-  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
-  [ -n "${fake_state:-}" ] && rm -rf "$fake_state"
-  rm -rf "$RG_TMP"
-}
-trap cleanup EXIT
+rg_on_exit() { rg_stop_ours "$instance"; }
 
-# Our jobs in Ray, one line each: "<submission_id> <STATUS>".
-list_ours() {
-  rg list --format json | "$RG_PY" -c '
-import json, sys
-for j in json.load(sys.stdin):
-    if j.get("managed_by") == sys.argv[1]:
-        print(j["submission_id"], j["status"])' "$instance"
-}
+list_ours() { rg_list_ours "$instance"; }
 repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
 sync_() { rg sync "${repo_flags[@]}" "$@" 2>>"$RG_TMP/sync.log"; }
 plan_() { rg plan --repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" "$@"; }
 status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
 status_file() { git -C "$remote" show "ray-gitops/status:status/$1.yaml"; }
-push() {
-  git -C "$work" add -A
-  git -C "$work" commit -qm "$1"
-  git -C "$work" push -q origin main
-}
+push() { rg_git_push "$work" "$1"; }
 expect_exit() {
   local want=$1 got
   shift
@@ -80,12 +50,7 @@ spec() {  # spec FILE SECONDS
   rg_tag_spec "$1"
 }
 
-git init -q --bare -b main "$remote"
-git clone -q "$remote" "$work" 2>/dev/null
-git -C "$work" config user.email e2e@localhost
-git -C "$work" config user.name e2e
-git -C "$work" checkout -q -b main
-echo "address: $RG_ADDRESS" >"$work/cluster.yaml"
+rg_git_remote "$remote" "$work" "$RG_ADDRESS"
 spec "$work/jobs/alpha.yaml" 300
 spec "$work/jobs/beta.yaml" 301
 push "two jobs"

@@ -6,40 +6,21 @@
 #   restart_test.sh RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-[ $# -ge 3 ] || { echo "usage: $0 RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY" >&2; exit 2; }
-
-fake_state=$(mktemp -d /tmp/rg-fake-head.XXXXXX)
-coproc FAKE { exec "$3"; }
-fake_pid=$FAKE_PID
-read -r port <&"${FAKE[0]}"
-echo "http://127.0.0.1:$port" >"$fake_state/address"
-export RG_E2E_RAY_STATE_DIR=$fake_state
 source "$here/../lib.sh"
+rg_e2e_need_fake "$@"
+rg_e2e_fake_head "$3"
 rg_e2e_init "$1" "$2"
 
 instance="e2e-restart-$RG_RUN_TAG"
 remote=$RG_TMP/remote.git
 work=$RG_TMP/work
-cleanup() {
-  kill "$fake_pid" 2>/dev/null || true
-  rm -rf "$fake_state" "$RG_TMP"
-}
-trap cleanup EXIT
 
-# Our jobs in Ray, one line each, sorted: "<submission_id> <STATUS>".
-list_ours() {
-  rg list --format json | "$RG_PY" -c '
-import json, sys
-for j in json.load(sys.stdin):
-    if j.get("managed_by") == sys.argv[1]:
-        print(j["submission_id"], j["status"])' "$instance" | sort
-}
+list_ours() { rg_list_ours "$instance"; }
 repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
 status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
 # One field of status/<name>.yaml at the tip of the status branch, quotes removed.
 field() {
-  git -C "$remote" show "ray-gitops/status:status/$1.yaml" |
-    awk -F': ' -v k="$2" '$1 == k { gsub(/"/, "", $2); print $2; exit }'
+  git -C "$remote" show "ray-gitops/status:status/$1.yaml" | rg_yaml_field "$2"
 }
 expect_field() {
   local got
@@ -62,19 +43,12 @@ spec() {  # spec NAME ENTRYPOINT RETRIES
   rg_tag_spec "$work/jobs/$1.yaml"
 }
 
-git init -q --bare -b main "$remote"
-git clone -q "$remote" "$work" 2>/dev/null
-git -C "$work" config user.email e2e@localhost
-git -C "$work" config user.name e2e
-git -C "$work" checkout -q -b main
-echo "address: $RG_ADDRESS" >"$work/cluster.yaml"
+rg_git_remote "$remote" "$work" "$RG_ADDRESS"
 mkdir -p "$work/jobs"
 spec quick "echo done" 0
 spec runner "sleep 300" 1
 spec single "sleep 301" 0
-git -C "$work" add -A
-git -C "$work" commit -qm "three jobs"
-git -C "$work" push -q origin main
+rg_git_push "$work" "three jobs"
 
 # --- before the restart: quick succeeds, the two sleepers run, the ledger knows it all ---
 sync_
@@ -96,8 +70,8 @@ expect_field single phase Running
 session_before=$(session)
 
 # --- the head restarts: every job is forgotten ---
-kill -USR1 "$fake_pid"
-read -r ack <&"${FAKE[0]}"
+kill -USR1 "${RG_FAKE_PID:-}"
+read -r ack <&"${RG_FAKE[0]}"
 [ "$ack" = restarted ] || rg_fail "the fake did not restart (said '$ack')"
 [ -z "$(list_ours)" ] || { list_ours >&2; rg_fail "the restarted fake still lists jobs"; }
 [ "$(session)" != "$session_before" ] || rg_fail "session_name did not change on restart"

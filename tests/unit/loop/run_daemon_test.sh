@@ -4,13 +4,14 @@
 # (the pass in flight finishes its current action, records status, exit 0) and the hard stop
 # on a second signal. Usage: run_daemon_test.sh RAY_GITOPS_BINARY FAKE_RAY_SERVER_BINARY
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../e2e/lib.sh"
 
 bin=$1
 tmp=$(mktemp -d /tmp/rg-run-daemon.XXXXXX)
 daemon_pid=""
 cleanup() {
   [ -n "$daemon_pid" ] && kill -9 "$daemon_pid" 2>/dev/null || true
-  [ -n "${FAKE_PID:-}" ] && kill "$FAKE_PID" 2>/dev/null || true
+  rg_fake_stop
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -22,15 +23,14 @@ fail() {
 }
 
 # Answers to submits are held back 6 s once armed (SIGUSR2), so a stop can land mid-action.
-coproc FAKE { exec "$2" --hold-submit-ms 6000; }
-read -r port <&"${FAKE[0]}"
-ray="http://127.0.0.1:$port"
+rg_fake_start "$2" --hold-submit-ms 6000
+ray=$RG_FAKE_URL
 unset RAY_ADDRESS RAY_API_SERVER_ADDRESS RAY_AUTH_TOKEN RAY_JOB_HEADERS
 
 hold_next_submit() {
-  kill -USR2 "$FAKE_PID"
+  kill -USR2 "$RG_FAKE_PID"
   local ack
-  read -r ack <&"${FAKE[0]}"
+  read -r ack <&"${RG_FAKE[0]}"
   [ "$ack" = holding ] || fail "the fake did not arm a held submit (said '$ack')"
 }
 job_count() {
@@ -51,21 +51,12 @@ log_has() { grep -qE -- "$2" "$1"; }
 
 remote=$tmp/remote.git
 work=$tmp/work
-git init -q --bare -b main "$remote"
-git clone -q "$remote" "$work" 2>/dev/null
-git -C "$work" config user.email daemon@localhost
-git -C "$work" config user.name daemon
-git -C "$work" checkout -q -b main
-echo "address: $ray" >"$work/cluster.yaml"
+rg_git_remote "$remote" "$work" "$ray" daemon
 spec() {
   mkdir -p "$work/jobs"
   printf 'workload: custom\nentrypoint: sleep %s\n' "$2" >"$work/jobs/$1.yaml"
 }
-push() {
-  git -C "$work" add -A
-  git -C "$work" commit -qm "$1"
-  git -C "$work" push -q origin main
-}
+push() { rg_git_push "$work" "$1"; }
 spec alpha 300
 push "one job"
 
