@@ -20,6 +20,7 @@
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/value.h"
@@ -60,21 +61,8 @@ std::string RepoRelativeSpecPath(const std::string& given) {
 // the cluster file's address (when one was read).
 core::Result<adapters::RayClientOptions> ResolveOptions(const GlobalOptions& global,
                                                         const std::string& fallback_address) {
-  adapters::RayClientFlags flags;
-  flags.address = global.ray_address;
-  flags.fallback_address = fallback_address;
-  flags.token_file = global.ray_token_file;
-  flags.headers = global.ray_headers;
-  flags.ca_file = global.ray_ca_file;
-  flags.insecure = global.ray_insecure;
-  core::Result<adapters::RayClientOptions> options = adapters::ResolveRayClientOptions(flags);
-  if (!options.ok()) return options;
-  if (options->address.empty()) {
-    return core::Error::InvalidInput(
-        "no Ray address: give --ray-address, set RAY_API_SERVER_ADDRESS or RAY_ADDRESS, or "
-        "pass --config with a cluster file that has an address");
-  }
-  return options;
+  return ResolveRayFromGlobal(global, fallback_address,
+                              "pass --config with a cluster file that has an address");
 }
 
 // For commands that take an optional --config only to learn the address.

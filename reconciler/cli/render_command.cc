@@ -1,12 +1,11 @@
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
-#include <system_error>
 
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/local_repo.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/render.h"
@@ -15,12 +14,7 @@
 namespace rg::cli {
 namespace {
 
-namespace fs = std::filesystem;
-
-struct RenderOptions {
-  std::string repo = ".";
-  std::string cluster_file = "cluster.yaml";
-  std::string jobs_dir = "jobs";
+struct RenderOptions : LocalRepoOptions {
   std::string file;
   std::string format = "yaml";
   std::string instance = "ray-gitops";
@@ -31,36 +25,24 @@ void PrintError(const std::string& path, const std::string& message) {
   std::cerr << core::Diagnostic{path, 0, 0, message}.ToString() << "\n";
 }
 
-// FILE names a JobSpec relative to the repository or, failing that, to the working directory.
-std::optional<std::string> RepoRelativePath(const RenderOptions& options) {
-  std::error_code ec;
-  const fs::path repo = fs::absolute(options.repo, ec).lexically_normal();
-  const fs::path given(options.file);
-  fs::path full = given.is_absolute() ? given : repo / given;
-  if (!given.is_absolute() && !fs::exists(full, ec) && fs::exists(given, ec)) {
-    full = fs::absolute(given, ec);
-  }
-  const std::string relative = full.lexically_normal().lexically_relative(repo).generic_string();
-  if (relative.empty() || relative == "." || relative.starts_with("..")) return std::nullopt;
-  return relative;
-}
-
 int RunRender(const RenderOptions& options) {
-  const std::optional<std::string> path = RepoRelativePath(options);
-  if (!path) {
+  // FILE names a JobSpec relative to the repository or, failing that, to the working directory.
+  const std::optional<RepoFile> file = ResolveRepoFile(options.repo, options.file);
+  if (!file) {
     PrintError(options.file, "not inside the repository " + options.repo);
     return 1;
   }
   const core::DesiredState state =
       spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
 
+  const std::string& path = file->relative;
   const core::JobSpec* spec = nullptr;
   for (const auto& job : state.jobs) {
-    if (job.path == *path) spec = &job;
+    if (job.path == path) spec = &job;
   }
   const core::InvalidSpec* invalid = nullptr;
   for (const auto& bad : state.invalid) {
-    if (bad.path == *path) invalid = &bad;
+    if (bad.path == path) invalid = &bad;
   }
   if (spec == nullptr && invalid == nullptr) {
     PrintError(options.file, "not a JobSpec of the repository (*.yaml or *.yml under " +
@@ -109,15 +91,9 @@ void AddRenderCommand(CLI::App& app, const GlobalOptions& global, int* exit_code
       "the cluster file is invalid");
   cmd->add_option("file", options->file, "the JobSpec (relative to the repository or to here)")
       ->required();
-  cmd->add_option("--repo", options->repo, "desired-state repository directory")
-      ->capture_default_str();
+  AddLocalRepoOptions(cmd, options.get());
   cmd->add_option("--format", options->format, "yaml or json")
       ->check(CLI::IsMember({"yaml", "json"}))
-      ->capture_default_str();
-  cmd->add_option("--cluster-file", options->cluster_file,
-                  "cluster file, relative to the repository")
-      ->capture_default_str();
-  cmd->add_option("--jobs-dir", options->jobs_dir, "JobSpec folder, relative to the repository")
       ->capture_default_str();
   cmd->add_option("--instance", options->instance, "instance name recorded in gitops.managed-by")
       ->capture_default_str();

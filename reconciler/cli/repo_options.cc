@@ -9,6 +9,7 @@
 
 #include "reconciler/adapters/artifact_writer.h"
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/core/render.h"
 
 namespace rg::cli {
@@ -64,23 +65,28 @@ core::Result<RepoHandles> OpenRepo(const RepoOptions& options) {
   return h;
 }
 
+CLI::Option* AddPassFlags(CLI::App* cmd, PassFlags* flags, std::string_view stops_per) {
+  cmd->add_flag("--no-status", flags->no_status, "do not write the status branch");
+  CLI::Option* max_stops =
+      cmd->add_option("--max-stops", flags->max_stops,
+                      "stop at most N jobs" + std::string(stops_per) +
+                          " (default 5); given explicitly, also allows stopping every job");
+  max_stops->check(CLI::NonNegativeNumber);
+  cmd->add_option("--parallelism", flags->parallelism, "submits in flight at once (default 4)")
+      ->check(CLI::PositiveNumber);
+  return max_stops;
+}
+
+void ApplyPassFlags(const PassFlags& flags, engine::ReconcileOptions* options) {
+  options->record_status = !flags.no_status;
+  options->policy.max_stops = flags.max_stops;
+  options->policy.max_stops_explicit = flags.max_stops_given;
+  options->parallelism = flags.parallelism;
+}
+
 core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
                                                     const std::string& fallback_address) {
-  adapters::RayClientFlags flags;
-  flags.address = global.ray_address;
-  flags.fallback_address = fallback_address;
-  flags.token_file = global.ray_token_file;
-  flags.headers = global.ray_headers;
-  flags.ca_file = global.ray_ca_file;
-  flags.insecure = global.ray_insecure;
-  core::Result<adapters::RayClientOptions> options = adapters::ResolveRayClientOptions(flags);
-  if (!options.ok()) return options;
-  if (options->address.empty()) {
-    return core::Error::InvalidInput(
-        "no Ray address: give --ray-address, set RAY_API_SERVER_ADDRESS or RAY_ADDRESS, or put "
-        "an address in the cluster file");
-  }
-  return options;
+  return ResolveRayFromGlobal(global, fallback_address, "put an address in the cluster file");
 }
 
 std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options,

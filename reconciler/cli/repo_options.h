@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_status_store.h"
@@ -22,7 +23,8 @@
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace rg::cli {
 
@@ -43,6 +45,22 @@ struct RepoOptions {
 // Registers the repository flags on `cmd`. `with_ref` adds --ref; `with_artifacts` adds
 // --artifacts-root and --no-artifacts.
 void AddRepoOptions(CLI::App* cmd, RepoOptions* options, bool with_ref, bool with_artifacts);
+
+// --no-status, --max-stops and --parallelism, as `sync` and `run` take them.
+struct PassFlags {
+  bool no_status = false;
+  int max_stops = 5;
+  bool max_stops_given = false;  // --max-stops appeared on the command line
+  int parallelism = 4;
+};
+
+// Registers the pass flags on `cmd`. `stops_per` completes the --max-stops help ("stop at most
+// N jobs<stops_per> (default 5)"). Returns --max-stops, whose count() after the parse says
+// whether it was given.
+CLI::Option* AddPassFlags(CLI::App* cmd, PassFlags* flags, std::string_view stops_per);
+
+// Copies the pass flags into `options`.
+void ApplyPassFlags(const PassFlags& flags, engine::ReconcileOptions* options);
 
 // The clone, the desired-state source and the status store over it.
 struct RepoHandles {

@@ -37,10 +37,7 @@ struct RunFlags {
   bool listen_any = false;
   std::string webhook_secret_file;
   std::string webhook_kind = "auto";
-  bool no_status = false;
-  int max_stops = 5;
-  bool max_stops_given = false;
-  int parallelism = 4;
+  PassFlags pass;
 };
 
 // "500ms", "15s", "2m", "1h"; a bare number is seconds. nullopt unless positive.
@@ -235,17 +232,14 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   options.max_backoff_ms = *max_backoff_ms;
   options.initial_backoff_ms = std::min<int64_t>(options.initial_backoff_ms, *max_backoff_ms);
   options.pass.ref = flags.repo.ref;
-  options.pass.record_status = !flags.no_status;
-  options.pass.policy.max_stops = flags.max_stops;
-  options.pass.policy.max_stops_explicit = flags.max_stops_given;
-  options.pass.parallelism = flags.parallelism;
+  ApplyPassFlags(flags.pass, &options.pass);
   options.identity.instance = flags.repo.instance;
   options.identity.repo_url = core::StripUrlCredentials(handles->workspace->url());
   options.identity.branch = branch;
   options.identity.status_branch = flags.repo.status_branch;
 
   engine::ReconcileLoop* loop_ptr = nullptr;
-  ports::StatusStore* store_ptr = flags.no_status ? nullptr : &store;
+  ports::StatusStore* store_ptr = flags.pass.no_status ? nullptr : &store;
   auto decorate = [&metrics, &clock](std::unique_ptr<ports::JobServer> inner) {
     return std::unique_ptr<ports::JobServer>(
         std::make_unique<engine::InstrumentedJobServer>(std::move(inner), metrics, clock));
@@ -305,15 +299,9 @@ void AddRunCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
   cmd->add_option("--webhook-kind,--webhook-mode", flags->webhook_kind,
                   "webhook authentication: auto, github, gitlab or bearer")
       ->check(CLI::IsMember({"auto", "github", "gitlab", "bearer"}));
-  cmd->add_flag("--no-status", flags->no_status, "do not write the status branch");
-  CLI::Option* max_stops = cmd->add_option(
-      "--max-stops", flags->max_stops,
-      "stop at most N jobs per pass (default 5); given explicitly, also allows stopping every job");
-  max_stops->check(CLI::NonNegativeNumber);
-  cmd->add_option("--parallelism", flags->parallelism, "submits in flight at once (default 4)")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* max_stops = AddPassFlags(cmd, &flags->pass, " per pass");
   cmd->callback([&global, flags, exit_code, max_stops]() {
-    flags->max_stops_given = max_stops->count() > 0;
+    flags->pass.max_stops_given = max_stops->count() > 0;
     *exit_code = RunDaemon(global, *flags);
   });
 }

@@ -14,10 +14,7 @@ namespace {
 struct SyncFlags {
   RepoOptions repo;
   bool dry_run = false;
-  bool no_status = false;
-  int max_stops = 5;
-  bool max_stops_given = false;
-  int parallelism = 4;
+  PassFlags pass;
 };
 
 int RunSync(const GlobalOptions& global, const SyncFlags& flags) {
@@ -25,10 +22,7 @@ int RunSync(const GlobalOptions& global, const SyncFlags& flags) {
   engine::ReconcileOptions options;
   options.ref = flags.repo.ref;
   options.dry_run = flags.dry_run;
-  options.record_status = !flags.no_status;
-  options.policy.max_stops = flags.max_stops;
-  options.policy.max_stops_explicit = flags.max_stops_given;
-  options.parallelism = flags.parallelism;
+  ApplyPassFlags(flags.pass, &options);
   core::Result<PassRun> run = RunPassFromFlags(global, flags.repo, options, true);
   if (!run.ok()) {
     LogEvent("error", run.error().ToString());
@@ -55,15 +49,9 @@ void AddSyncCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) 
       "sync", "one reconcile pass (exit 0 applied, 1 error, 3 blocked by a guard)");
   AddRepoOptions(cmd, &flags->repo, /*with_ref=*/true, /*with_artifacts=*/true);
   cmd->add_flag("--dry-run", flags->dry_run, "plan only: send nothing to Ray, record nothing");
-  cmd->add_flag("--no-status", flags->no_status, "do not write the status branch");
-  CLI::Option* max_stops = cmd->add_option(
-      "--max-stops", flags->max_stops,
-      "stop at most N jobs (default 5); given explicitly, also allows stopping every job");
-  max_stops->check(CLI::NonNegativeNumber);
-  cmd->add_option("--parallelism", flags->parallelism, "submits in flight at once (default 4)")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* max_stops = AddPassFlags(cmd, &flags->pass, "");
   cmd->callback([&global, flags, exit_code, max_stops]() {
-    flags->max_stops_given = max_stops->count() > 0;
+    flags->pass.max_stops_given = max_stops->count() > 0;
     *exit_code = RunSync(global, *flags);
   });
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <system_error>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/local_repo.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/spec/spec_loader.h"
 
@@ -18,10 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ValidateOptions {
-  std::string repo = ".";
-  std::string cluster_file = "cluster.yaml";
-  std::string jobs_dir = "jobs";
+struct ValidateOptions : LocalRepoOptions {
   std::vector<std::string> files;
 };
 
@@ -37,18 +36,13 @@ struct SelectedFile {
 };
 
 SelectedFile SelectFile(const std::string& file, const ValidateOptions& options) {
-  std::error_code ec;
-  const fs::path repo = fs::absolute(options.repo, ec).lexically_normal();
-  fs::path full = fs::path(file).is_absolute() ? fs::path(file) : repo / file;
-  if (!fs::exists(full, ec) && !fs::path(file).is_absolute() && fs::exists(file, ec)) {
-    full = fs::absolute(file, ec);
-  }
-  full = full.lexically_normal();
-  const std::string relative = full.lexically_relative(repo).generic_string();
-  if (relative.empty() || relative == "." || relative.starts_with("..")) {
+  const std::optional<RepoFile> resolved = ResolveRepoFile(options.repo, file);
+  if (!resolved) {
     return {"", core::Diagnostic{file, 0, 0, "not inside the repository " + options.repo}};
   }
-  if (!fs::is_regular_file(full, ec)) {
+  const std::string& relative = resolved->relative;
+  std::error_code ec;
+  if (!fs::is_regular_file(resolved->full, ec)) {
     return {relative, core::Diagnostic{file, 0, 0, "file not found"}};
   }
   if (relative != options.cluster_file && !spec::IsSpecPath(relative, options.jobs_dir)) {
@@ -111,13 +105,7 @@ void AddValidateCommand(CLI::App& app, const GlobalOptions& global, int* exit_co
       "validate",
       "validate the cluster file and the JobSpecs on disk (all of them, or only FILEs); exit 0 "
       "valid, 1 invalid");
-  cmd->add_option("--repo", options->repo, "desired-state repository directory")
-      ->capture_default_str();
-  cmd->add_option("--cluster-file", options->cluster_file,
-                  "cluster file, relative to the repository")
-      ->capture_default_str();
-  cmd->add_option("--jobs-dir", options->jobs_dir, "JobSpec folder, relative to the repository")
-      ->capture_default_str();
+  AddLocalRepoOptions(cmd, options.get());
   cmd->add_option("files", options->files,
                   "report only these files (relative to the repository) and the cluster file");
   cmd->callback([options, &global, exit_code] {

@@ -1,0 +1,34 @@
+#include "reconciler/cli/local_repo.h"
+
+#include <CLI/CLI.hpp>
+#include <system_error>
+
+namespace rg::cli {
+
+namespace fs = std::filesystem;
+
+void AddLocalRepoOptions(CLI::App* cmd, LocalRepoOptions* options) {
+  cmd->add_option("--repo", options->repo, "desired-state repository directory")
+      ->capture_default_str();
+  cmd->add_option("--cluster-file", options->cluster_file,
+                  "cluster file, relative to the repository")
+      ->capture_default_str();
+  cmd->add_option("--jobs-dir", options->jobs_dir, "JobSpec folder, relative to the repository")
+      ->capture_default_str();
+}
+
+std::optional<RepoFile> ResolveRepoFile(const std::string& repo_dir, const std::string& file) {
+  std::error_code ec;
+  const fs::path repo = fs::absolute(repo_dir, ec).lexically_normal();
+  const fs::path given(file);
+  fs::path full = given.is_absolute() ? given : repo / given;
+  if (!given.is_absolute() && !fs::exists(full, ec) && fs::exists(given, ec)) {
+    full = fs::absolute(given, ec);
+  }
+  full = full.lexically_normal();
+  std::string relative = full.lexically_relative(repo).generic_string();
+  if (relative.empty() || relative == "." || relative.starts_with("..")) return std::nullopt;
+  return RepoFile{full, relative};
+}
+
+}  // namespace rg::cli
