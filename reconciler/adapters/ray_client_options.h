@@ -14,11 +14,11 @@
 namespace rg::adapters {
 
 struct RayClientOptions {
-  std::string address;                       // e.g. http://127.0.0.1:8265 (no trailing slash)
-  std::optional<std::string> token;          // sent as Authorization and X-Ray-Authorization
+  std::string address;                         // e.g. http://127.0.0.1:8265 (no trailing slash)
+  std::optional<std::string> token;            // sent as Authorization and X-Ray-Authorization
   std::map<std::string, std::string> headers;  // extra headers for every request
-  std::string ca_file;                       // for https://
-  bool insecure = false;                     // https:// without verification
+  std::string ca_file;                         // for https://
+  bool insecure = false;                       // https:// without verification
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds read_timeout{30000};
   // Submit gets a long read timeout: a cancelled submit can leave a job PENDING forever.
@@ -30,12 +30,12 @@ struct RayClientOptions {
 
 // Inputs to resolution; empty means "not given".
 struct RayClientFlags {
-  std::string address;              // --ray-address
-  std::string fallback_address;     // e.g. cluster.yaml's address, used last
-  std::string token_file;           // --ray-token-file
-  std::vector<std::string> headers; // --ray-header K=V
-  std::string ca_file;              // --ray-ca-file
-  bool insecure = false;            // --ray-insecure
+  std::string address;               // --ray-address
+  std::string fallback_address;      // e.g. cluster.yaml's address, used last
+  std::string token_file;            // --ray-token-file
+  std::vector<std::string> headers;  // --ray-header K=V
+  std::string ca_file;               // --ray-ca-file
+  bool insecure = false;             // --ray-insecure
 };
 
 // Address: --ray-address, then RAY_API_SERVER_ADDRESS, then RAY_ADDRESS, then the fallback

@@ -11,13 +11,13 @@ class App;
 namespace rg::cli {
 
 struct GlobalOptions {
-  std::string ray_address;              // --ray-address
-  std::string ray_token_file;           // --ray-token-file (else RAY_AUTH_TOKEN)
-  std::vector<std::string> ray_headers; // --ray-header K=V (else RAY_JOB_HEADERS)
-  std::string ray_ca_file;              // --ray-ca-file
-  bool ray_insecure = false;            // --ray-insecure
-  std::string log_format = "text";      // --log-format text|json
-  std::string log_level = "info";       // --log-level
+  std::string ray_address;               // --ray-address
+  std::string ray_token_file;            // --ray-token-file (else RAY_AUTH_TOKEN)
+  std::vector<std::string> ray_headers;  // --ray-header K=V (else RAY_JOB_HEADERS)
+  std::string ray_ca_file;               // --ray-ca-file
+  bool ray_insecure = false;             // --ray-insecure
+  std::string log_format = "text";       // --log-format text|json
+  std::string log_level = "info";        // --log-level
 };
 
 // Each Add*Command registers a subcommand whose callback stores its exit status in

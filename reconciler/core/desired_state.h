@@ -21,8 +21,8 @@ struct InvalidSpec {
 struct DesiredState {
   std::optional<RayConfig> cluster;  // unset when cluster.yaml is missing or invalid
   Diagnostics cluster_diagnostics;
-  std::vector<JobSpec> jobs;          // valid specs, sorted by path
-  std::vector<InvalidSpec> invalid;   // sorted by path
+  std::vector<JobSpec> jobs;         // valid specs, sorted by path
+  std::vector<InvalidSpec> invalid;  // sorted by path
 
   bool ClusterValid() const { return cluster.has_value(); }
   // Every diagnostic, cluster first, then specs by path.

@@ -15,14 +15,13 @@ enum class RayJobStatus { kPending, kRunning, kStopped, kSucceeded, kFailed, kUn
 std::string_view RayJobStatusName(RayJobStatus s);
 RayJobStatus ParseRayJobStatus(std::string_view s);  // unknown strings -> kUnknown
 inline bool IsTerminal(RayJobStatus s) {
-  return s == RayJobStatus::kStopped || s == RayJobStatus::kSucceeded ||
-         s == RayJobStatus::kFailed;
+  return s == RayJobStatus::kStopped || s == RayJobStatus::kSucceeded || s == RayJobStatus::kFailed;
 }
 
 struct RayJob {
-  std::string type;                    // "SUBMISSION" or "DRIVER"
-  std::optional<std::string> job_id;   // driver JobID (hex), null until the driver starts
-  std::string submission_id;           // empty for DRIVER jobs
+  std::string type;                   // "SUBMISSION" or "DRIVER"
+  std::optional<std::string> job_id;  // driver JobID (hex), null until the driver starts
+  std::string submission_id;          // empty for DRIVER jobs
   RayJobStatus status = RayJobStatus::kUnknown;
   std::string entrypoint;
   std::string message;
@@ -35,8 +34,8 @@ struct RayJob {
 };
 
 struct RayVersion {
-  std::string version;       // Jobs API version, e.g. "4"
-  std::string ray_version;   // e.g. "2.52.0"
+  std::string version;      // Jobs API version, e.g. "4"
+  std::string ray_version;  // e.g. "2.52.0"
   std::string ray_commit;
   std::string session_name;  // changes when the head restarts
 };

@@ -48,7 +48,7 @@ std::string_view OnRemoveName(OnRemove o);
 struct JobSpec {
   std::string path;  // repo-relative, e.g. "jobs/ppo/qwen.yaml"
   Workload workload = Workload::kCustom;
-  std::string name;  // explicit or derived from the path
+  std::string name;                          // explicit or derived from the path
   std::optional<std::string> submission_id;  // a pin
   std::optional<std::string> code_path;
   std::optional<std::string> model_id;

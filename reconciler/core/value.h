@@ -17,15 +17,15 @@ class Value {
   using Object = std::map<std::string, Value, std::less<>>;
 
   Value() : data_(nullptr) {}
-  Value(std::nullptr_t) : data_(nullptr) {}              // NOLINT(google-explicit-constructor)
-  Value(bool b) : data_(b) {}                            // NOLINT(google-explicit-constructor)
-  Value(int v) : data_(static_cast<int64_t>(v)) {}       // NOLINT(google-explicit-constructor)
-  Value(int64_t v) : data_(v) {}                         // NOLINT(google-explicit-constructor)
-  Value(double v) : data_(v) {}                          // NOLINT(google-explicit-constructor)
-  Value(const char* s) : data_(std::string(s)) {}        // NOLINT(google-explicit-constructor)
-  Value(std::string s) : data_(std::move(s)) {}          // NOLINT(google-explicit-constructor)
-  Value(Array a) : data_(std::move(a)) {}                // NOLINT(google-explicit-constructor)
-  Value(Object o) : data_(std::move(o)) {}               // NOLINT(google-explicit-constructor)
+  Value(std::nullptr_t) : data_(nullptr) {}         // NOLINT(google-explicit-constructor)
+  Value(bool b) : data_(b) {}                       // NOLINT(google-explicit-constructor)
+  Value(int v) : data_(static_cast<int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
+  Value(int64_t v) : data_(v) {}                    // NOLINT(google-explicit-constructor)
+  Value(double v) : data_(v) {}                     // NOLINT(google-explicit-constructor)
+  Value(const char* s) : data_(std::string(s)) {}   // NOLINT(google-explicit-constructor)
+  Value(std::string s) : data_(std::move(s)) {}     // NOLINT(google-explicit-constructor)
+  Value(Array a) : data_(std::move(a)) {}           // NOLINT(google-explicit-constructor)
+  Value(Object o) : data_(std::move(o)) {}          // NOLINT(google-explicit-constructor)
 
   bool is_null() const { return std::holds_alternative<std::nullptr_t>(data_); }
   bool is_bool() const { return std::holds_alternative<bool>(data_); }
@@ -39,7 +39,9 @@ class Value {
   // REQUIRES: the matching is_*() is true.
   bool as_bool() const { return std::get<bool>(data_); }
   int64_t as_int() const { return std::get<int64_t>(data_); }
-  double as_double() const { return is_int() ? static_cast<double>(as_int()) : std::get<double>(data_); }
+  double as_double() const {
+    return is_int() ? static_cast<double>(as_int()) : std::get<double>(data_);
+  }
   const std::string& as_string() const { return std::get<std::string>(data_); }
   const Array& as_array() const { return std::get<Array>(data_); }
   Array& as_array() { return std::get<Array>(data_); }

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "reconciler/core/value.h"
+
+#include <catch2/catch.hpp>
 
 using rg::core::Value;
 
