@@ -7,9 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <random>
-#include <sstream>
 #include <string>
+
+#include "tests/support/test_files.h"
 
 namespace {
 
@@ -17,29 +17,8 @@ namespace fs = std::filesystem;
 using rg::adapters::ArtifactWriter;
 using rg::core::Value;
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::mt19937_64 rng(std::random_device{}());
-    path_ = fs::temp_directory_path() / ("rg-artifacts-test-" + std::to_string(rng()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using rg::testing::ReadFileText;
+using rg::testing::TempDir;
 
 rg::ports::SubmissionRecord SampleRecord() {
   rg::ports::SubmissionRecord r;
@@ -65,16 +44,16 @@ ArtifactWriter::NowFunction FixedClock(int64_t seconds) {
 
 TEST_CASE("ArtifactWriter lays out the six files of a submission") {
   TempDir tmp;
-  ArtifactWriter writer(tmp.path(), {}, FixedClock(1700000000));
+  ArtifactWriter writer(tmp.dir(), {}, FixedClock(1700000000));
   REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
-  const fs::path dir = tmp.path() / "jobs" / "ppo-a-0123456789";
+  const fs::path dir = tmp.dir() / "jobs" / "ppo-a-0123456789";
   CHECK(writer.JobDir("ppo-a-0123456789") == dir);
-  CHECK(ReadAll(dir / "config" / "ray_config.yaml") == "address: http://127.0.0.1:8265\n");
-  CHECK(ReadAll(dir / "config" / "jobspec.yaml") == "workload: custom\nentrypoint: echo hi\n");
-  CHECK(ReadAll(dir / "debug" / "ray_status_pre.txt") == "Resources\n 0.0/4.0 CPU\n");
-  CHECK(ReadAll(dir / "debug" / "ray_job_list_post.txt") ==
+  CHECK(ReadFileText(dir / "config" / "ray_config.yaml") == "address: http://127.0.0.1:8265\n");
+  CHECK(ReadFileText(dir / "config" / "jobspec.yaml") == "workload: custom\nentrypoint: echo hi\n");
+  CHECK(ReadFileText(dir / "debug" / "ray_status_pre.txt") == "Resources\n 0.0/4.0 CPU\n");
+  CHECK(ReadFileText(dir / "debug" / "ray_job_list_post.txt") ==
         "ppo-a-0123456789 PENDING SUBMISSION managed-by=ray-gitops echo hi\n");
-  CHECK(ReadAll(dir / "logs" / "submit.out") ==
+  CHECK(ReadFileText(dir / "logs" / "submit.out") ==
         "time: 2023-11-14T22:13:20Z\n"
         "submission_id: ppo-a-0123456789\n"
         "outcome: submitted\n"
@@ -82,7 +61,7 @@ TEST_CASE("ArtifactWriter lays out the six files of a submission") {
         "ray_address: http://127.0.0.1:8265\n"
         "ray_answer:\n"
         "  accepted: submission_id ppo-a-0123456789\n");
-  const std::string payload = ReadAll(dir / "config" / "submit_payload.json");
+  const std::string payload = ReadFileText(dir / "config" / "submit_payload.json");
   CHECK(payload.find("\"WANDB_API_KEY\": \"<redacted>\"") != std::string::npos);
   CHECK(payload.find("wandb-secret") == std::string::npos);
   CHECK(payload.find("\"PYTHONPATH\": \"/code:${PYTHONPATH}\"") != std::string::npos);
@@ -91,7 +70,7 @@ TEST_CASE("ArtifactWriter lays out the six files of a submission") {
 TEST_CASE("ArtifactWriter scrubs its secrets from every file, whatever field holds them") {
   TempDir tmp;
   const std::string token = "tok-5d41402abc4b2a76b9719d911017c592";
-  ArtifactWriter writer(tmp.path(), {token, ""});
+  ArtifactWriter writer(tmp.dir(), {token, ""});
   auto record = SampleRecord();
   record.ray_answer = "HTTP 403: bad token " + token;
   record.cluster_status_pre = "auth " + token;
@@ -101,10 +80,10 @@ TEST_CASE("ArtifactWriter scrubs its secrets from every file, whatever field hol
   record.submit_payload[std::string("entrypoint")] = Value("curl -H 'Bearer " + token + "'");
   REQUIRE(writer.WriteSubmission(record).ok());
   int files = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(tmp.path())) {
+  for (const auto& entry : fs::recursive_directory_iterator(tmp.dir())) {
     if (!entry.is_regular_file()) continue;
     ++files;
-    const std::string text = ReadAll(entry.path());
+    const std::string text = ReadFileText(entry.path());
     INFO(entry.path().string());
     CHECK(text.find(token) == std::string::npos);
     CHECK(text.find("<redacted>") != std::string::npos);
@@ -114,7 +93,7 @@ TEST_CASE("ArtifactWriter scrubs its secrets from every file, whatever field hol
 
 TEST_CASE("ArtifactWriter on adoption keeps the creation files and appends to submit.out") {
   TempDir tmp;
-  ArtifactWriter writer(tmp.path(), {}, FixedClock(0));
+  ArtifactWriter writer(tmp.dir(), {}, FixedClock(0));
   REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
 
   auto again = SampleRecord();
@@ -125,11 +104,11 @@ TEST_CASE("ArtifactWriter on adoption keeps the creation files and appends to su
   again.ray_answer = "duplicate submission id\nadopted";
   REQUIRE(writer.WriteSubmission(again).ok());
 
-  const fs::path dir = tmp.path() / "jobs" / "ppo-a-0123456789";
-  CHECK(ReadAll(dir / "config" / "jobspec.yaml") == "workload: custom\nentrypoint: echo hi\n");
-  CHECK(ReadAll(dir / "debug" / "ray_status_pre.txt") == "Resources\n 0.0/4.0 CPU\n");
-  CHECK(ReadAll(dir / "debug" / "ray_job_list_post.txt").find("RUNNING") != std::string::npos);
-  const std::string log = ReadAll(dir / "logs" / "submit.out");
+  const fs::path dir = tmp.dir() / "jobs" / "ppo-a-0123456789";
+  CHECK(ReadFileText(dir / "config" / "jobspec.yaml") == "workload: custom\nentrypoint: echo hi\n");
+  CHECK(ReadFileText(dir / "debug" / "ray_status_pre.txt") == "Resources\n 0.0/4.0 CPU\n");
+  CHECK(ReadFileText(dir / "debug" / "ray_job_list_post.txt").find("RUNNING") != std::string::npos);
+  const std::string log = ReadFileText(dir / "logs" / "submit.out");
   CHECK(log.find("outcome: submitted\n") < log.find("\n\ntime: 1970-01-01T00:00:00Z\n"));
   CHECK(log.find("outcome: adopted\n") != std::string::npos);
   CHECK(log.find("ray_answer:\n  duplicate submission id\n  adopted\n") != std::string::npos);
@@ -137,22 +116,22 @@ TEST_CASE("ArtifactWriter on adoption keeps the creation files and appends to su
   // A missing creation file is filled in on adoption.
   fs::remove(dir / "config" / "ray_config.yaml");
   REQUIRE(writer.WriteSubmission(again).ok());
-  CHECK(ReadAll(dir / "config" / "ray_config.yaml") == "address: http://127.0.0.1:8265\n");
+  CHECK(ReadFileText(dir / "config" / "ray_config.yaml") == "address: http://127.0.0.1:8265\n");
 }
 
 TEST_CASE("ArtifactWriter leaves no temporary files behind") {
   TempDir tmp;
-  ArtifactWriter writer(tmp.path());
+  ArtifactWriter writer(tmp.dir());
   REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
   REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
-  for (const auto& entry : fs::recursive_directory_iterator(tmp.path())) {
+  for (const auto& entry : fs::recursive_directory_iterator(tmp.dir())) {
     CHECK(entry.path().filename().string().find(".tmp.") == std::string::npos);
   }
 }
 
 TEST_CASE("ArtifactWriter refuses ids that would leave the jobs directory") {
   TempDir tmp;
-  ArtifactWriter writer(tmp.path() / "root");
+  ArtifactWriter writer(tmp.dir() / "root");
   for (const char* id : {"", ".", "..", "../escape", "a/b", "a\\b"}) {
     auto record = SampleRecord();
     record.submission_id = id;
@@ -161,19 +140,19 @@ TEST_CASE("ArtifactWriter refuses ids that would leave the jobs directory") {
     REQUIRE_FALSE(status.ok());
     CHECK(status.error().kind() == rg::core::ErrorKind::kInvalidInput);
   }
-  CHECK_FALSE(fs::exists(tmp.path() / "escape"));
-  CHECK_FALSE(fs::exists(tmp.path() / "root"));
+  CHECK_FALSE(fs::exists(tmp.dir() / "escape"));
+  CHECK_FALSE(fs::exists(tmp.dir() / "root"));
 }
 
 TEST_CASE("WriteFileAtomically replaces content and reports an unwritable place") {
   TempDir tmp;
-  const fs::path file = tmp.path() / "a" / "b.txt";
+  const fs::path file = tmp.dir() / "a" / "b.txt";
   REQUIRE(rg::adapters::WriteFileAtomically(file, "one").ok());
   REQUIRE(rg::adapters::WriteFileAtomically(file, "two").ok());
-  CHECK(ReadAll(file) == "two");
+  CHECK(ReadFileText(file) == "two");
 
-  std::ofstream(tmp.path() / "plain") << "x";  // a file where a directory is needed
-  auto status = rg::adapters::WriteFileAtomically(tmp.path() / "plain" / "c.txt", "three");
+  std::ofstream(tmp.dir() / "plain") << "x";  // a file where a directory is needed
+  auto status = rg::adapters::WriteFileAtomically(tmp.dir() / "plain" / "c.txt", "three");
   REQUIRE_FALSE(status.ok());
   CHECK_THAT(status.error().message(), Catch::Contains("plain"));
 }

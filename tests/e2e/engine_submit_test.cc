@@ -4,10 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <random>
-#include <sstream>
 #include <string>
 
 #include "reconciler/adapters/artifact_writer.h"
@@ -17,6 +14,7 @@
 #include "reconciler/engine/submit_attempt.h"
 #include "reconciler/spec/spec_loader.h"
 #include "tests/support/fake_ray_server.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
@@ -40,29 +38,8 @@ constexpr char kSpecYaml[] =
     "workload: custom\n"
     "entrypoint: echo hello from the engine\n";
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::mt19937_64 rng(std::random_device{}());
-    path_ = fs::temp_directory_path() / ("rg-engine-test-" + std::to_string(rng()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using rg::testing::ReadFileText;
+using rg::testing::TempDir;
 
 rg::core::RayConfig LoadCluster(const std::string& text = kClusterYaml) {
   auto parsed = rg::spec::LoadRayConfig(text, "cluster.yaml");
@@ -81,7 +58,7 @@ struct Harness {
   rg::testing::FakeRayServer fake;
   std::unique_ptr<rg::adapters::RayHttpJobServer> server;
   TempDir root;
-  rg::adapters::ArtifactWriter writer{root.path()};
+  rg::adapters::ArtifactWriter writer{root.dir()};
 
   Harness() {
     rg::adapters::RayClientOptions options;
@@ -108,21 +85,22 @@ TEST_CASE("SubmitAttempt sends the rendered body once and records every artifact
   CHECK(h.fake.SubmitBodies()[0].find("\"submission_id\":\"" + result->submission_id) !=
         std::string::npos);
 
-  const fs::path dir = h.root.path() / "jobs" / result->submission_id;
-  CHECK(ReadAll(dir / "config" / "ray_config.yaml") == kClusterYaml);
-  CHECK(ReadAll(dir / "config" / "jobspec.yaml") == kSpecYaml);
-  CHECK(ReadAll(dir / "config" / "submit_payload.json") ==
+  const fs::path dir = h.root.dir() / "jobs" / result->submission_id;
+  CHECK(ReadFileText(dir / "config" / "ray_config.yaml") == kClusterYaml);
+  CHECK(ReadFileText(dir / "config" / "jobspec.yaml") == kSpecYaml);
+  CHECK(ReadFileText(dir / "config" / "submit_payload.json") ==
         rg::core::ToPrettyJson(rg::core::RedactSecrets(result->body)) + "\n");
-  const std::string payload = ReadAll(dir / "config" / "submit_payload.json");
+  const std::string payload = ReadFileText(dir / "config" / "submit_payload.json");
   CHECK(payload.find("hf-secret-value") == std::string::npos);
   CHECK(payload.find("\"GREETING\": \"hello\"") != std::string::npos);
-  const std::string log = ReadAll(dir / "logs" / "submit.out");
+  const std::string log = ReadFileText(dir / "logs" / "submit.out");
   CHECK(log.find("outcome: submitted\n") != std::string::npos);
   CHECK(log.find("accepted: submission_id " + result->submission_id) != std::string::npos);
   CHECK(log.find("ray_address: " + h.fake.address() + "\n") != std::string::npos);
-  CHECK(ReadAll(dir / "debug" / "ray_job_list_post.txt").rfind(result->submission_id + " ", 0) ==
-        0);
-  CHECK_FALSE(ReadAll(dir / "debug" / "ray_status_pre.txt").empty());
+  CHECK(
+      ReadFileText(dir / "debug" / "ray_job_list_post.txt").rfind(result->submission_id + " ", 0) ==
+      0);
+  CHECK_FALSE(ReadFileText(dir / "debug" / "ray_status_pre.txt").empty());
 }
 
 TEST_CASE("A duplicate id from the same spec and instance is adopted, not sent twice") {
@@ -142,9 +120,9 @@ TEST_CASE("A duplicate id from the same spec and instance is adopted, not sent t
   CHECK(second->submission_id == first->submission_id);
   CHECK(h.fake.JobCount() == 1);
 
-  const fs::path dir = h.root.path() / "jobs" / first->submission_id;
-  CHECK(ReadAll(dir / "config" / "jobspec.yaml") == kSpecYaml);
-  const std::string log = ReadAll(dir / "logs" / "submit.out");
+  const fs::path dir = h.root.dir() / "jobs" / first->submission_id;
+  CHECK(ReadFileText(dir / "config" / "jobspec.yaml") == kSpecYaml);
+  const std::string log = ReadFileText(dir / "logs" / "submit.out");
   CHECK(log.find("outcome: submitted\n") != std::string::npos);
   CHECK(log.find("outcome: adopted\n") != std::string::npos);
   CHECK(log.find("already exists") != std::string::npos);
@@ -166,7 +144,7 @@ TEST_CASE("A duplicate id holding another spec is a conflict and writes nothing"
   CHECK(result.error().kind() == ErrorKind::kConflict);
   CHECK_THAT(result.error().message(), Catch::Contains("different spec"));
   CHECK_THAT(result.error().message(), Catch::Contains(original.spec_hash));
-  CHECK_FALSE(fs::exists(h.root.path() / "jobs" / "pinned-run"));
+  CHECK_FALSE(fs::exists(h.root.dir() / "jobs" / "pinned-run"));
 }
 
 TEST_CASE("A duplicate id owned by another instance is a conflict") {
@@ -194,7 +172,7 @@ TEST_CASE("A spec that cannot be rendered sends nothing") {
   REQUIRE_FALSE(result.ok());
   CHECK(result.error().kind() == ErrorKind::kInvalidInput);
   CHECK(h.fake.RequestCount(rg::testing::kRouteSubmit) == 0);
-  CHECK_FALSE(fs::exists(h.root.path() / "jobs"));
+  CHECK_FALSE(fs::exists(h.root.dir() / "jobs"));
 }
 
 TEST_CASE("Without an artifact sink only the submit call is made") {
@@ -215,7 +193,7 @@ TEST_CASE("A cluster status that cannot be read is recorded, and the submit goes
   REQUIRE(result.ok());
   CHECK(h.fake.RequestCount(rg::testing::kRouteSubmit) == 1);
   const std::string pre =
-      ReadAll(h.root.path() / "jobs" / result->submission_id / "debug" / "ray_status_pre.txt");
+      ReadFileText(h.root.dir() / "jobs" / result->submission_id / "debug" / "ray_status_pre.txt");
   CHECK(pre.rfind("unavailable: ", 0) == 0);
 }
 
@@ -226,7 +204,7 @@ TEST_CASE("A submit the server rejects is returned with its kind") {
   auto result = SubmitAttempt(*h.server, &h.writer, LoadSpec(), LoadCluster(), context, h.Inputs());
   REQUIRE_FALSE(result.ok());
   CHECK(result.error().kind() == ErrorKind::kInvalidInput);
-  CHECK_FALSE(fs::exists(h.root.path() / "jobs"));
+  CHECK_FALSE(fs::exists(h.root.dir() / "jobs"));
 }
 
 TEST_CASE("FormatJobListLines writes one line per job, DRIVER jobs by their job id") {

@@ -10,21 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_files.h"
+
 namespace rg::testing {
-
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // Creates an empty bare repository whose HEAD names refs/heads/<default_branch>.
 void InitBareRepository(const std::string& path, const std::string& default_branch = "main");

@@ -10,6 +10,7 @@
 #include "reconciler/core/status_model.h"
 #include "reconciler/engine/status_update.h"
 #include "tests/support/fake_ray_server.h"
+#include "tests/support/fast_client_options.h"
 #include "tests/support/in_memory_ports.h"
 
 namespace rg::engine {
@@ -29,23 +30,12 @@ std::string CustomSpec(const std::string& entrypoint, const std::string& extra =
   return "workload: custom\nentrypoint: " + entrypoint + "\n" + extra;
 }
 
-adapters::RayClientOptions FastClient(const std::string& address) {
-  adapters::RayClientOptions o;
-  o.address = address;
-  o.max_attempts = 2;
-  o.initial_backoff = 10ms;
-  o.max_backoff = 20ms;
-  o.connect_timeout = 500ms;
-  o.read_timeout = 2000ms;
-  o.submit_timeout = 2000ms;
-  return o;
-}
-
 // The fake head, the repository and the status branch of one test.
 class World {
  public:
   explicit World(FakeRayOptions options = {}) : ray_(std::move(options)) {
-    client_ = std::make_unique<adapters::RayHttpJobServer>(FastClient(ray_.address()));
+    client_ =
+        std::make_unique<adapters::RayHttpJobServer>(testing::FastClientOptions(ray_.address()));
     source_.SetFile("cluster.yaml", "address: " + ray_.address() + "\n", CommitId(0));
   }
 
@@ -55,7 +45,7 @@ class World {
     deps.server = client_.get();
     const std::string address = ray_.address();
     deps.server_factory = [address]() -> std::unique_ptr<ports::JobServer> {
-      return std::make_unique<adapters::RayHttpJobServer>(FastClient(address));
+      return std::make_unique<adapters::RayHttpJobServer>(testing::FastClientOptions(address));
     };
     deps.store = &store_;
     options.ray_address = ray_.address();
@@ -197,7 +187,7 @@ TEST_CASE("when Ray cannot be reached nothing is acted on or recorded", "[engine
   }
   source.SetFile("cluster.yaml", "address: " + address + "\n", CommitId(0));
   source.SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
-  adapters::RayHttpJobServer client(FastClient(address));
+  adapters::RayHttpJobServer client(testing::FastClientOptions(address));
   ReconcileDeps deps;
   deps.source = &source;
   deps.server = &client;

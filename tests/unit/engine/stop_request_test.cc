@@ -10,6 +10,7 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/engine/reconcile_pass.h"
 #include "tests/support/fake_ray_server.h"
+#include "tests/support/fast_client_options.h"
 #include "tests/support/in_memory_ports.h"
 
 namespace rg::engine {
@@ -17,23 +18,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-adapters::RayClientOptions FastClient(const std::string& address) {
-  adapters::RayClientOptions o;
-  o.address = address;
-  o.max_attempts = 2;
-  o.initial_backoff = 10ms;
-  o.max_backoff = 20ms;
-  o.connect_timeout = 500ms;
-  o.read_timeout = 2000ms;
-  o.submit_timeout = 2000ms;
-  return o;
-}
-
 std::string Commit(char c) { return std::string(39, '0') + c; }
 
 struct StopWorld {
   testing::FakeRayServer ray;
-  adapters::RayHttpJobServer client{FastClient(ray.address())};
+  adapters::RayHttpJobServer client{testing::FastClientOptions(ray.address())};
   testing::InMemoryDesiredStateSource source;
   testing::InMemoryStatusStore store;
 
@@ -50,7 +39,7 @@ struct StopWorld {
     deps.server = &client;
     const std::string address = ray.address();
     deps.server_factory = [address]() -> std::unique_ptr<ports::JobServer> {
-      return std::make_unique<adapters::RayHttpJobServer>(FastClient(address));
+      return std::make_unique<adapters::RayHttpJobServer>(testing::FastClientOptions(address));
     };
     deps.store = &store;
     ReconcileOptions options;
