@@ -19,8 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kRedacted = "<redacted>";
-
 bool IsSafePathComponent(std::string_view id) {
   if (id.empty() || id == "." || id == "..") return false;
   for (char c : id) {
@@ -111,25 +109,25 @@ core::Status WriteFileAtomically(const fs::path& path, std::string_view content)
   return written;
 }
 
-ArtifactWriter::ArtifactWriter(fs::path root, std::vector<std::string> secrets, NowFunction now)
-    : root_(std::move(root)), secrets_(std::move(secrets)), now_(std::move(now)) {
-  std::erase_if(secrets_, [](const std::string& s) { return s.empty(); });
+namespace {
+core::Redactor RedactorOf(const std::vector<std::string>& secrets) {
+  core::Redactor r;
+  for (const std::string& s : secrets) r.Add(s);
+  return r;
 }
+}  // namespace
+
+ArtifactWriter::ArtifactWriter(fs::path root, std::vector<std::string> secrets, NowFunction now)
+    : ArtifactWriter(std::move(root), RedactorOf(secrets), std::move(now)) {}
+
+ArtifactWriter::ArtifactWriter(fs::path root, core::Redactor redactor, NowFunction now)
+    : root_(std::move(root)), redactor_(std::move(redactor)), now_(std::move(now)) {}
 
 fs::path ArtifactWriter::JobDir(std::string_view submission_id) const {
   return root_ / "jobs" / std::string(submission_id);
 }
 
-std::string ArtifactWriter::Scrub(std::string text) const {
-  for (const std::string& secret : secrets_) {
-    size_t pos = 0;
-    while ((pos = text.find(secret, pos)) != std::string::npos) {
-      text.replace(pos, secret.size(), kRedacted);
-      pos += kRedacted.size();
-    }
-  }
-  return text;
-}
+std::string ArtifactWriter::Scrub(std::string text) const { return redactor_.Apply(text); }
 
 core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& record) {
   if (!IsSafePathComponent(record.submission_id)) {

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/core/redaction.h"
 #include "reconciler/ports/artifact_sink.h"
 
 namespace rg::adapters {
@@ -30,6 +31,10 @@ class ArtifactWriter : public ports::ArtifactSink {
   // token) is replaced by "<redacted>" in every file, whatever field it hides in.
   explicit ArtifactWriter(std::filesystem::path root, std::vector<std::string> secrets = {},
                           NowFunction now = std::chrono::system_clock::now);
+  // The same with the process's one redaction step (DESIGN.md 4): every value `redactor`
+  // knows is replaced in every file.
+  ArtifactWriter(std::filesystem::path root, core::Redactor redactor,
+                 NowFunction now = std::chrono::system_clock::now);
 
   core::Status WriteSubmission(const ports::SubmissionRecord& record) override;
 
@@ -40,7 +45,7 @@ class ArtifactWriter : public ports::ArtifactSink {
   std::string Scrub(std::string text) const;
 
   std::filesystem::path root_;
-  std::vector<std::string> secrets_;
+  core::Redactor redactor_;
   NowFunction now_;
 };
 

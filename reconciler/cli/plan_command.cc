@@ -40,13 +40,17 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   view.commit = r.spec_commit;
   view.context.instance = flags.repo.instance;
   view.context.repo_url = run->snapshot.repo_url;
+  // The pass redacted its records; the rendered entrypoints and anything else the formats
+  // add go through the same step before they are printed.
+  std::string text;
   if (flags.format == "json") {
-    std::cout << core::FormatPlanJson(view);
+    text = core::FormatPlanJson(view);
   } else if (flags.format == "markdown") {
-    std::cout << core::FormatPlanMarkdown(view);
+    text = core::FormatPlanMarkdown(view);
   } else {
-    std::cout << core::FormatPlanText(view);
+    text = core::FormatPlanText(view);
   }
+  std::cout << r.redactor.Apply(text);
   if (!r.errors.empty() || !r.diagnostics.empty()) return 1;
   return r.plan.HasChanges() ? 2 : 0;
 }

@@ -5,7 +5,10 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "reconciler/adapters/artifact_writer.h"
 #include "reconciler/adapters/ray_http_job_server.h"
@@ -16,6 +19,17 @@ namespace rg::cli {
 namespace {
 
 bool g_json_logs = false;
+
+// The secrets every log line is redacted with; grows as passes learn the desired state's.
+std::mutex g_log_secrets_mu;
+core::Redactor g_log_secrets;
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  return text.str();
+}
 
 bool SameBranch(const std::string& ref, const std::string& branch) {
   return ref == branch || ref == "refs/heads/" + branch;
@@ -111,9 +125,29 @@ std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options
     }
     root = *cluster->shared_root;
   }
-  std::vector<std::string> secrets;
-  if (ray.token) secrets.push_back(*ray.token);
+  core::Redactor secrets = ProcessSecrets(ray, &options);
+  secrets.AddDesiredState(snapshot.state);
   return std::make_unique<adapters::ArtifactWriter>(root, std::move(secrets));
+}
+
+core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoOptions* repo) {
+  core::Redactor secrets;
+  if (ray.token) secrets.Add(*ray.token);
+  for (const auto& [name, value] : ray.headers) secrets.Add(value);
+  if (repo != nullptr && !repo->git_token_file.empty()) {
+    secrets.Add(ReadWholeFile(repo->git_token_file));
+  }
+  return secrets;
+}
+
+void AddLogSecrets(const core::Redactor& secrets) {
+  std::lock_guard lock(g_log_secrets_mu);
+  g_log_secrets.Merge(secrets);
+}
+
+std::string RedactForOutput(std::string_view text) {
+  std::lock_guard lock(g_log_secrets_mu);
+  return g_log_secrets.Apply(text);
 }
 
 core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
@@ -159,6 +193,13 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
     sink = MakeArtifactSink(repo, run.snapshot, ray_options, &why_none);
     if (!sink) LogEvent("debug", "no submission artifacts", {{"reason", why_none}});
   }
+  options.secrets.Merge(ProcessSecrets(ray_options, &repo));
+  AddLogSecrets(options.secrets);
+  if (options.now_ms == 0) {
+    options.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  }
   engine::ReconcileDeps deps;
   deps.source = &source;
   deps.server = server.get();
@@ -168,6 +209,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   options.policy.instance = repo.instance;
   options.ray_address = ray_options.address;
   run.result = engine::RunReconcilePass(deps, options);
+  AddLogSecrets(run.result.redactor);
   return run;
 }
 
@@ -224,18 +266,22 @@ void LogEvent(std::string_view level, std::string_view message,
               const std::map<std::string, std::string>& fields) {
   const spdlog::level::level_enum lvl = spdlog::level::from_str(std::string(level));
   if (!spdlog::default_logger()->should_log(lvl)) return;
+  // Redacted before it is formatted, so a secret escaped as JSON is still found.
+  const std::string safe_message = RedactForOutput(message);
+  std::map<std::string, std::string> safe_fields;
+  for (const auto& [k, v] : fields) safe_fields[k] = RedactForOutput(v);
   std::string line;
   if (g_json_logs) {
     nlohmann::json j;
     const auto now = std::chrono::system_clock::now();
     j["time"] = adapters::FormatRfc3339Utc(now);
     j["level"] = std::string(level);
-    j["msg"] = std::string(message);
-    for (const auto& [k, v] : fields) j[k] = v;
+    j["msg"] = safe_message;
+    for (const auto& [k, v] : safe_fields) j[k] = v;
     line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
-    line = std::string(message);
-    for (const auto& [k, v] : fields) {
+    line = safe_message;
+    for (const auto& [k, v] : safe_fields) {
       line += " " + k + "=";
       line += v.find_first_of(" \t\"") == std::string::npos ? v : nlohmann::json(v).dump();
     }

@@ -116,6 +116,16 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
                                     engine::ReconcileOptions options, bool artifacts,
                                     const JobServerDecorator& decorate = {});
 
+// The secrets this process holds for `ray` and `repo` (may be null): the Ray token, the
+// --ray-header values and the Git token; the one redaction step of DESIGN.md 4 is fed with
+// them. The webhook secret is added by the daemon.
+core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoOptions* repo);
+
+// Adds secrets that every later log line is redacted with (thread-safe; never removed).
+void AddLogSecrets(const core::Redactor& secrets);
+// `text` with every secret known to the log redactor replaced.
+std::string RedactForOutput(std::string_view text);
+
 // Logs what a pass did: one line per action and per failure, the diagnostics, the guard.
 void LogPass(const engine::PassResult& result);
 

@@ -105,7 +105,7 @@ void LogPassReport(const engine::PassReport& report) {
 engine::PassResult FailedBeforePass(const core::Error& error) {
   engine::PassResult r;
   ++r.errors_by_kind[error.kind()];
-  r.errors.push_back(error);
+  r.errors.push_back(core::Error(error.kind(), RedactForOutput(error.message())));
   r.exit_status = engine::kExitError;
   return r;
 }
@@ -233,6 +233,8 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   options.initial_backoff_ms = std::min<int64_t>(options.initial_backoff_ms, *max_backoff_ms);
   options.pass.ref = flags.repo.ref;
   ApplyPassFlags(flags.pass, &options.pass);
+  if (http.webhook.secret) options.pass.secrets.Add(*http.webhook.secret);
+  AddLogSecrets(options.pass.secrets);
   options.identity.instance = flags.repo.instance;
   options.identity.repo_url = core::StripUrlCredentials(handles->workspace->url());
   options.identity.branch = branch;

@@ -24,6 +24,36 @@ core::Error Prefixed(const core::Error& e, const std::string& what) {
   return core::Error(e.kind(), what + ": " + e.message());
 }
 
+// Ray's messages cut to their first line and redacted, before anything plans or records them.
+void SanitizeJobs(std::vector<core::RayJob>& jobs, const core::Redactor& redactor) {
+  for (core::RayJob& job : jobs) job.message = redactor.SafeMessage(job.message);
+}
+
+core::Error Redacted(const core::Error& e, const core::Redactor& redactor) {
+  return core::Error(e.kind(), redactor.Apply(e.message()));
+}
+
+// Everything a pass returns is redacted here, in one place, whatever sink it goes to next
+// (plan formats, logs, the daemon's page and JSON API).
+void RedactResult(PassResult& r) {
+  const core::Redactor& x = r.redactor;
+  for (core::JobPlan& jp : r.plan.jobs) {
+    jp.message = x.SafeMessage(jp.message);
+    if (jp.observed) jp.observed->message = x.SafeMessage(jp.observed->message);
+  }
+  for (core::Action& a : r.plan.actions) a.reason = x.Apply(a.reason);
+  for (core::RayJob& job : r.plan.unmanaged) job.message = x.SafeMessage(job.message);
+  r.plan.blocked_reason = x.Apply(r.plan.blocked_reason);
+  for (ActionOutcome& o : r.outcomes) {
+    o.action.reason = x.Apply(o.action.reason);
+    if (o.error) o.error = Redacted(*o.error, x);
+    o.artifact_error = x.Apply(o.artifact_error);
+  }
+  for (std::string& t : r.transitions) t = x.Apply(t);
+  for (core::Diagnostic& d : r.diagnostics) d.message = x.Apply(d.message);
+  for (core::Error& e : r.errors) e = Redacted(e, x);
+}
+
 int ExitStatusOf(const PassResult& r) {
   if (!r.errors.empty() || !r.diagnostics.empty()) return kExitError;
   if (r.blocked) return kExitBlocked;
@@ -34,7 +64,9 @@ int ExitStatusOf(const PassResult& r) {
 
 PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& options) {
   PassResult result;
+  result.redactor = options.secrets;
   auto finish = [&]() {
+    RedactResult(result);
     result.exit_status = ExitStatusOf(result);
     return std::move(result);
   };
@@ -48,6 +80,7 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   const ports::DesiredSnapshot& snapshot = *loaded;
   result.spec_commit = snapshot.commit;
   result.diagnostics = snapshot.state.AllDiagnostics();
+  result.redactor.AddDesiredState(snapshot.state);
   if (!snapshot.state.ClusterValid()) {
     // Without a valid cluster file nothing can be planned; not even status is recorded.
     AddError(result, core::Error::InvalidInput("the cluster file is invalid; nothing was done"));
@@ -60,6 +93,7 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
     AddError(result, Prefixed(observed.error(), "cannot list the jobs in Ray"));
     return finish();
   }
+  SanitizeJobs(*observed, result.redactor);
 
   // 3. Ledger.
   core::Ledger ledger;
@@ -74,7 +108,9 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   }
 
   // 4. Plan.
-  result.plan = core::PlanActions(snapshot.state, *observed, ledger, options.policy);
+  core::PlanPolicy policy = options.policy;
+  policy.now_ms = options.now_ms;
+  result.plan = core::PlanActions(snapshot.state, *observed, ledger, policy);
   result.planned = true;
   result.blocked = result.plan.blocked;
 
@@ -102,6 +138,7 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
     // Ray's view after the actions, for the records; the view from before serves otherwise.
     core::Result<std::vector<core::RayJob>> after = deps.server->List();
     if (after.ok()) {
+      SanitizeJobs(*after, result.redactor);
       ray_jobs.clear();
       for (const auto& job : *after) {
         if (!job.submission_id.empty()) ray_jobs[job.submission_id] = job;
@@ -119,7 +156,9 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   in.instance = options.policy.instance;
   in.spec_commit = snapshot.commit;
   in.ray_address = address;
-  const StatusUpdate update = BuildStatusUpdate(in);
+  in.now_ms = options.now_ms;
+  StatusUpdate update = BuildStatusUpdate(in);
+  for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);
   result.records.reserve(update.records.size());
   for (const auto& [name, record] : update.records) result.records.push_back(record);
   const StatusDiff diff = DiffAgainstLedger(update, ledger);

@@ -15,6 +15,7 @@
 
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/planner.h"
+#include "reconciler/core/redaction.h"
 #include "reconciler/core/result.h"
 #include "reconciler/engine/apply.h"
 #include "reconciler/ports/artifact_sink.h"
@@ -45,6 +46,13 @@ struct ReconcileOptions {
   // true no further action starts, and what was already done is still recorded. Empty: never.
   // Called from the submit workers too: it must be thread-safe.
   std::function<bool()> stop_requested;
+  // Every secret the process knows (the Ray token, --ray-header values, the webhook secret,
+  // the Git token). The pass adds the secret-named env vars of the desired state and redacts
+  // all it records and returns with the union (DESIGN.md 4, "What may be written").
+  core::Redactor secrets;
+  // Wall-clock time of the pass, ms since the epoch: when a stop was sent (the Stopping
+  // phase) and when it is due again. 0: the caller did not say; nothing is resent then.
+  int64_t now_ms = 0;
 };
 
 // Exit statuses of `sync` (DESIGN.md 6).
@@ -70,6 +78,9 @@ struct PassResult {
   std::vector<core::Error> errors;  // loading, listing, actions, recording
   std::map<core::ErrorKind, int> errors_by_kind;
   int exit_status = kExitApplied;
+  // The secrets this pass redacted (the process's and the desired state's), for callers
+  // that print or log more of their own.
+  core::Redactor redactor;
 
   int FailedActions() const;
 };

@@ -44,7 +44,7 @@ ArtifactWriter::NowFunction FixedClock(int64_t seconds) {
 
 TEST_CASE("ArtifactWriter lays out the six files of a submission") {
   TempDir tmp;
-  ArtifactWriter writer(tmp.dir(), {}, FixedClock(1700000000));
+  ArtifactWriter writer(tmp.dir(), rg::core::Redactor{}, FixedClock(1700000000));
   REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
   const fs::path dir = tmp.dir() / "jobs" / "ppo-a-0123456789";
   CHECK(writer.JobDir("ppo-a-0123456789") == dir);
@@ -93,7 +93,7 @@ TEST_CASE("ArtifactWriter scrubs its secrets from every file, whatever field hol
 
 TEST_CASE("ArtifactWriter on adoption keeps the creation files and appends to submit.out") {
   TempDir tmp;
-  ArtifactWriter writer(tmp.dir(), {}, FixedClock(0));
+  ArtifactWriter writer(tmp.dir(), rg::core::Redactor{}, FixedClock(0));
   REQUIRE(writer.WriteSubmission(SampleRecord()).ok());
 
   auto again = SampleRecord();

@@ -1,0 +1,65 @@
+#pragma once
+// What may be written (DESIGN.md 4): Ray's message cut to its first line, and the values of
+// known secrets replaced by "<redacted>" before anything reaches Git, a plan, the status page,
+// the JSON API, a log line, an artifact or a command's output. Pure.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reconciler/core/desired_state.h"
+#include "reconciler/core/spec_model.h"
+#include "reconciler/core/status_model.h"
+
+namespace rg::core {
+
+inline constexpr std::string_view kRedacted = "<redacted>";
+// Values shorter than this are never redacted: a short value ("1", "true", "gpu") would
+// blank every occurrence of itself in every message.
+inline constexpr size_t kMinSecretLength = 8;
+// The longest status message kept from Ray.
+inline constexpr size_t kMaxMessageChars = 300;
+
+// True for env var names that hold secrets: the name contains TOKEN, KEY, SECRET, PASSWORD,
+// PASSWD, PASS or CREDENTIAL, case-insensitive (DESIGN.md 4), or AUTH as a word part.
+bool IsSecretEnvName(std::string_view name);
+
+// Ray's message up to its first line break, at most kMaxMessageChars characters (cut on a
+// UTF-8 character boundary, "..." appended when cut), surrounding whitespace removed. Ray
+// appends the driver's last log lines to a failed job's message; they never leave Ray.
+std::string FirstLineOfMessage(std::string_view message);
+
+// The set of secret values a process knows, and the one redaction step every sink applies.
+// Values are matched literally, the longest first, so a secret that contains another is
+// replaced whole. Copyable; const methods are safe to call from several threads.
+class Redactor {
+ public:
+  // Adds one secret value; values shorter than kMinSecretLength and surrounding whitespace
+  // (a token file's newline) are ignored.
+  void Add(std::string_view secret);
+  // Adds the value of every secret-named variable (IsSecretEnvName) of `env`.
+  void AddEnvVars(const StringMap& env);
+  // Adds the secret-named env vars of the cluster file and of every valid spec.
+  void AddDesiredState(const DesiredState& desired);
+  void Merge(const Redactor& other);
+
+  // `text` with every known secret value replaced by kRedacted.
+  std::string Apply(std::string_view text) const;
+  // Redact first, then cut: a secret that straddles the cut is still removed whole.
+  std::string SafeMessage(std::string_view ray_message) const {
+    return FirstLineOfMessage(Apply(ray_message));
+  }
+
+  bool empty() const { return secrets_.empty(); }
+  size_t size() const { return secrets_.size(); }
+
+ private:
+  std::vector<std::string> secrets_;  // sorted longest first, no duplicates
+};
+
+// A status record as it may be written: every message cut to its first line and redacted,
+// validation errors redacted.
+void RedactRecord(StatusRecord& record, const Redactor& redactor);
+
+}  // namespace rg::core
