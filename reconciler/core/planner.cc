@@ -144,8 +144,39 @@ class Planner {
     plan_.jobs.push_back(std::move(jp));
   }
 
-  void AddStop(const RayJob& job, const std::string& name, int attempt, std::string_view why,
-               std::string reason) {
+  // The ledger's record of the attempt `job` is, or nullptr.
+  const AttemptRecord* LedgerAttempt(const std::string& name, const RayJob& job) const {
+    auto it = ledger_.find(name);
+    return it == ledger_.end() ? nullptr : it->second.FindAttempt(job.submission_id);
+  }
+
+  // When the stop already sent to this active run is not yet due again: the time it was sent.
+  std::optional<int64_t> PendingStop(const std::string& name, const RayJob& job) const {
+    const AttemptRecord* a = LedgerAttempt(name, job);
+    if (a == nullptr || !a->stop_sent_ms || !IsActive(job.status)) return std::nullopt;
+    if (policy_.now_ms != 0 && policy_.now_ms - *a->stop_sent_ms >= kStopResendAfterMs) {
+      return std::nullopt;  // due again
+    }
+    return a->stop_sent_ms;
+  }
+
+  // "stop sent at T; Ray still reports RUNNING", for the Stopping phase.
+  static std::string StoppingMessage(std::string_view why, int64_t sent_ms, const RayJob& job) {
+    std::string m = std::string(why) + "; stop sent at ";
+    m += sent_ms != 0 ? FormatRfc3339Millis(sent_ms) : std::string("an unknown time");
+    m += ", Ray still reports " + std::string(RayJobStatusName(job.status));
+    return m;
+  }
+
+  // Stops `job` unless a stop sent earlier is still pending. Returns the time of the stop that
+  // is (or is now being) waited for: the pending one, or now.
+  int64_t AddStop(const RayJob& job, const std::string& name, int attempt, std::string_view why,
+                  std::string reason) {
+    if (std::optional<int64_t> sent = PendingStop(name, job)) return *sent;
+    if (const AttemptRecord* a = LedgerAttempt(name, job); a != nullptr && a->stop_sent_ms) {
+      reason += " (the stop sent at " + FormatRfc3339Millis(*a->stop_sent_ms) +
+                " has not taken; sending it again)";
+    }
     Action a;
     a.kind = ActionKind::kStop;
     a.name = name;
@@ -154,6 +185,7 @@ class Planner {
     a.stop_reason = std::string(why);
     a.reason = std::move(reason);
     stops_.push_back(std::move(a));
+    return policy_.now_ms;
   }
 
   // True when `id` is free for `spec` to use: absent from Ray, or ours with the same spec hash.
@@ -299,7 +331,9 @@ class Planner {
           jp.phase = Phase::kSuspended;
           jp.message = "suspend: true; stopping the active run";
           if (job != nullptr) {
-            AddStop(*job, spec.name, latest, kStopForSuspend, jp.message);
+            const int64_t sent = AddStop(*job, spec.name, latest, kStopForSuspend, jp.message);
+            jp.phase = Phase::kStopping;
+            jp.message = StoppingMessage("suspend: true", sent, *job);
           }
         } else {
           jp.phase = PhaseForRayStatus(status);
@@ -376,6 +410,9 @@ class Planner {
       }
     }
     const bool keep = rec != nullptr && rec->on_remove == OnRemove::kKeep;
+    if (active.empty() && rec == nullptr) {
+      return;  // its end is recorded (or nothing was): nothing left to plan or to show
+    }
     if (active.empty()) {
       jp.message = "spec removed; no active run";
       jp.forget = true;
@@ -384,9 +421,13 @@ class Planner {
                    " run(s) running";
     } else {
       jp.message = "spec removed; stopping its active run";
+      int64_t sent = 0;
       for (const RayJob* job : active) {
-        AddStop(*job, name, AttemptOf(*job, ""), kStopForRemoval, jp.message);
+        sent = std::max(sent, AddStop(*job, name, AttemptOf(*job, ""), kStopForRemoval,
+                                      "spec removed; stopping its active run"));
       }
+      jp.phase = Phase::kStopping;
+      jp.message = StoppingMessage("spec removed", sent, *Latest(active));
     }
     plan_.jobs.push_back(std::move(jp));
   }

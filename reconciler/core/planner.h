@@ -4,6 +4,7 @@
 // policy, to an ordered list of actions with reasons and the phase of every job. No I/O, no
 // clock. Table-tested in tests/unit/planner/.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ struct PlanPolicy {
   // `sync --max-stops N` given explicitly: a deliberate override that also lifts the
   // "desired set is empty" guard.
   bool max_stops_explicit = false;
+  // Wall-clock time of the pass (ms since the epoch): a stop sent less than
+  // kStopResendAfterMs ago that Ray has not carried out yet is not sent again (Stopping).
+  // 0: unknown; a pending stop is then never resent.
+  int64_t now_ms = 0;
 };
 
 enum class ActionKind { kStop, kSubmit };

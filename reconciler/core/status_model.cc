@@ -9,7 +9,7 @@ namespace rg::core {
 
 namespace {
 
-constexpr std::array<std::pair<Phase, std::string_view>, 11> kPhaseNames{{
+constexpr std::array<std::pair<Phase, std::string_view>, 12> kPhaseNames{{
     {Phase::kPending, "Pending"},
     {Phase::kRunning, "Running"},
     {Phase::kSucceeded, "Succeeded"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<Phase, std::string_view>, 11> kPhaseNames{{
     {Phase::kBlocked, "Blocked"},
     {Phase::kConflict, "Conflict"},
     {Phase::kRemoved, "Removed"},
+    {Phase::kStopping, "Stopping"},
 }};
 
 }  // namespace

@@ -27,6 +27,7 @@ enum class Phase {
   kBlocked,    // a guard held back the stop this job needs
   kConflict,   // the id is taken by a run of different content (or not ours)
   kRemoved,    // the spec is gone; the record stays while a run of it may still be active
+  kStopping,   // a stop was sent and Ray still reports the run active (DESIGN.md 3.1)
 };
 
 std::string_view PhaseName(Phase p);
@@ -36,6 +37,10 @@ std::optional<Phase> ParsePhase(std::string_view s);
 inline constexpr std::string_view kStopForSuspend = "suspend";
 inline constexpr std::string_view kStopForRemoval = "removed";
 inline constexpr std::string_view kStopForReplacement = "replaced";
+
+// A stop that Ray acknowledged but has not carried out (a job PENDING for resources the
+// cluster lacks stays PENDING) is sent once more after this long.
+inline constexpr int64_t kStopResendAfterMs = 10 * 60 * 1000;
 
 struct AttemptRecord {
   int attempt = 0;
@@ -47,6 +52,9 @@ struct AttemptRecord {
   std::optional<int64_t> end_time_ms;
   std::string message;
   std::string stop_reason;  // kStopFor*, or empty
+  // When ray-gitops last sent this attempt a stop (ms since the epoch); unset when it never
+  // did. A stop Ray has not carried out yet is not sent again before kStopResendAfterMs.
+  std::optional<int64_t> stop_sent_ms;
 
   friend bool operator==(const AttemptRecord&, const AttemptRecord&) = default;
 };

@@ -10,10 +10,10 @@
 namespace rg::engine {
 namespace {
 
-constexpr std::array<core::Phase, 11> kAllPhases = {
+constexpr std::array<core::Phase, 12> kAllPhases = {
     core::Phase::kPending, core::Phase::kRunning,   core::Phase::kSucceeded, core::Phase::kFailed,
     core::Phase::kStopped, core::Phase::kSuspended, core::Phase::kLost,      core::Phase::kInvalid,
-    core::Phase::kBlocked, core::Phase::kConflict,  core::Phase::kRemoved,
+    core::Phase::kBlocked, core::Phase::kConflict,  core::Phase::kRemoved,   core::Phase::kStopping,
 };
 
 void DeclareLoopMetrics(core::MetricsRegistry& m) {
@@ -135,6 +135,7 @@ bool ReconcileLoop::Step() {
 
   ReconcileOptions pass_options = options_.pass;
   pass_options.stop_requested = [this]() { return StopRequested(); };
+  pass_options.now_ms = clock_.NowMs();
   const PassResult result = pass_(pass_options);
 
   const int64_t end_us = clock_.MonotonicUs();

@@ -167,6 +167,7 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
         a = &rec.attempts.back();
       }
       a->stop_reason = o->action.stop_reason;
+      if (in.now_ms != 0) a->stop_sent_ms = in.now_ms;
     }
 
     // The latest attempt, as Ray last reported it.

@@ -28,6 +28,7 @@ struct StatusInputs {
   std::string instance = "ray-gitops";
   std::string spec_commit;
   std::string ray_address;  // credentials stripped; the dashboard links start with it
+  int64_t now_ms = 0;       // when this pass ran: the time a stop it sent is recorded with
 };
 
 // The record every planned job should have now, by name; names whose record is to be

@@ -15,7 +15,7 @@ using core::Phase;
 constexpr Phase kAllPhases[] = {
     Phase::kPending, Phase::kRunning,   Phase::kSucceeded, Phase::kFailed,
     Phase::kStopped, Phase::kSuspended, Phase::kLost,      Phase::kInvalid,
-    Phase::kBlocked, Phase::kConflict,  Phase::kRemoved,
+    Phase::kBlocked, Phase::kConflict,  Phase::kRemoved,   Phase::kStopping,
 };
 
 nlohmann::json TimeOrNull(const std::optional<int64_t>& ms) {

@@ -64,6 +64,8 @@ void AppendAttempt(std::string& out, const core::AttemptRecord& a) {
   AppendField(out, kRest, kRest, "end_time", TimeOrNull(a.end_time_ms), true);
   AppendField(out, kRest, kRest, "message", StringOrNull(a.message));
   AppendField(out, kRest, kRest, "stop_reason", StringOrNull(a.stop_reason));
+  if (a.stop_sent_ms)
+    AppendField(out, kRest, kRest, "stop_sent_at", TimeOrNull(a.stop_sent_ms), true);
 }
 
 // Reads fields of one mapping, remembering the first problem; later reads become no-ops.
@@ -263,6 +265,7 @@ core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const s
       af.Time("end_time", a.end_time_ms);
       af.String("message", a.message);
       af.String("stop_reason", a.stop_reason);
+      af.Time("stop_sent_at", a.stop_sent_ms);
       if (af.problem()) return core::Error::InvalidInput(*af.problem());
       r.attempts.push_back(std::move(a));
     }

@@ -86,6 +86,7 @@ StatusRecord RemovedButKept() {
   only.status = RayJobStatus::kStopped;
   only.phase = Phase::kStopped;
   only.stop_reason = std::string(rg::core::kStopForRemoval);
+  only.stop_sent_ms = kStartMs - 5000;
   r.attempts = {only};
   return r;
 }
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   const std::vector<Phase> phases = {Phase::kPending,  Phase::kRunning, Phase::kSucceeded,
                                      Phase::kFailed,   Phase::kStopped, Phase::kSuspended,
                                      Phase::kLost,     Phase::kInvalid, Phase::kBlocked,
-                                     Phase::kConflict, Phase::kRemoved};
+                                     Phase::kConflict, Phase::kRemoved, Phase::kStopping};
   const std::vector<RayJobStatus> statuses = {RayJobStatus::kPending, RayJobStatus::kRunning,
                                               RayJobStatus::kStopped, RayJobStatus::kSucceeded,
                                               RayJobStatus::kFailed,  RayJobStatus::kUnknown};

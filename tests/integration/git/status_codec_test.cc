@@ -52,6 +52,7 @@ core::StatusRecord Full() {
   second.status = RayJobStatus::kStopped;
   second.phase = Phase::kSuspended;
   second.stop_reason = std::string(core::kStopForSuspend);
+  second.stop_sent_ms = 1795000050789;  // written as stop_sent_at only when set
   r.attempts = {first, second};
   return r;
 }
@@ -92,6 +93,8 @@ TEST_CASE("Encoding is deterministic and follows the schema's key order", "[stat
   CHECK(a.find("start_time: \"2026-11-18T11:06:40.123Z\"\n") != std::string::npos);
   CHECK(a.find("status: RUNNING\n") != std::string::npos);
   CHECK(a.find("stop_reason: suspend\n") != std::string::npos);
+  CHECK((a.find("stop_sent_at: \"2026-11-18T11:07:30.789Z\"\n") != std::string::npos ||
+         a.find("stop_sent_at: 2026-11-18T11:07:30.789Z\n") != std::string::npos));
   CHECK(a.find("name:") < a.find("attempts:"));
 }
 

@@ -49,6 +49,7 @@ class World {
     };
     deps.store = &store_;
     options.ray_address = ray_.address();
+    if (options.now_ms == 0) options.now_ms = now_ms_ += 1000;  // one second per pass
     PassResult r = RunReconcilePass(deps, options);
     ray_.Tick();
     return r;
@@ -70,6 +71,7 @@ class World {
   InMemoryStatusStore& store() { return store_; }
 
  private:
+  int64_t now_ms_ = 1'800'000'000'000;
   FakeRayServer ray_;
   std::unique_ptr<adapters::RayHttpJobServer> client_;
   InMemoryDesiredStateSource source_;
@@ -275,13 +277,16 @@ TEST_CASE("suspend stops the run and unsuspending submits the next attempt", "[e
   PassResult stop = w.Pass();
   REQUIRE(stop.outcomes.size() == 1);
   CHECK(stop.outcomes[0].action.kind == core::ActionKind::kStop);
-  CHECK(w.Record("a").phase == Phase::kSuspended);
+  // Ray stops asynchronously: until it reports the run ended, the job is Stopping.
+  CHECK(w.Record("a").phase == Phase::kStopping);
   REQUIRE(w.Record("a").FindAttempt(id0) != nullptr);
   CHECK(w.Record("a").FindAttempt(id0)->stop_reason == core::kStopForSuspend);
+  CHECK(w.Record("a").FindAttempt(id0)->stop_sent_ms.has_value());
   std::this_thread::sleep_for(200ms);
   w.ray().Tick();
   CHECK(w.Pass().plan.actions.empty());  // still suspended: nothing to do
   CHECK(w.ray().StatusOf(id0) == RayJobStatus::kStopped);
+  CHECK(w.Record("a").phase == Phase::kSuspended);
 
   w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(3));
   PassResult resume = w.Pass();
@@ -329,7 +334,7 @@ TEST_CASE("the max-stops guard blocks the stops and exits 3 until overridden", "
   CHECK_FALSE(forced.blocked);
   CHECK(forced.exit_status == kExitApplied);
   CHECK(CountStops(forced) == 3);
-  CHECK(w.Record("a").phase == Phase::kRemoved);
+  CHECK(w.Record("a").phase == Phase::kStopping);
   CHECK(w.Record("a").attempts.back().stop_reason == core::kStopForRemoval);
 }
 
@@ -419,13 +424,58 @@ TEST_CASE("the status commit lists one transition per changed job with trailers"
   REQUIRE(w.store().commits().size() == 2);
   CHECK(w.store().commits()[1].message.subject == "ray-gitops: 1 change");
   CHECK(w.store().commits()[1].message.body_lines ==
-        std::vector<std::string>{"b: Pending -> Removed (" + id_b + ", PENDING)"});
+        std::vector<std::string>{"b: Pending -> Stopping (" + id_b + ", PENDING)"});
 }
 
 TEST_CASE("dashboard links never carry credentials", "[engine]") {
   CHECK(DashboardUrl("http://user:secret@ray.example:8265/", "a-1") ==
         "http://ray.example:8265/#/jobs/a-1");
   CHECK(DashboardUrl("http://ray:8265", "").empty());
+}
+
+TEST_CASE("Ray's log tail and known secrets never reach the status records or the result",
+          "[engine][secrets]") {
+  World w;
+  const std::string cluster = "address: " + w.ray().address() +
+                              "\nruntime_env:\n  env_vars:\n    WANDB_API_KEY: "
+                              "wandb-0123456789abcdef\n";
+  w.source().SetFile("cluster.yaml", cluster, CommitId(1));
+  w.source().SetFile("jobs/a.yaml",
+                     CustomSpec("env; exit 1", "env_vars:\n  HF_TOKEN: hf_spec_0123456789\n"),
+                     CommitId(1));
+  const std::string id = "a-" + w.HashOf("jobs/a.yaml");
+  ReconcileOptions options;
+  options.secrets.Add("ray-token-secret-value");
+  REQUIRE(w.Pass(options).exit_status == kExitApplied);
+  const std::string tail =
+      "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 "
+      "chars):\nRAY_AUTH_TOKEN=ray-token-secret-value\nHF_TOKEN=hf_spec_0123456789\n"
+      "WANDB_API_KEY=wandb-0123456789abcdef\n";
+  w.ray().SetStatus(id, RayJobStatus::kFailed, tail);
+  PassResult r = w.Pass(options);
+  const core::StatusRecord rec = w.Record("a");
+  CHECK(rec.phase == Phase::kFailed);
+  CHECK(rec.message ==
+        "Job entrypoint command failed with exit code 1, last available logs (truncated to "
+        "20,000 chars):");
+  REQUIRE_FALSE(rec.attempts.empty());
+  CHECK(rec.attempts.back().message == rec.message);
+  const core::JobPlan* jp = r.plan.FindJob("a");
+  REQUIRE(jp != nullptr);
+  CHECK(jp->message == rec.message);
+  REQUIRE(jp->observed.has_value());
+  CHECK(jp->observed->message == rec.message);
+  // The redactor the pass used knows the process's and the desired state's secrets.
+  CHECK(r.redactor.Apply("ray-token-secret-value hf_spec_0123456789 wandb-0123456789abcdef") ==
+        "<redacted> <redacted> <redacted>");
+  for (const auto& c : w.store().commits()) {
+    for (const auto& [name, record] : c.changes) {
+      if (!record) continue;
+      const std::string text = record->message;
+      CHECK(text.find("hf_spec") == std::string::npos);
+      CHECK(text.find('\n') == std::string::npos);
+    }
+  }
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ TEST_CASE("each row of the per-job state machine gives its action and phase") {
        suspended,
        {Job("a", 0, RayJobStatus::kRunning)},
        {},
-       Phase::kSuspended,
+       Phase::kStopping,
        "stop a-aaaaaaaaaa;"},
       {"succeeded: nothing",
        plain,
@@ -219,7 +219,7 @@ TEST_CASE("a removed spec stops its active run, and on_remove keep leaves it run
                     PlanPolicy{.max_stops_explicit = true});
     CHECK(Describe(plan) == "stop gone-aaaaaaaaaa;");
     CHECK(plan.actions[0].stop_reason == kStopForRemoval);
-    CHECK(plan.jobs.at(0).phase == Phase::kRemoved);
+    CHECK(plan.jobs.at(0).phase == Phase::kStopping);
   }
   SECTION("keep") {
     Plan plan = PlanActions(
@@ -344,6 +344,94 @@ TEST_CASE("a pass over a converged state plans nothing") {
       PlanActions(Desired({Spec("a"), Spec("b")}),
                   {Job("a", 0, RayJobStatus::kRunning), Job("b", 0, RayJobStatus::kSucceeded)}, {},
                   PlanPolicy{});
+  CHECK_FALSE(plan.HasChanges());
+}
+
+// DESIGN.md 3.1, last row: a stop was sent but Ray still reports the run active.
+TEST_CASE("a stop Ray has not carried out is remembered, not repeated, and resent after 10 min") {
+  constexpr int64_t kSent = 1'800'000'000'000;
+  AttemptRecord stopping = Attempt("gone", 0, RayJobStatus::kPending, "removed");
+  stopping.stop_sent_ms = kSent;
+  const Ledger ledger = {{"gone", Record("gone", {stopping})}};
+  const std::vector<RayJob> still_pending = {Job("gone", 0, RayJobStatus::kPending)};
+
+  SECTION("the pass that sends the stop already says Stopping, since now") {
+    Ledger fresh = {{"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kPending)})}};
+    Plan plan =
+        PlanActions(Desired({Spec("other")}), still_pending, fresh, PlanPolicy{.now_ms = kSent});
+    CHECK(Describe(plan) == "stop gone-aaaaaaaaaa;submit other-aaaaaaaaaa;");
+    const JobPlan* gone = plan.FindJob("gone");
+    REQUIRE(gone != nullptr);
+    CHECK(gone->phase == Phase::kStopping);
+    CHECK(gone->message ==
+          "spec removed; stop sent at 2027-01-15T08:00:00.000Z, Ray still reports PENDING");
+  }
+  for (int64_t later : {int64_t{1}, int64_t{60'000}, kStopResendAfterMs - 1}) {
+    DYNAMIC_SECTION("within 10 minutes (+" << later << " ms) nothing is planned") {
+      Plan plan = PlanActions(Desired({Spec("other", kHash)}), still_pending, ledger,
+                              PlanPolicy{.now_ms = kSent + later});
+      CHECK(Describe(plan) == "submit other-aaaaaaaaaa;");
+      const JobPlan* gone = plan.FindJob("gone");
+      REQUIRE(gone != nullptr);
+      CHECK(gone->phase == Phase::kStopping);
+      CHECK(gone->message ==
+            "spec removed; stop sent at 2027-01-15T08:00:00.000Z, Ray still reports PENDING");
+    }
+  }
+  SECTION("a plan with only a pending stop has no changes (plan exits 0)") {
+    Plan plan = PlanActions(Desired({}), still_pending, ledger, PlanPolicy{.now_ms = kSent + 1000});
+    CHECK(plan.actions.empty());
+    CHECK_FALSE(plan.HasChanges());
+    CHECK(plan.FindJob("gone")->phase == Phase::kStopping);
+  }
+  SECTION("after 10 minutes the stop is sent once more") {
+    Plan plan =
+        PlanActions(Desired({}), still_pending, ledger,
+                    PlanPolicy{.max_stops_explicit = true, .now_ms = kSent + kStopResendAfterMs});
+    CHECK(Describe(plan) == "stop gone-aaaaaaaaaa;");
+    CHECK(plan.actions[0].reason.find("has not taken; sending it again") != std::string::npos);
+    const JobPlan* gone = plan.FindJob("gone");
+    CHECK(gone->phase == Phase::kStopping);
+    CHECK(gone->message.find("stop sent at 2027-01-15T08:10:00.000Z") != std::string::npos);
+  }
+  SECTION("once Ray ends the run, the stop is done: the record is forgotten") {
+    Plan plan = PlanActions(Desired({}), {Job("gone", 0, RayJobStatus::kStopped)}, ledger,
+                            PlanPolicy{.now_ms = kSent + 1000});
+    CHECK(plan.actions.empty());
+    REQUIRE(plan.FindJob("gone") != nullptr);
+    CHECK(plan.FindJob("gone")->forget);
+  }
+  SECTION("a suspended run whose stop is pending is Stopping, not stopped again") {
+    JobSpec suspended = Spec("s");
+    suspended.suspend = true;
+    AttemptRecord a = Attempt("s", 0, RayJobStatus::kRunning, "suspend");
+    a.stop_sent_ms = kSent;
+    Plan plan = PlanActions(Desired({suspended}), {Job("s", 0, RayJobStatus::kRunning)},
+                            {{"s", Record("s", {a})}}, PlanPolicy{.now_ms = kSent + 5000});
+    CHECK(plan.actions.empty());
+    CHECK(plan.FindJob("s")->phase == Phase::kStopping);
+  }
+  SECTION("a replaced run whose stop is pending is not stopped again") {
+    AttemptRecord old = Attempt("r", 0, RayJobStatus::kRunning, "replaced", kOldHash);
+    old.stop_sent_ms = kSent;
+    Plan plan = PlanActions(
+        Desired({Spec("r")}),
+        {Job("r", 0, RayJobStatus::kRunning, kOldHash), Job("r", 0, RayJobStatus::kPending)},
+        {{"r", Record("r", {old, Attempt("r", 0, RayJobStatus::kPending)})}},
+        PlanPolicy{.now_ms = kSent + 5000});
+    CHECK(plan.actions.empty());
+    CHECK(plan.FindJob("r")->phase == Phase::kPending);
+  }
+}
+
+TEST_CASE("finished runs of removed specs leave the plan once their end is recorded") {
+  // The ledger no longer holds the name (its end was recorded and the record deleted); Ray
+  // still remembers the finished run. Nothing is shown for it, now or ever.
+  Plan plan = PlanActions(
+      Desired({Spec("other")}),
+      {Job("gone", 0, RayJobStatus::kSucceeded), Job("other", 0, RayJobStatus::kRunning)}, {},
+      PlanPolicy{});
+  CHECK(plan.FindJob("gone") == nullptr);
   CHECK_FALSE(plan.HasChanges());
 }
 
