@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <string>
 #include <string_view>
 
@@ -109,6 +110,25 @@ std::string SubmissionIdForAttempt(const JobSpec& spec, int attempt) {
   std::string id = SubmissionIdBase(spec);
   if (attempt >= 1) id += "-r" + std::to_string(attempt);
   return id;
+}
+
+std::string OneOffSubmissionId(const JobSpec& spec, int run) {
+  std::string id = SubmissionIdBase(spec) + "-" + std::string(kSubmittedByCli);
+  if (run >= 1) id += "-" + std::to_string(run);
+  return id;
+}
+
+std::optional<int> OneOffRunOf(const JobSpec& spec, std::string_view id) {
+  const std::string first = OneOffSubmissionId(spec, 0);
+  if (id.substr(0, first.size()) != first) return std::nullopt;
+  std::string_view rest = id.substr(first.size());
+  if (rest.empty()) return 0;
+  if (rest.size() < 2 || rest[0] != '-' || rest[1] < '1' || rest[1] > '9') return std::nullopt;
+  rest.remove_prefix(1);
+  int run = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), run);
+  if (ec != std::errc() || end != rest.data() + rest.size()) return std::nullopt;
+  return run;
 }
 
 }  // namespace rg::core

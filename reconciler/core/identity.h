@@ -1,6 +1,7 @@
 #pragma once
 // Deterministic identity of a run (DESIGN.md 2.1): spec hash, names, submission ids.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,5 +37,19 @@ std::string SubmissionIdBase(const JobSpec& spec);
 
 // Attempt 0 is SubmissionIdBase(spec); attempt k >= 1 appends "-r<k>".
 std::string SubmissionIdForAttempt(const JobSpec& spec, int attempt);
+
+// One-off runs from `ray-gitops submit` (DESIGN.md 2.2) belong to no instance: they carry
+// gitops.submitted-by: cli instead of gitops.managed-by.
+inline constexpr std::string_view kMetaSubmittedBy = "gitops.submitted-by";
+inline constexpr std::string_view kSubmittedByCli = "cli";
+
+// The id of one-off run `run` of `spec`: run 0 is SubmissionIdBase(spec) + "-cli", run n >= 1
+// appends "-cli-<n>". A pin replaces "<name>-<spec_hash>" here as everywhere, so a one-off of
+// a pinned spec never takes the id the daemon gives the same spec.
+std::string OneOffSubmissionId(const JobSpec& spec, int run);
+
+// The run number of `id` when it is a one-off id of `spec` (0 for "<base>-cli", n for
+// "<base>-cli-<n>" with n >= 1 written without leading zeros); nullopt otherwise.
+std::optional<int> OneOffRunOf(const JobSpec& spec, std::string_view id);
 
 }  // namespace rg::core

@@ -1,6 +1,7 @@
 #include "reconciler/core/identity.h"
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -214,4 +215,49 @@ TEST_CASE("default job names come from the path under the jobs directory") {
   CHECK(DefaultJobName("deploy/jobs/x.yaml", "deploy/jobs") == "x");
   // Only a whole directory component is stripped.
   CHECK(DefaultJobName("jobsx/y.yaml", "jobs") == "jobsx-y");
+}
+
+TEST_CASE("one-off ids: run 0 ends in -cli, run n in -cli-<n>, and never equal a daemon id") {
+  JobSpec spec = SpecNamed("ppo-qwen", "3f2a1c9b0e");
+  CHECK(rg::core::OneOffSubmissionId(spec, 0) == "ppo-qwen-3f2a1c9b0e-cli");
+  CHECK(rg::core::OneOffSubmissionId(spec, 1) == "ppo-qwen-3f2a1c9b0e-cli-1");
+  CHECK(rg::core::OneOffSubmissionId(spec, 12) == "ppo-qwen-3f2a1c9b0e-cli-12");
+  for (int attempt : {0, 1, 2}) {
+    CHECK(rg::core::OneOffSubmissionId(spec, 0) != rg::core::SubmissionIdForAttempt(spec, attempt));
+  }
+  CHECK(rg::core::IsValidPinnedSubmissionId(rg::core::OneOffSubmissionId(spec, 3)));
+}
+
+TEST_CASE("one-off ids of a pinned spec append -cli to the pin") {
+  JobSpec spec = SpecNamed("ppo-qwen", "3f2a1c9b0e");
+  spec.submission_id = "my-run.v2";
+  CHECK(rg::core::OneOffSubmissionId(spec, 0) == "my-run.v2-cli");
+  CHECK(rg::core::OneOffSubmissionId(spec, 2) == "my-run.v2-cli-2");
+}
+
+TEST_CASE("OneOffRunOf reads the run number of the spec's one-off ids only") {
+  JobSpec spec = SpecNamed("x", "0123456789");
+  struct Case {
+    std::string id;
+    std::optional<int> run;
+  };
+  const std::vector<Case> cases = {
+      {"x-0123456789-cli", 0},
+      {"x-0123456789-cli-1", 1},
+      {"x-0123456789-cli-42", 42},
+      {"x-0123456789", std::nullopt},         // the daemon's run
+      {"x-0123456789-r1", std::nullopt},      // the daemon's retry
+      {"x-0123456789-cli-0", std::nullopt},   // run 0 has no number
+      {"x-0123456789-cli-01", std::nullopt},  // no leading zeros
+      {"x-0123456789-cli--1", std::nullopt},
+      {"x-0123456789-cli-1a", std::nullopt},
+      {"x-0123456789-cli-", std::nullopt},
+      {"x-0123456789-client", std::nullopt},
+      {"x-0123456789-cli-99999999999", std::nullopt},  // out of range
+      {"y-0123456789-cli", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    INFO(c.id);
+    CHECK(rg::core::OneOffRunOf(spec, c.id) == c.run);
+  }
 }
