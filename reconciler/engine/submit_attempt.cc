@@ -47,39 +47,19 @@ core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::st
   return existing;
 }
 
-}  // namespace
+// What a duplicate id means: the daemon's run of the same spec (adopted when it is ours), or
+// a one-off run that exists already (never adopted).
+enum class OnDuplicate { kAdopt, kRefuse };
 
-std::string FormatJobListLines(const std::vector<core::RayJob>& jobs) {
-  std::string out;
-  for (const core::RayJob& job : jobs) {
-    std::string id = job.submission_id;
-    if (id.empty()) id = job.job_id.value_or("-");
-    out += id;
-    out += ' ';
-    out += core::RayJobStatusName(job.status);
-    out += ' ';
-    out += job.type.empty() ? "-" : job.type;
-    out += " managed-by=" + MetadataOr(job, core::kMetaManagedBy, "-");
-    out += ' ';
-    // One line per job, whatever the entrypoint holds.
-    for (char c : job.entrypoint) out += (c == '\n' || c == '\r') ? ' ' : c;
-    out += '\n';
-  }
-  return out;
-}
-
-core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
+core::Result<SubmitAttemptResult> SendAndRecord(ports::JobServer& server,
                                                 ports::ArtifactSink* artifacts,
-                                                const core::JobSpec& spec,
-                                                const core::RayConfig& cluster,
-                                                const core::RenderContext& context,
-                                                const SubmitArtifactInputs& inputs) {
-  core::Result<core::Value> body = core::RenderSubmission(spec, cluster, context);
-  if (!body.ok()) return body.error();
-
+                                                const core::JobSpec& spec, core::Value body,
+                                                int attempt, const core::RenderContext& context,
+                                                const SubmitArtifactInputs& inputs,
+                                                OnDuplicate on_duplicate) {
   SubmitAttemptResult result;
-  result.body = std::move(*body);
-  result.submission_id = SubmissionIdOf(result.body, spec, context.attempt);
+  result.body = std::move(body);
+  result.submission_id = SubmissionIdOf(result.body, spec, attempt);
 
   std::string cluster_status;
   if (artifacts != nullptr) {
@@ -97,6 +77,9 @@ core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
   core::Result<std::string> submitted = server.Submit(result.body);
   if (submitted.ok()) {
     ray_answer = "accepted: submission_id " + *submitted;
+  } else if (submitted.error().IsConflict() && on_duplicate == OnDuplicate::kRefuse) {
+    return core::Error::Conflict("submission id " + result.submission_id +
+                                 " already exists in Ray; a one-off run is never adopted");
   } else if (submitted.error().IsConflict()) {
     core::Result<core::RayJob> adopted =
         AdoptExisting(server, result.submission_id, spec, context, submitted.error().message());
@@ -128,6 +111,67 @@ core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
     }
   }
   return result;
+}
+
+}  // namespace
+
+std::string OwnerOf(const core::RayJob& job) {
+  std::string instance = MetadataOr(job, core::kMetaManagedBy, "");
+  if (!instance.empty()) return instance;
+  if (MetadataOr(job, core::kMetaSubmittedBy, "") == core::kSubmittedByCli) {
+    return std::string(core::kSubmittedByCli);
+  }
+  return "-";
+}
+
+std::string FormatJobListLines(const std::vector<core::RayJob>& jobs) {
+  std::string out;
+  for (const core::RayJob& job : jobs) {
+    std::string id = job.submission_id;
+    if (id.empty()) id = job.job_id.value_or("-");
+    out += id;
+    out += ' ';
+    out += core::RayJobStatusName(job.status);
+    out += ' ';
+    out += job.type.empty() ? "-" : job.type;
+    out += " managed-by=" + OwnerOf(job);
+    out += ' ';
+    // One line per job, whatever the entrypoint holds.
+    for (char c : job.entrypoint) out += (c == '\n' || c == '\r') ? ' ' : c;
+    out += '\n';
+  }
+  return out;
+}
+
+core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
+                                                ports::ArtifactSink* artifacts,
+                                                const core::JobSpec& spec,
+                                                const core::RayConfig& cluster,
+                                                const core::RenderContext& context,
+                                                const SubmitArtifactInputs& inputs) {
+  core::Result<core::Value> body = core::RenderSubmission(spec, cluster, context);
+  if (!body.ok()) return body.error();
+  return SendAndRecord(server, artifacts, spec, std::move(*body), context.attempt, context, inputs,
+                       OnDuplicate::kAdopt);
+}
+
+core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
+                                               ports::ArtifactSink* artifacts,
+                                               const core::JobSpec& spec, int run,
+                                               const core::RayConfig& cluster,
+                                               const core::RenderContext& context,
+                                               const SubmitArtifactInputs& inputs) {
+  core::JobSpec pinned = spec;
+  pinned.submission_id = core::OneOffSubmissionId(spec, run);
+  core::RenderContext one_off = context;
+  one_off.attempt = 0;
+  core::Result<core::Value> body = core::RenderSubmission(pinned, cluster, one_off);
+  if (!body.ok()) return body.error();
+  core::Value::Object& metadata = (*body)["metadata"].as_object();
+  metadata.erase(std::string(core::kMetaManagedBy));
+  metadata[std::string(core::kMetaSubmittedBy)] = std::string(core::kSubmittedByCli);
+  return SendAndRecord(server, artifacts, pinned, std::move(*body), one_off.attempt, one_off,
+                       inputs, OnDuplicate::kRefuse);
 }
 
 }  // namespace rg::engine

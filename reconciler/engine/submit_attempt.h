@@ -50,8 +50,29 @@ core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
                                                 const core::RenderContext& context,
                                                 const SubmitArtifactInputs& inputs);
 
+// One one-off run of `spec` (`ray-gitops submit`, DESIGN.md 2.2), which no instance manages:
+// - its id is core::OneOffSubmissionId(spec, run); the run is rendered as the spec pinned to
+//   that id, so an entrypoint that names its run (verl's experiment name and checkpoint
+//   folder) names this one;
+// - its metadata holds gitops.submitted-by: cli and the name, spec-path, spec-hash and
+//   attempt labels (commit and repo only when the context has them), never
+//   gitops.managed-by; context.instance is not used;
+// - a duplicate id is never adopted: kConflict, and no artifact is written (the directory
+//   belongs to the run that exists).
+// Otherwise as SubmitAttempt.
+core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
+                                               ports::ArtifactSink* artifacts,
+                                               const core::JobSpec& spec, int run,
+                                               const core::RayConfig& cluster,
+                                               const core::RenderContext& context,
+                                               const SubmitArtifactInputs& inputs);
+
+// Who a job belongs to, as the job list shows it: the instance in gitops.managed-by, else
+// "cli" for a one-off run (gitops.submitted-by: cli), else "-".
+std::string OwnerOf(const core::RayJob& job);
+
 // One line per job, in the server's order:
-// "<submission_id or job_id> <STATUS> <type> managed-by=<instance or -> <entrypoint>".
+// "<submission_id or job_id> <STATUS> <type> managed-by=<OwnerOf(job)> <entrypoint>".
 std::string FormatJobListLines(const std::vector<core::RayJob>& jobs);
 
 }  // namespace rg::engine
