@@ -1,6 +1,7 @@
 // The seed's one-off actions against a Ray head (DESIGN.md 6): submit, status, stop, logs,
 // list. Output for people goes to stdout; what went wrong goes to stderr prefixed
-// "ray-gitops: ". Exit status 0 on success, 1 on any error.
+// "ray-gitops: ". Exit status 0 on success, 1 on any error; submit exits 3 when the one-off
+// run exists already and nothing was submitted.
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -21,16 +22,23 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/ray_client_flags.h"
+#include "reconciler/cli/repo_options.h"
+#include "reconciler/core/identity.h"
 #include "reconciler/core/ray_job.h"
+#include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/value.h"
 #include "reconciler/engine/submit_attempt.h"
+#include "reconciler/ports/job_server.h"
 #include "reconciler/spec/spec_loader.h"
 
 namespace rg::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// submit: the one-off run exists already; nothing was submitted (DESIGN.md 2.2).
+constexpr int kExitRunExists = 3;
 
 int Fail(const std::string& message) {
   std::cerr << "ray-gitops: " << message << "\n";
@@ -95,9 +103,9 @@ std::string FormatTime(const std::optional<int64_t>& ms) {
           std::chrono::milliseconds(*ms))));
 }
 
-std::string ManagedBy(const core::RayJob& job) {
-  auto it = job.metadata.find(core::kMetaManagedBy);
-  return it == job.metadata.end() ? "-" : it->second;
+core::Value MetadataOrNull(const core::RayJob& job, std::string_view key) {
+  auto it = job.metadata.find(key);
+  return it == job.metadata.end() ? core::Value() : core::Value(it->second);
 }
 
 std::string JobKey(const core::RayJob& job) {
@@ -126,10 +134,38 @@ std::string_view LastLines(std::string_view text, int n) {
 struct SubmitFlags {
   std::string config;
   std::string jobspec;
-  std::string instance = "ray-gitops";
+  std::string instance;  // accepted for old scripts; a one-off run belongs to no instance
   std::string artifacts_root;
   bool no_artifacts = false;
+  bool new_run = false;
 };
+
+// "<id> already exists: FAILED (Job entrypoint command failed ...); nothing submitted; ..."
+// Of Ray's message only the first line is printed, redacted: a FAILED job's message goes on
+// with the tail of the driver's log.
+int RefuseExisting(const core::RayJob& job, const std::string& id, const core::Redactor& secrets) {
+  std::cout << id << "\n";
+  std::cerr << "ray-gitops: " << id << " already exists: " << core::RayJobStatusName(job.status);
+  if (std::string message = secrets.SafeMessage(job.message); !message.empty()) {
+    std::cerr << " (" << message << ")";
+  }
+  std::cerr << "; nothing submitted; use --new-run to submit another run\n";
+  return kExitRunExists;
+}
+
+// The number of the next one-off run of `spec` (DESIGN.md 2.2): one past the highest run
+// whose id Ray lists, or run 0 ("-cli") when Ray lists none.
+core::Result<int> NextOneOffRun(ports::JobServer& server, const core::JobSpec& spec) {
+  core::Result<std::vector<core::RayJob>> jobs = server.List();
+  if (!jobs.ok()) return jobs.error();
+  int next = 0;
+  for (const core::RayJob& job : *jobs) {
+    if (std::optional<int> run = core::OneOffRunOf(spec, job.submission_id)) {
+      next = std::max(next, *run + 1);
+    }
+  }
+  return next;
+}
 
 int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
   core::Result<std::string> config_text = ReadTextFile(flags.config, "--config");
@@ -149,9 +185,36 @@ int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
     }
     return 1;
   }
+  if (!flags.instance.empty()) {
+    std::cerr << "ray-gitops: warning: --instance is ignored: a one-off run belongs to no "
+                 "instance (it carries "
+              << core::kMetaSubmittedBy << ": " << core::kSubmittedByCli << ")\n";
+  }
 
   core::Result<adapters::RayClientOptions> options = ResolveOptions(global, cluster.value->address);
   if (!options.ok()) return Fail(options.error().message());
+  adapters::RayHttpJobServer server(*options);
+  // The Ray token, the header values and the secret-named env vars of both files: what the
+  // output and the artifacts of this command must never show.
+  core::Redactor secrets = ProcessSecrets(*options, nullptr);
+  core::DesiredState inputs_read;
+  inputs_read.cluster = *cluster.value;
+  inputs_read.jobs.push_back(*job.value);
+  secrets.AddDesiredState(inputs_read);
+
+  int run = 0;
+  if (flags.new_run) {
+    core::Result<int> next = NextOneOffRun(server, *job.value);
+    if (!next.ok()) return Fail("cannot list the jobs in Ray: " + next.error().ToString());
+    run = *next;
+  } else {
+    const std::string id = core::OneOffSubmissionId(*job.value, 0);
+    core::Result<core::RayJob> existing = server.Get(id);
+    if (existing.ok()) return RefuseExisting(*existing, id, secrets);
+    if (!existing.error().IsNotFound()) {
+      return Fail("cannot learn whether " + id + " exists: " + existing.error().ToString());
+    }
+  }
 
   std::unique_ptr<adapters::ArtifactWriter> writer;
   std::string artifacts_note;
@@ -168,26 +231,35 @@ int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
     } else if (root.empty()) {
       artifacts_note = "no artifacts: the cluster file has no shared_root (use --artifacts-root)";
     }
-    if (!root.empty()) {
-      std::vector<std::string> secrets;
-      if (options->token) secrets.push_back(*options->token);
-      for (const auto& [name, value] : options->headers) secrets.push_back(value);
-      writer = std::make_unique<adapters::ArtifactWriter>(root, std::move(secrets));
-    }
+    if (!root.empty()) writer = std::make_unique<adapters::ArtifactWriter>(root, secrets);
   }
 
-  adapters::RayHttpJobServer server(*options);
   core::RenderContext context;
-  context.instance = flags.instance;
   engine::SubmitArtifactInputs inputs{*config_text, *spec_text, options->address};
-  core::Result<engine::SubmitAttemptResult> result =
-      engine::SubmitAttempt(server, writer.get(), *job.value, *cluster.value, context, inputs);
+  // Another submit of the same spec may take the id between the look-up and the POST: then
+  // the plain submit reports that run, and --new-run moves on to the next number.
+  constexpr int kMaxTries = 5;
+  auto submit_run = [&](int n) {
+    return engine::SubmitOneOff(server, writer.get(), *job.value, n, *cluster.value, context,
+                                inputs);
+  };
+  core::Result<engine::SubmitAttemptResult> result = submit_run(run);
+  for (int tries = 1;
+       flags.new_run && tries < kMaxTries && !result.ok() && result.error().IsConflict(); ++tries) {
+    result = submit_run(++run);
+  }
+  if (!result.ok() && result.error().IsConflict() && !flags.new_run) {
+    const std::string id = core::OneOffSubmissionId(*job.value, 0);
+    if (core::Result<core::RayJob> existing = server.Get(id); existing.ok()) {
+      return RefuseExisting(*existing, id, secrets);
+    }
+  }
   if (!result.ok()) return Fail("submit failed: " + result.error().ToString());
 
   std::cout << result->submission_id << "\n";
-  std::cerr << "ray-gitops: " << (result->adopted ? "adopted existing job " : "submitted ")
-            << result->submission_id << " to " << core::StripUrlCredentials(options->address)
-            << "\n";
+  std::cerr << "ray-gitops: submitted " << result->submission_id << " to "
+            << core::StripUrlCredentials(options->address)
+            << " (a one-off run: no ray-gitops instance manages it)\n";
   if (writer) {
     if (result->artifact_error.empty()) {
       std::cerr << "ray-gitops: artifacts in " << writer->JobDir(result->submission_id).string()
@@ -221,7 +293,7 @@ int RunStatus(const GlobalOptions& global, const std::string& config, const std:
             << "end_time: " << FormatTime(job->end_time_ms) << "\n"
             << "driver_exit_code: "
             << (job->driver_exit_code ? std::to_string(*job->driver_exit_code) : "-") << "\n"
-            << "managed_by: " << ManagedBy(*job) << "\n";
+            << "managed_by: " << engine::OwnerOf(*job) << "\n";
   return 0;
 }
 
@@ -289,7 +361,10 @@ core::Value JobToJson(const core::RayJob& job) {
   o["start_time"] = job.start_time_ms ? core::Value(FormatTime(job.start_time_ms)) : core::Value();
   o["end_time"] = job.end_time_ms ? core::Value(FormatTime(job.end_time_ms)) : core::Value();
   o["driver_exit_code"] = optional_int(job.driver_exit_code);
-  o["managed_by"] = ManagedBy(job) == "-" ? core::Value() : core::Value(ManagedBy(job));
+  o["name"] = MetadataOrNull(job, core::kMetaName);
+  // The labels as they are: an instance, or null for a one-off run, which has submitted_by.
+  o["managed_by"] = MetadataOrNull(job, core::kMetaManagedBy);
+  o["submitted_by"] = MetadataOrNull(job, core::kMetaSubmittedBy);
   o["metadata"] = std::move(metadata);
   return o;
 }
@@ -312,15 +387,17 @@ int RunList(const GlobalOptions& global, const std::string& config, const std::s
     return 0;
   }
 
-  const std::vector<std::string> header = {"SUBMISSION_ID", "STATUS",     "TYPE",
+  const std::vector<std::string> header = {"SUBMISSION_ID", "NAME",       "STATUS",    "TYPE",
                                            "MANAGED_BY",    "START_TIME", "ENTRYPOINT"};
   std::vector<std::vector<std::string>> rows = {header};
   for (const core::RayJob& job : sorted) {
     std::string entrypoint = job.entrypoint;
     std::replace(entrypoint.begin(), entrypoint.end(), '\n', ' ');
     if (entrypoint.size() > 60) entrypoint = entrypoint.substr(0, 57) + "...";
-    rows.push_back({JobKey(job), std::string(core::RayJobStatusName(job.status)),
-                    job.type.empty() ? "-" : job.type, ManagedBy(job),
+    auto name = job.metadata.find(core::kMetaName);
+    rows.push_back({JobKey(job), name == job.metadata.end() ? "-" : name->second,
+                    std::string(core::RayJobStatusName(job.status)),
+                    job.type.empty() ? "-" : job.type, engine::OwnerOf(job),
                     FormatTime(job.start_time_ms), entrypoint});
   }
   std::vector<size_t> widths(header.size(), 0);
@@ -343,11 +420,21 @@ int RunList(const GlobalOptions& global, const std::string& config, const std::s
 void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code) {
   auto submit_flags = std::make_shared<SubmitFlags>();
   CLI::App* submit = app.add_subcommand(
-      "submit", "submit one JobSpec to Ray now, with artifacts (the seed's one-off action)");
+      "submit",
+      "submit one JobSpec to Ray now as a one-off run that no daemon manages, with artifacts");
+  submit->footer(
+      "The run's id is <name>-<spec_hash>-cli (<pin>-cli for a pinned submission_id) and its "
+      "metadata has gitops.submitted-by: cli instead of gitops.managed-by, so no ray-gitops "
+      "instance ever adopts or stops it. The id goes to stdout.\n"
+      "Exit status: 0 submitted; 3 the run exists already: nothing submitted, stderr names it "
+      "and its state (use --new-run for another run); 1 error.");
   submit->add_option("--config", submit_flags->config, "the cluster file (RayConfig)")->required();
   submit->add_option("--jobspec", submit_flags->jobspec, "the JobSpec file")->required();
+  submit->add_flag("--new-run", submit_flags->new_run,
+                   "submit another one-off run of the spec: <id>-cli-<n>, one past the highest "
+                   "run Ray lists");
   submit->add_option("--instance", submit_flags->instance,
-                     "the gitops.managed-by label (default ray-gitops)");
+                     "ignored (with a warning): one-off runs belong to no instance");
   submit->add_option("--artifacts-root", submit_flags->artifacts_root,
                      "write artifacts under DIR/jobs/<submission_id>/ instead of shared_root");
   submit->add_flag("--no-artifacts", submit_flags->no_artifacts, "write no artifacts");
@@ -396,7 +483,10 @@ void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code) 
   });
 
   auto list_flags = std::make_shared<IdFlags>();
-  CLI::App* list = app.add_subcommand("list", "list every job Ray knows, managed or not");
+  CLI::App* list = app.add_subcommand(
+      "list",
+      "list every job Ray knows, managed or not; MANAGED_BY is the instance, cli for a "
+      "one-off run of `submit`, - for neither");
   list->add_option("--format", list_flags->format, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
   list->add_option("--config", list_flags->config,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The seed's one-off commands against the real head: submit (with artifacts and adoption),
-# status, logs, list, stop. Usage: seed_commands_test.sh RAY_GITOPS_BINARY SOURCE_DIR
+# The seed's one-off commands against the real head: submit (with artifacts, and a second
+# submit refused), status, logs, list, stop. Usage: seed_commands_test.sh RAY_GITOPS_BINARY SOURCE_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rg_e2e_init "$@"
 
@@ -25,7 +25,7 @@ rg_tag_spec "$RG_TMP/repo/jobs/smoke/hello.yaml"
 # --- submit: prints the id, the run succeeds ---
 id=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/hello.yaml" \
   2>"$RG_TMP/submit.err") || { cat "$RG_TMP/submit.err" >&2; rg_fail "submit exited non-zero"; }
-[[ "$id" =~ ^smoke-hello-[0-9a-f]{10}$ ]] || rg_fail "unexpected submission id '$id'"
+[[ "$id" =~ ^smoke-hello-[0-9a-f]{10}-cli$ ]] || rg_fail "unexpected submission id '$id'"
 rg_wait_status "$id" SUCCEEDED 180
 
 # --- status: times in RFC 3339 UTC, exit code, owner ---
@@ -34,7 +34,7 @@ grep -qx "status: SUCCEEDED" "$RG_TMP/status.out" || rg_fail "status: $(cat "$RG
 grep -Eqx "start_time: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z" "$RG_TMP/status.out" ||
   rg_fail "start_time not RFC 3339 UTC: $(cat "$RG_TMP/status.out")"
 grep -qx "driver_exit_code: 0" "$RG_TMP/status.out" || rg_fail "no driver exit code 0"
-grep -qx "managed_by: ray-gitops" "$RG_TMP/status.out" || rg_fail "not managed by ray-gitops"
+grep -qx "managed_by: cli" "$RG_TMP/status.out" || rg_fail "not shown as a one-off (cli) run"
 if rg status "does-not-exist-$RANDOM" >/dev/null 2>&1; then rg_fail "status of a missing job exited 0"; fi
 
 # --- logs: the output is there; --tail 1 gives the last line only ---
@@ -50,14 +50,15 @@ rg logs "$id" --tail 1 >"$RG_TMP/tail.out"
 rg logs "$id" --follow >"$RG_TMP/follow.out"  # a finished job: prints all and returns
 grep -qx "last-line" "$RG_TMP/follow.out" || rg_fail "logs --follow of a finished job"
 
-# --- list: table and JSON, with the managed-by column ---
-rg list | grep -E "^$id +SUCCEEDED +SUBMISSION +ray-gitops " >/dev/null ||
+# --- list: table and JSON, with the name and managed-by columns ---
+rg list | grep -E "^$id +smoke-hello +SUCCEEDED +SUBMISSION +cli " >/dev/null ||
   rg_fail "list: $(rg list)"
 rg list --format json | "$RG_PY" -c '
 import json, sys
 jobs = {j["submission_id"]: j for j in json.load(sys.stdin)}
 job = jobs[sys.argv[1]]
-assert job["status"] == "SUCCEEDED" and job["managed_by"] == "ray-gitops", job
+assert job["status"] == "SUCCEEDED" and job["managed_by"] is None, job
+assert job["submitted_by"] == "cli" and job["name"] == "smoke-hello", job
 assert job["metadata"]["gitops.name"] == "smoke-hello", job
 ' "$id" || rg_fail "list --format json"
 
@@ -90,18 +91,22 @@ payload["runtime_env"]["env_vars"]["MY_API_TOKEN"] = secret
 assert payload["runtime_env"] == ray["runtime_env"], (payload["runtime_env"], ray["runtime_env"])
 assert payload["entrypoint_num_cpus"] == 1 and payload["entrypoint_resources"] == {"worker_node": 1}
 PYEOF
-if grep -rqF -- "$secret" "$dir/config/submit_payload.json" "$dir/logs" "$dir/debug"; then
+if grep -rqF -- "$secret" "$dir"; then
   rg_fail "the secret env var value leaked into an artifact"
 fi
 if [ -n "$RG_TOKEN" ] && grep -rqF -- "$RG_TOKEN" "$dir"; then rg_fail "the Ray token leaked into an artifact"; fi
 
-# --- a second submit of the same spec adopts the run ---
+# --- a second submit of the same spec names the run, submits nothing and exits 3 ---
+set +e
 id2=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/hello.yaml" \
-  2>"$RG_TMP/submit2.err") || rg_fail "second submit exited non-zero: $(cat "$RG_TMP/submit2.err")"
-[ "$id2" = "$id" ] || rg_fail "second submit gave id $id2, not $id"
-grep -q "adopted existing job $id" "$RG_TMP/submit2.err" || rg_fail "not adopted: $(cat "$RG_TMP/submit2.err")"
-[ "$(grep -c '^outcome: ' "$dir/logs/submit.out")" = 2 ] || rg_fail "submit.out should hold two records"
-grep -qx "outcome: adopted" "$dir/logs/submit.out" || rg_fail "submit.out lacks the adoption"
+  2>"$RG_TMP/submit2.err")
+status2=$?
+set -e
+[ "$status2" = 3 ] || rg_fail "second submit exited $status2, not 3: $(cat "$RG_TMP/submit2.err")"
+[ "$id2" = "$id" ] || rg_fail "second submit printed id $id2, not $id"
+grep -q "$id already exists: SUCCEEDED (.*); nothing submitted" "$RG_TMP/submit2.err" ||
+  rg_fail "refusal: $(cat "$RG_TMP/submit2.err")"
+[ "$(grep -c '^outcome: ' "$dir/logs/submit.out")" = 1 ] || rg_fail "submit.out should hold one record"
 
 # --- --no-artifacts and --artifacts-root ---
 cat >"$RG_TMP/repo/jobs/smoke/other.yaml" <<'EOF_SPEC'
