@@ -50,11 +50,14 @@ struct VersionTriple {
 };
 std::optional<VersionTriple> ParseVersionTriple(std::string_view ray_version);
 
-// The first Ray versions that accept each optional submit field (the SDK's own gates).
+// The first Ray versions that accept each optional submit field. The first three are the
+// SDK's own gates. entrypoint_label_selector is Ray 2.54.0's JobSubmitRequest (2.53.0 has no
+// such field, and a 2.51.1 head answers 400 "unexpected keyword argument"); the SDK's gate
+// for it says 2.2, which no head before 2.54 honours.
 inline constexpr VersionTriple kSubmissionIdSince{2, 0, 0};
 inline constexpr VersionTriple kEntrypointResourcesSince{2, 2, 0};
 inline constexpr VersionTriple kEntrypointMemorySince{2, 8, 0};
-inline constexpr VersionTriple kEntrypointLabelSelectorSince{2, 49, 0};
+inline constexpr VersionTriple kEntrypointLabelSelectorSince{2, 54, 0};
 
 // The body to POST: `body` without null-valued keys and without the fields `ray_version`
 // cannot take. An unparsable version (a dev build) is treated as recent.

@@ -162,9 +162,19 @@ TEST_CASE("submit bodies are gated on the server's Ray version", "[ray_http]") {
   CHECK(keys(GateSubmitBody(body, "2.8.0")) ==
         "entrypoint,entrypoint_memory,entrypoint_num_cpus,entrypoint_num_gpus,"
         "entrypoint_resources,submission_id,");
-  CHECK(keys(GateSubmitBody(body, "2.60.0")) ==
-        "entrypoint,entrypoint_label_selector,entrypoint_memory,entrypoint_num_cpus,"
-        "entrypoint_num_gpus,entrypoint_resources,submission_id,");
+  // entrypoint_label_selector: from Ray 2.54.0 (a 2.51.1 head answers 400 to it).
+  for (const char* before : {"2.49.0", "2.51.1", "2.53.0"}) {
+    INFO(before);
+    CHECK(keys(GateSubmitBody(body, before)) ==
+          "entrypoint,entrypoint_memory,entrypoint_num_cpus,entrypoint_num_gpus,"
+          "entrypoint_resources,submission_id,");
+  }
+  for (const char* since : {"2.54.0", "2.60.0"}) {
+    INFO(since);
+    CHECK(keys(GateSubmitBody(body, since)) ==
+          "entrypoint,entrypoint_label_selector,entrypoint_memory,entrypoint_num_cpus,"
+          "entrypoint_num_gpus,entrypoint_resources,submission_id,");
+  }
   // A development build cannot be compared: assume it is recent.
   CHECK(GateSubmitBody(body, "nightly").Find("entrypoint_memory") != nullptr);
   // Unknown keys are not ours to drop: the server rejects them and says so.
