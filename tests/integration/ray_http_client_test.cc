@@ -259,11 +259,12 @@ TEST_CASE("a refused connection and a slow server are transient", "[client]") {
   so.read_timeout = 200ms;
   so.max_attempts = 1;
   slow.SetLatency(1000ms);
-  auto start = std::chrono::steady_clock::now();
   auto timed_out = RayHttpJobServer(so).List();
   REQUIRE_FALSE(timed_out.ok());
   CHECK(timed_out.error().kind() == ErrorKind::kTransient);
-  CHECK(std::chrono::steady_clock::now() - start < 900ms);
+  // The client gave up reading (its read timeout), rather than waiting for the late answer,
+  // which would have been a success.
+  CHECK(timed_out.error().message() == "GET /api/jobs/: Read");
 }
 
 TEST_CASE("an empty address is invalid input, not a network error", "[client]") {
