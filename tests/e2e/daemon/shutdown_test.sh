@@ -6,8 +6,9 @@
 # SIGTERM as soon as the first job reaches Ray: the daemon exits 0 within a few seconds, the
 # pass recorded what it had done (a status commit naming every job Ray has), it did not go on
 # submitting; a restarted daemon submits the rest, and Ray then holds one job per spec. A
-# second SIGTERM during a pass exits at once with 143, and the next daemon still leaves
-# exactly one job per spec (what Ray accepted unrecorded is adopted).
+# second SIGTERM during a pass (a submit whose answer the fake holds back) exits at once with
+# 143, and the next daemon still leaves exactly one job per spec (what Ray accepted unrecorded
+# is adopted).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../lib.sh"
@@ -85,12 +86,19 @@ more=(nine ten eleven twelve)
 for name in "${more[@]}"; do dmn_spec "$name" "sleep 600"; done
 dmn_push "four more"
 total=$((${#specs[@]} + ${#more[@]}))
+# The fake takes the next submit at once but holds its answer back (10 s): the pass is
+# certainly in flight when both signals come, however slow the machine.
+kill -USR2 "$RG_FAKE_PID"
+read -r ack <&"${RG_FAKE[0]}"
+[ "$ack" = holding ] || rg_fail "the fake did not arm a held submit (said '$ack')"
 dmn_start "$RG_TMP/daemon3.log" --interval 1h --parallelism 1
 one_more() { [ "$(curl -s --max-time 5 "$DMN_FAKE_URL/api/jobs/" | grep -o '"submission_id"' |
   wc -l)" -gt "${#specs[@]}" ]; }
 dmn_wait 60 "a ninth job in Ray" one_more >/dev/null
 kill -TERM "$DMN_PID"
-sleep 0.05
+# Signals of one kind that arrive before the first is handled coalesce into one: the second
+# goes only once the daemon has logged the first.
+dmn_wait 10 "the first SIGTERM logged" grep -q 'shutting down' "$DMN_LOG" >/dev/null
 sent_ms=$(dmn_now_ms)
 dmn_stop 5  # the second SIGTERM
 took=$(($(dmn_now_ms) - sent_ms))
