@@ -1,7 +1,8 @@
 #pragma once
-// YAML loading and validation of cluster.yaml and JobSpecs: the only place yaml-cpp
+// YAML loading and validation of cluster.yaml and JobSpecs: the only place a YAML library
 // appears. Every problem in a file is reported (not just the first), each as a
-// Diagnostic "path:line:col: error: message". Hostile input (over 1 MiB, alias bombs,
+// Diagnostic "path:line:col: error: message". A document that is not well-formed YAML 1.2 is
+// one error and nothing else is read from it. Hostile input (over 1 MiB, alias bombs,
 // non-UTF-8, documents that are not a mapping) is rejected with a diagnostic, never a
 // crash or a hang.
 

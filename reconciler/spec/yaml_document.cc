@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "reconciler/spec/spec_loader.h"
+#include "reconciler/spec/yaml_syntax_check.h"
 
 namespace rg::spec {
 namespace {
@@ -276,6 +277,12 @@ YamlParse ParseYamlDocument(std::string_view text, const std::string& path) {
   }
   if (auto bad = FindUnreadableText(text)) {
     out.diagnostics.push_back(At(path, bad->pos, bad->message));
+    return out;
+  }
+  // yaml-cpp reads many malformed streams as something else; only a stream libfyaml's strict
+  // parser accepts reaches it.
+  if (auto syntax_error = FindYamlSyntaxError(text, path)) {
+    out.diagnostics.push_back(std::move(*syntax_error));
     return out;
   }
   try {

@@ -1,7 +1,9 @@
 #pragma once
 // Internal to rg_spec: a YAML document turned into a small tree that keeps where every node
 // was written, with scalars resolved by the YAML 1.2 core schema. Building the tree is where
-// hostile input is stopped (size, UTF-8, syntax, alias bombs, nesting, duplicate keys).
+// hostile input is stopped (size, UTF-8, syntax, alias bombs, nesting, duplicate keys). The
+// syntax is checked by libfyaml's strict parser (yaml_syntax_check.h) before yaml-cpp, which
+// builds the tree, ever sees the text.
 
 #include <optional>
 #include <string>
@@ -53,6 +55,9 @@ struct YamlParse {
   core::Diagnostics diagnostics;
 };
 
+// Checks, in this order, each stopping at its first problem: size, UTF-8 and the characters
+// YAML allows, well-formedness (libfyaml), then builds the tree (yaml-cpp: one document, alias
+// budget, depth, keys, tags). A malformed text leaves `root` unset: nothing is half-read.
 // Never throws. Diagnostics carry `path` and 1-based positions.
 YamlParse ParseYamlDocument(std::string_view text, const std::string& path);
 

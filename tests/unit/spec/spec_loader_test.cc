@@ -453,9 +453,9 @@ TEST_CASE("hostile input ends quickly with a diagnostic, never a crash or a hang
       {"a scalar", "hello\n",
        "jobs/t.yaml:1:1: error: the document must be a mapping of fields (got \"hello\")"},
       {"unclosed flow sequence", "workload: [ppo\nnnodes: 1\n",
-       "jobs/t.yaml:2:7: error: end of sequence flow not found"},
+       "jobs/t.yaml:3:1: error: flow sequence without a closing bracket"},
       {"bad indentation", "workload: ppo\n  nnodes: 1\n",
-       "jobs/t.yaml:2:9: error: illegal map value"},
+       "jobs/t.yaml:1:11: error: invalid multiline plain key"},
       {"complex key", "workload: ppo\n? {a: 1}\n: x\n",
        "jobs/t.yaml:2:3: error: keys must be strings (got a mapping)"},
   };
