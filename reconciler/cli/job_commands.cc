@@ -93,7 +93,14 @@ core::Result<std::unique_ptr<adapters::RayHttpJobServer>> ConnectFromFlags(
   if (!fallback.ok()) return fallback.error();
   core::Result<adapters::RayClientOptions> options = ResolveOptions(global, *fallback);
   if (!options.ok()) return options.error();
+  // What these commands print goes through the one redaction step (RedactForOutput).
+  AddLogSecrets(ProcessSecrets(*options, nullptr));
   return std::make_unique<adapters::RayHttpJobServer>(std::move(*options));
+}
+
+// Ray's message as every command shows it: redacted, then cut to its first line.
+std::string ShownMessage(const std::string& ray_message) {
+  return core::FirstLineOfMessage(RedactForOutput(ray_message));
 }
 
 std::string FormatTime(const std::optional<int64_t>& ms) {
@@ -285,15 +292,17 @@ int RunStatus(const GlobalOptions& global, const std::string& config, const std:
     if (job.error().IsNotFound()) return Fail("no job " + id + " in Ray");
     return Fail(job.error().ToString());
   }
-  std::cout << "submission_id: " << JobKey(*job) << "\n"
-            << "status: " << core::RayJobStatusName(job->status) << "\n"
-            << "message: " << job->message << "\n"
-            << "error_type: " << job->error_type.value_or("-") << "\n"
-            << "start_time: " << FormatTime(job->start_time_ms) << "\n"
-            << "end_time: " << FormatTime(job->end_time_ms) << "\n"
-            << "driver_exit_code: "
-            << (job->driver_exit_code ? std::to_string(*job->driver_exit_code) : "-") << "\n"
-            << "managed_by: " << engine::OwnerOf(*job) << "\n";
+  std::ostringstream out;
+  out << "submission_id: " << JobKey(*job) << "\n"
+      << "status: " << core::RayJobStatusName(job->status) << "\n"
+      << "message: " << ShownMessage(job->message) << "\n"
+      << "error_type: " << job->error_type.value_or("-") << "\n"
+      << "start_time: " << FormatTime(job->start_time_ms) << "\n"
+      << "end_time: " << FormatTime(job->end_time_ms) << "\n"
+      << "driver_exit_code: "
+      << (job->driver_exit_code ? std::to_string(*job->driver_exit_code) : "-") << "\n"
+      << "managed_by: " << engine::OwnerOf(*job) << "\n";
+  std::cout << RedactForOutput(out.str());
   return 0;
 }
 
@@ -355,9 +364,9 @@ core::Value JobToJson(const core::RayJob& job) {
   o["submission_id"] = job.submission_id.empty() ? core::Value() : core::Value(job.submission_id);
   o["job_id"] = job.job_id ? core::Value(*job.job_id) : core::Value();
   o["status"] = std::string(core::RayJobStatusName(job.status));
-  o["message"] = job.message;
+  o["message"] = ShownMessage(job.message);
   o["error_type"] = job.error_type ? core::Value(*job.error_type) : core::Value();
-  o["entrypoint"] = job.entrypoint;
+  o["entrypoint"] = RedactForOutput(job.entrypoint);
   o["start_time"] = job.start_time_ms ? core::Value(FormatTime(job.start_time_ms)) : core::Value();
   o["end_time"] = job.end_time_ms ? core::Value(FormatTime(job.end_time_ms)) : core::Value();
   o["driver_exit_code"] = optional_int(job.driver_exit_code);
@@ -391,7 +400,7 @@ int RunList(const GlobalOptions& global, const std::string& config, const std::s
                                            "MANAGED_BY",    "START_TIME", "ENTRYPOINT"};
   std::vector<std::vector<std::string>> rows = {header};
   for (const core::RayJob& job : sorted) {
-    std::string entrypoint = job.entrypoint;
+    std::string entrypoint = RedactForOutput(job.entrypoint);
     std::replace(entrypoint.begin(), entrypoint.end(), '\n', ' ');
     if (entrypoint.size() > 60) entrypoint = entrypoint.substr(0, 57) + "...";
     auto name = job.metadata.find(core::kMetaName);

@@ -8,6 +8,7 @@
 #include "reconciler/cli/local_repo.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/diagnostic.h"
+#include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 #include "reconciler/spec/spec_loader.h"
 
@@ -73,10 +74,15 @@ int RunRender(const RenderOptions& options) {
     PrintError(spec->path, body.error().message());
     return 1;
   }
+  // What may be written (DESIGN.md 4): secret-named env vars show as <redacted>, and any
+  // other place their values appear is redacted too.
+  const core::Value shown = core::RedactSecrets(*body);
+  core::Redactor secrets;
+  secrets.AddDesiredState(state);
   if (options.format == "json") {
-    std::cout << core::ToPrettyJson(*body) << "\n";
+    std::cout << secrets.Apply(core::ToPrettyJson(shown)) << "\n";
   } else {
-    std::cout << spec::ToYaml(*body);
+    std::cout << secrets.Apply(spec::ToYaml(shown));
   }
   return 0;
 }

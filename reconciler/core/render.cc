@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/redaction.h"
 
 // Quoting, in two layers (DESIGN.md 1.3).
 //
@@ -509,7 +510,7 @@ Value RedactSecrets(const Value& body) {
   auto env_vars = env_object.find("env_vars");
   if (env_vars == env_object.end() || !env_vars->second.is_object()) return out;
   for (auto& [key, value] : env_vars->second.as_object()) {
-    if (LooksLikeSecretName(key)) value = "<redacted>";
+    if (IsSecretEnvName(key)) value = "<redacted>";
   }
   return out;
 }

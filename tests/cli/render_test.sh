@@ -145,6 +145,34 @@ render --repo "$REPO" jobs/ppo/missing.yaml
 render --repo "$REPO" jobs/ppo/qwen.yaml --format xml
 [ "$status" -ne 0 ] || fail "--format xml was accepted"
 
+# --- secrets (DESIGN.md 4): secret-named env vars show as <redacted>, wherever they appear ---
+mkdir -p "$WORK/secret/jobs"
+cat >"$WORK/secret/cluster.yaml" <<'YAML'
+address: http://127.0.0.1:8265
+runtime_env:
+  env_vars:
+    WANDB_API_KEY: wandb-value-0123456789
+    HF_HOME: /private/hf-cache
+YAML
+cat >"$WORK/secret/jobs/leak.yaml" <<'YAML'
+workload: custom
+entrypoint: echo hf-spec-token-0123456789
+env_vars:
+  HF_TOKEN: hf-spec-token-0123456789
+  MODE: fast
+YAML
+for format in json yaml; do
+  render --repo "$WORK/secret" jobs/leak.yaml --format "$format"
+  [ "$status" -eq 0 ] || fail "render of a spec with secrets exited $status: $(cat "$WORK/err")"
+  if grep -q 'wandb-value-0123456789\|hf-spec-token-0123456789' "$WORK/out"; then
+    fail "render --format $format printed a secret value"
+  fi
+  grep -q '/private/hf-cache' "$WORK/out" || fail "render --format $format lost a plain env var"
+done
+render --repo "$WORK/secret" jobs/leak.yaml --format json
+check_json "secret env vars redacted" \
+  'assert env["HF_TOKEN"] == "<redacted>" and env["WANDB_API_KEY"] == "<redacted>" and env["MODE"] == "fast", env'
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed" >&2
   exit 1
