@@ -8,7 +8,7 @@ set -euo pipefail
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libgit2-dev libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev
-  catch2 libcli11-dev libssl-dev chromium
+  catch2 libcli11-dev libssl-dev chromium libfyaml-dev clang libclang-rt-14-dev
 )
 
 need_apt=()
@@ -25,19 +25,28 @@ if ((${#need_apt[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
-# The Python side: a venv outside the checkout, cached between runs.
-VENV=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}
-RAY_SPEC=${RG_RAY_SPEC:-ray[default]==2.60.0}
-stamp="$VENV/.rg-installed"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$RAY_SPEC" ]; then
-  PY=${RG_PYTHON:-python3}
-  if ! "$PY" -m venv --help >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+# The Python side: venvs outside the checkout, cached between runs. The pinned Ray is the
+# main one; a second venv holds the Ray our first users run (ORIGIN.md's cluster), so the
+# real-Ray tests run against both.
+install_venv() {
+  local venv=$1 spec=$2
+  local stamp="$venv/.rg-installed"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$spec" ]; then
+    local py=${RG_PYTHON:-python3}
+    if ! "$py" -m venv --help >/dev/null 2>&1; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+    fi
+    echo "install-deps: creating $venv with $spec"
+    mkdir -p "$(dirname "$venv")"
+    "$py" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "$spec" jsonschema
+    echo "$spec" >"$stamp"
   fi
-  echo "install-deps: creating $VENV with $RAY_SPEC"
-  mkdir -p "$(dirname "$VENV")"
-  "$PY" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "$RAY_SPEC" jsonschema
-  echo "$RAY_SPEC" >"$stamp"
+  echo "install-deps: ok (venv $venv, $("$venv/bin/python" -c 'import ray; print("ray", ray.__version__)'))"
+}
+
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops
+install_venv "${RG_VENV:-$cache/venv}" "${RG_RAY_SPEC:-ray[default]==2.60.0}"
+if [ "${RG_SKIP_E2E:-0}" != 1 ] && [ "${RG_SKIP_SECOND_RAY:-0}" != 1 ]; then
+  install_venv "${RG_VENV2:-$cache/venv-ray2.51.1}" "${RG_RAY2_SPEC:-ray[default]==2.51.1}"
 fi
-echo "install-deps: ok (venv $VENV, $("$VENV/bin/python" -c 'import ray; print("ray", ray.__version__)'))"
