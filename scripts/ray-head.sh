@@ -128,7 +128,7 @@ def read(name):
         return ""
 def write(name, text):
     with open(os.path.join(state_dir, name), "w") as f:
-        f.write(text + "\n")
+        f.write(text + "\n" if text else "")  # an empty token file is empty, as `[ -s ]` expects
 
 address = read("address")
 token = read("token")
