@@ -34,6 +34,10 @@ dmn_wait 30 "steady RUNNING" steady_running >/dev/null
 dmn_wait 30 "steady's Running recorded" \
   bash -c "git -C '$DMN_REMOTE' show ray-gitops/status:status/steady.yaml | grep -q '^phase: Running'" \
   >/dev/null
+# The status branch has settled once two more passes went by after Running was recorded (a
+# pass that was already running may still commit what it saw); only then is it the baseline.
+ok_passes=$(dmn_metric rg_passes_total result=ok)
+dmn_wait 30 "two more passes" dmn_metric_ge $((ok_passes + 2)) rg_passes_total result=ok >/dev/null
 jobs_before=$(dmn_fake_jobs)
 status_before=$(git -C "$DMN_REMOTE" rev-parse ray-gitops/status)
 submits_before=$(dmn_metric rg_submits_total)
