@@ -1,7 +1,6 @@
 #include "reconciler/spec/spec_loader.h"
 
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <string>
 #include <vector>
 
@@ -461,12 +460,11 @@ TEST_CASE("hostile input ends quickly with a diagnostic, never a crash or a hang
   };
   for (const auto& hostile : cases) {
     DYNAMIC_SECTION(hostile.what) {
-      const auto start = std::chrono::steady_clock::now();
+      // Rejected, not expanded: an alias bomb that were expanded would hit ctest's timeout
+      // (no wall-clock bound in the test itself: it would flake on a loaded machine).
       Parsed<core::JobSpec> parsed = LoadJobSpec(hostile.text, "jobs/t.yaml");
-      const auto elapsed = std::chrono::steady_clock::now() - start;
       CHECK(Messages(parsed.diagnostics) == std::vector<std::string>{hostile.expected});
       CHECK_FALSE(parsed.ok());
-      CHECK(elapsed < std::chrono::seconds(10));
     }
   }
 }

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -157,11 +156,11 @@ TEST_CASE("libfyaml prints nothing, not even for a malformed document") {
   CHECK(printed == 0);
 }
 
-TEST_CASE("deep flow nesting is left to the document builder and checked quickly") {
+// No wall-clock bound here (it would flake on a loaded machine): a check that went
+// exponential or recursed 100,000 levels deep would hit ctest's timeout or the stack.
+TEST_CASE("deep flow nesting is left to the document builder") {
   const std::string deep = "a: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
-  const auto start = std::chrono::steady_clock::now();
   CHECK(SyntaxError(deep) == "well-formed");
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
 
 }  // namespace
