@@ -102,12 +102,47 @@ int RecordPushStatus(const char* refname, const char* status, void* payload) {
   return 0;
 }
 
-core::Result<git::Remote> LookupRemote(git_repository* repo) {
-  git_remote* raw = nullptr;
-  if (int rc = git_remote_lookup(&raw, repo, kRemoteName); rc != 0) {
-    return git::LastError(rc, "cannot find the clone's remote");
+struct InsteadOfMatch {
+  const std::string* url = nullptr;
+  std::string base;   // the <base> of the longest matching url.<base>.insteadOf
+  size_t prefix = 0;  // the length of the value it matched with
+  bool found = false;
+};
+
+int MatchInsteadOf(const git_config_entry* entry, void* payload) {
+  constexpr std::string_view kSection = "url.";
+  constexpr std::string_view kKey = ".insteadof";  // libgit2 lowercases section and key names
+  auto* match = static_cast<InsteadOfMatch*>(payload);
+  const std::string_view name = entry->name;
+  const std::string_view value = entry->value != nullptr ? entry->value : "";
+  if (!name.starts_with(kSection) || !name.ends_with(kKey) ||
+      name.size() <= kSection.size() + kKey.size() || value.empty() ||
+      !match->url->starts_with(value) || (match->found && value.size() <= match->prefix)) {
+    return 0;
   }
-  return git::Remote(raw);
+  match->base = name.substr(kSection.size(), name.size() - kSection.size() - kKey.size());
+  match->prefix = value.size();
+  match->found = true;
+  return 0;
+}
+
+// The URL after the url.<base>.insteadOf rules of the repository's configuration (its own, the
+// user's and the system's): the longest matching value wins, as in git. libgit2 applies these
+// rules itself when it makes a remote, but by walking the configuration with a regular
+// expression, and libgit2 1.5 leaks the pcre2 match data of every entry that does not match
+// (about 20 KB each, on every git_remote_lookup and git_remote_create). A plain walk of the
+// entries does not.
+std::string ApplyInsteadOf(git_repository* repo, const std::string& url) {
+  git_config* raw = nullptr;
+  if (git_repository_config_snapshot(&raw, repo) != 0) {
+    git_error_clear();
+    return url;
+  }
+  InsteadOfMatch match;
+  match.url = &url;
+  if (git_config_foreach(raw, MatchInsteadOf, &match) != 0) git_error_clear();
+  git_config_free(raw);
+  return match.found ? match.base + url.substr(match.prefix) : url;
 }
 
 }  // namespace
@@ -191,31 +226,35 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspac
     rc = git_repository_init(&ws->repo_, ws->clone_path_.c_str(), /*is_bare=*/1);
     if (rc != 0) return git::LastError(rc, "cannot create the clone at " + ws->clone_path_);
   }
-  git_remote* raw = nullptr;
-  rc = git_remote_lookup(&raw, ws->repo_, kRemoteName);
-  git::Remote remote(raw);
-  if (rc == GIT_ENOTFOUND) {
-    rc = git_remote_create(&raw, ws->repo_, kRemoteName, url.c_str());
-    remote.reset(raw);
-  } else if (rc == 0 && std::string_view(git_remote_url(remote.get())) != url) {
-    rc = git_remote_set_url(ws->repo_, kRemoteName, url.c_str());
-  }
+  // An in-memory remote, kept for the workspace's lifetime: nothing is written to the clone's
+  // configuration, and Fetch names its refspec itself. It skips libgit2's own insteadOf
+  // handling (see ApplyInsteadOf for why); the rules are applied to the URL instead.
+  ws->remote_url_ = ApplyInsteadOf(ws->repo_, url);
+  git_remote_create_options remote_options = GIT_REMOTE_CREATE_OPTIONS_INIT;
+  remote_options.repository = ws->repo_;
+  remote_options.flags =
+      GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+  rc = git_remote_create_with_opts(&ws->remote_, ws->remote_url_.c_str(), &remote_options);
   if (rc != 0) return git::LastError(rc, "cannot configure the clone's remote");
   return ws;
 }
 
-GitWorkspace::~GitWorkspace() { git_repository_free(repo_); }
+GitWorkspace::~GitWorkspace() {
+  git_remote_free(remote_);
+  git_repository_free(repo_);
+}
 
 core::Status GitWorkspace::Fetch() {
-  auto remote = LookupRemote(repo_);
-  if (!remote) return remote.error();
   CallbackState state{&options_, 0, {}};
   git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
   opts.prune = GIT_FETCH_PRUNE;
   opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_ALL;
   opts.callbacks.credentials = AcquireCredentials;
   opts.callbacks.payload = &state;
-  const int rc = git_remote_fetch(remote->get(), nullptr, &opts, "ray-gitops fetch");
+  const std::string spec = std::string("+refs/heads/*:refs/remotes/") + kRemoteName + "/*";
+  char* specs[] = {const_cast<char*>(spec.c_str())};
+  const git_strarray refspecs{specs, 1};
+  const int rc = git_remote_fetch(remote_, &refspecs, &opts, "ray-gitops fetch");
   if (rc != 0) {
     core::Error e = git::LastError(rc, "cannot fetch " + url_);
     if (e.IsUnauthorized()) return e;
@@ -223,7 +262,7 @@ core::Status GitWorkspace::Fetch() {
   }
   ++fetches_;
   git_buf head = GIT_BUF_INIT;
-  if (git_remote_default_branch(&head, remote->get()) == 0) {
+  if (git_remote_default_branch(&head, remote_) == 0) {
     remote_head_.assign(head.ptr, head.size);
   } else {
     git_error_clear();
@@ -242,8 +281,6 @@ core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::
   git::Reference outgoing(raw_ref);
   if (rc != 0) return git::LastError(rc, "cannot prepare the push");
 
-  auto remote = LookupRemote(repo_);
-  if (!remote) return remote.error();
   CallbackState state{&options_, 0, {}};
   git_push_options opts = GIT_PUSH_OPTIONS_INIT;
   opts.callbacks.credentials = AcquireCredentials;
@@ -252,7 +289,7 @@ core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::
   const std::string spec = std::string(kOutgoingRef) + ":refs/heads/" + branch;
   char* specs[] = {const_cast<char*>(spec.c_str())};
   const git_strarray refspecs{specs, 1};
-  rc = git_remote_push(remote->get(), &refspecs, &opts);
+  rc = git_remote_push(remote_, &refspecs, &opts);
   if (rc != 0) {
     core::Error e = git::LastError(rc, "cannot push " + branch + " to " + url_);
     if (e.IsConflict() || e.IsUnauthorized()) return e;

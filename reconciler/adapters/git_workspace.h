@@ -4,7 +4,9 @@
 // ssh://, git@host:path) goes through the clone, so reads never touch anyone's working tree
 // and the status branch is pushed back to the same remote. Credentials come from a token file
 // (HTTPS basic auth), an SSH key file, or the SSH agent, never from the URL, and the URL is
-// recorded with credentials stripped. Not thread-safe: one pass uses it at a time.
+// recorded with credentials stripped. url.<base>.insteadOf rules of the Git configuration are
+// applied to the URL the remote is reached at, as git applies them. Not thread-safe: one pass
+// uses it at a time.
 
 #include <memory>
 #include <string>
@@ -13,6 +15,7 @@
 #include "reconciler/core/result.h"
 
 struct git_repository;
+struct git_remote;
 
 namespace rg::adapters {
 
@@ -53,6 +56,8 @@ class GitWorkspace {
   const std::string& clone_path() const { return clone_path_; }
   // The bare clone. Owned by the workspace.
   git_repository* repository() const { return repo_; }
+  // Where Fetch and PushCommit reach the remote: url() after the insteadOf rules.
+  const std::string& remote_url() const { return remote_url_; }
 
   // Fetches every branch (to refs/remotes/origin/*, pruning deleted ones) and tag.
   // kTransient when the remote cannot be reached, kUnauthorized on refused credentials.
@@ -75,8 +80,11 @@ class GitWorkspace {
 
   GitWorkspaceOptions options_;
   std::string url_;
+  std::string remote_url_;
   std::string clone_path_;
   git_repository* repo_ = nullptr;
+  // One in-memory remote for the workspace's lifetime, made once in Open (see there why).
+  git_remote* remote_ = nullptr;
   std::string remote_head_;
   int fetches_ = 0;
 };

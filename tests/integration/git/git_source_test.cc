@@ -1,6 +1,8 @@
 // The libgit2 desired-state source against real repositories: a bare remote, a person's clone
 // that pushes cluster.yaml and JobSpecs, and the daemon's own clone in a cache dir.
 
+#include <git2.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
@@ -373,6 +375,40 @@ TEST_CASE("An unreachable remote is kTransient on Load", "[git][workspace][error
   auto snapshot = source.Load("main");
   REQUIRE_FALSE(snapshot.ok());
   CHECK(snapshot.error().kind() == core::ErrorKind::kTransient);
+}
+
+// Sets `key` in the Git configuration file of the repository at `path`.
+void SetRepoConfig(const std::string& path, const std::string& key, const std::string& value) {
+  git_repository* repo = nullptr;
+  REQUIRE(git_repository_open_bare(&repo, path.c_str()) == 0);
+  git_config* config = nullptr;
+  REQUIRE(git_repository_config(&config, repo) == 0);
+  CHECK(git_config_set_string(config, key.c_str(), value.c_str()) == 0);
+  git_config_free(config);
+  git_repository_free(repo);
+}
+
+TEST_CASE("url.<base>.insteadOf rules rewrite where the remote is reached, the longest first",
+          "[git][workspace]") {
+  Repo repo;
+  const std::string commit = repo.PushInitial();
+  // A host that does not exist, mapped onto the real remote's directory by a rule in the
+  // clone's configuration (which the user's and the system's are read with).
+  const std::string url = "https://git.example.invalid/team/remote.git";
+  const std::string clone = repo.Workspace(url)->clone_path();
+  SetRepoConfig(clone, "url.file://" + repo.tmp.path() + "/.insteadOf",
+                "https://git.example.invalid/team/");
+  SetRepoConfig(clone, "url.file:///nowhere/.insteadOf", "https://git.example.invalid/");
+
+  auto ws = repo.Workspace(url);
+  CHECK(ws->url() == url);
+  CHECK(ws->remote_url() == "file://" + repo.remote);
+  REQUIRE(ws->Fetch().ok());
+  GitDesiredStateSource source(ws, {});
+  auto snapshot = source.Load("main");
+  REQUIRE(snapshot.ok());
+  CHECK(snapshot->commit == commit);
+  CHECK(repo.Workspace(repo.remote)->remote_url() == repo.remote);
 }
 
 TEST_CASE("The recorded URL and the cache dir name never hold credentials", "[git][workspace]") {
