@@ -49,8 +49,11 @@ std::optional<Digest> DecodeHexDigest(std::string_view hex) {
   return out;
 }
 
+// `value` may quote request headers, which are bytes, not UTF-8: invalid sequences become
+// U+FFFD rather than an exception.
 std::string JsonObject(std::string_view key, std::string_view value) {
-  return nlohmann::json{{std::string(key), std::string(value)}}.dump();
+  return nlohmann::json{{std::string(key), std::string(value)}}.dump(
+      -1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
 WebhookVerdict Reject(int status, std::string reason, std::string_view message) {

@@ -159,6 +159,20 @@ TEST_CASE("other GitHub events are ignored") {
   CHECK_FALSE(v.trigger);
 }
 
+TEST_CASE("an event header that is not UTF-8 is ignored with a JSON answer, not an exception") {
+  const WebhookVerdict github =
+      VerifyWebhook(Config(), "main", GitHub(kPushMain, std::string("push\xD8", 5)));
+  CHECK(github.http_status == 200);
+  CHECK_FALSE(github.trigger);
+  CHECK(Field(github, "ignored") == "event push\xEF\xBF\xBD");
+
+  WebhookRequest gitlab = GitLab(kPushMain);
+  gitlab.gitlab_event = "\xFF\xFEHook";
+  const WebhookVerdict v = VerifyWebhook(Config(), "main", gitlab);
+  CHECK(v.http_status == 200);
+  CHECK(nlohmann::json::parse(v.response_json).contains("ignored"));
+}
+
 TEST_CASE("a verified body that is not JSON is 400 malformed_payload") {
   const WebhookVerdict v = VerifyWebhook(Config(), "main", GitHub("{not json"));
   CHECK(v.http_status == 400);
