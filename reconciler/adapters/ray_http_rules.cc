@@ -94,7 +94,11 @@ core::Result<core::RayJob> JobFromJson(const json& obj) {
 }
 
 core::Result<json> ParseJson(std::string_view text, const char* what) {
-  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // The JSON reader stops at a NUL byte as if the text ended there; JSON has none outside
+  // escapes, so a body holding one is not JSON, whatever precedes it.
+  json parsed = text.find('\0') == std::string_view::npos
+                    ? json::parse(text, nullptr, /*allow_exceptions=*/false)
+                    : json(json::value_t::discarded);
   if (parsed.is_discarded()) {
     return core::Error::Fatal(std::string(what) + ": not valid JSON: " + TrimBodyForMessage(text));
   }

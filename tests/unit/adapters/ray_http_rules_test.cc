@@ -121,6 +121,15 @@ TEST_CASE("malformed job details are errors, not crashes", "[ray_http]") {
   CHECK((*list)[1].status == RayJobStatus::kStopped);
 }
 
+TEST_CASE("an answer with a NUL byte is not JSON, even after a complete object", "[ray_http]") {
+  using namespace std::string_literals;
+  const std::string details = R"({"submission_id": "a", "status": "RUNNING"})"s + "\r\0\ngarbage"s;
+  CHECK(ParseJobDetails(details).error().kind() == ErrorKind::kFatal);
+  CHECK(ParseJobList("[]\0"s).error().kind() == ErrorKind::kFatal);
+  CHECK_FALSE(ParseVersion(R"({"ray_version": "2.60.0"})"s + "\0"s).ok());
+  CHECK(ParseVersion(R"({"ray_version": "2.60.0"})").ok());
+}
+
 TEST_CASE("the version answer is read and needs a ray_version", "[ray_http]") {
   auto v = ParseVersion(R"({"version": "4", "ray_version": "2.60.0", "ray_commit": "b7f4",
                             "session_name": "session_2026"})");
