@@ -1,6 +1,7 @@
 #include "reconciler/spec/yaml_document.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <exception>
 #include <map>
 #include <new>
+#include <sstream>
 #include <utility>
 
 #include "reconciler/spec/spec_loader.h"
@@ -232,6 +234,60 @@ class TreeBuilder {
   bool stopped_ = false;
 };
 
+// Counts the documents of a stream and notes where the second one's root node is, without
+// building them. yaml-cpp 0.7's LoadAll never returns on some streams libfyaml accepts (a tag
+// holding a comma, yaml-cpp issue 1040): its parser hands back the same empty document again
+// and again without reading on. A document that starts where the previous one did is that
+// loop, not a document, and ends the count.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  int documents() const { return documents_; }
+  bool stuck() const { return stuck_; }
+  // Where the parser stopped reading on, once stuck().
+  const YAML::Mark& last_start() const { return last_start_; }
+  const YAML::Mark& second_root() const { return second_root_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (documents_ > 0 && mark.pos == last_start_.pos) {
+      stuck_ = true;
+      return;
+    }
+    last_start_ = mark;
+    ++documents_;
+    root_seen_ = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t /*anchor*/) override { Node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t /*anchor*/) override { Node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                const std::string& /*value*/) override {
+    Node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& /*tag*/,
+                       YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {
+    Node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                  YAML::EmitterStyle::value /*style*/) override {
+    Node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& mark) {
+    if (stuck_ || root_seen_) return;
+    root_seen_ = true;
+    if (documents_ == 2) second_root_ = mark;
+  }
+
+  int documents_ = 0;
+  YAML::Mark last_start_ = YAML::Mark::null_mark();
+  bool root_seen_ = false;
+  bool stuck_ = false;
+  YAML::Mark second_root_ = YAML::Mark::null_mark();
+};
+
 }  // namespace
 
 core::Value ResolvePlainScalar(std::string_view text) {
@@ -286,20 +342,31 @@ YamlParse ParseYamlDocument(std::string_view text, const std::string& path) {
     return out;
   }
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.empty()) {
+    std::istringstream stream{std::string(text)};
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    while (!counter.stuck() && parser.HandleNextDocument(counter)) {
+    }
+    if (counter.stuck()) {
+      out.diagnostics.push_back(
+          At(path, PosOf(counter.last_start()), "cannot read the YAML from here on"));
+      return out;
+    }
+    if (counter.documents() == 0) {
       out.diagnostics.push_back({path, 0, 0, "the file is empty (expected a mapping of fields)"});
       return out;
     }
-    if (docs.size() > 1) {
-      out.diagnostics.push_back(
-          At(path, PosOf(docs[1].Mark()),
-             "a file must hold one YAML document (found " + std::to_string(docs.size()) + ")"));
+    if (counter.documents() > 1) {
+      out.diagnostics.push_back(At(path, PosOf(counter.second_root()),
+                                   "a file must hold one YAML document (found " +
+                                       std::to_string(counter.documents()) + ")"));
       return out;
     }
+    // One document: YAML::Load reads only the first, so it cannot loop like LoadAll.
+    const YAML::Node doc = YAML::Load(std::string(text));
     TreeBuilder builder(path);
     YamlNode root;
-    const bool complete = builder.Build(docs[0], PosOf(docs[0].Mark()), 0, root);
+    const bool complete = builder.Build(doc, PosOf(doc.Mark()), 0, root);
     out.diagnostics = builder.TakeDiagnostics();
     if (complete) out.root = std::move(root);
   } catch (const YAML::DeepRecursion& e) {

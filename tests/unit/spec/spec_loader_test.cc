@@ -442,6 +442,11 @@ TEST_CASE("hostile input ends quickly with a diagnostic, never a crash or a hang
        "jobs/t.yaml:2:13: error: a string must not contain a NUL character"},
       {"two documents", "workload: ppo\n---\nworkload: sft\n",
        "jobs/t.yaml:3:1: error: a file must hold one YAML document (found 2)"},
+      {"three documents", "workload: ppo\n---\nworkload: sft\n---\nworkload: grpo\n",
+       "jobs/t.yaml:3:1: error: a file must hold one YAML document (found 3)"},
+      // yaml-cpp 0.7's LoadAll loops for ever on it (yaml-cpp issue 1040); libfyaml accepts it.
+      {"a tag holding a comma", "!a,b\n",
+       "jobs/t.yaml:1:3: error: cannot read the YAML from here on"},
       {"empty file", "", "jobs/t.yaml: error: the file is empty (expected a mapping of fields)"},
       {"only comments", "# nothing\n",
        "jobs/t.yaml: error: the file is empty (expected a mapping of fields)"},
