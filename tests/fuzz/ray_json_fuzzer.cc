@@ -1,0 +1,116 @@
+// The Ray HTTP client's reading of what a head answers, on arbitrary bytes: job details, the
+// job list, the version, an error body, a version string, and an id as a path segment.
+// Properties: nothing crashes or trips a sanitizer; parse failures are kFatal; a job read on
+// its own reads the same inside a list; a time of 0 is never reported as set; an error body
+// in a message is bounded; and a percent-encoded path segment decodes back to the id.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "reconciler/adapters/ray_http_rules.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace {
+
+namespace ray_http = rg::adapters::ray_http;
+using rg::core::RayJob;
+
+bool SameJob(const RayJob& a, const RayJob& b) {
+  return a.type == b.type && a.job_id == b.job_id && a.submission_id == b.submission_id &&
+         a.status == b.status && a.entrypoint == b.entrypoint && a.message == b.message &&
+         a.error_type == b.error_type && a.start_time_ms == b.start_time_ms &&
+         a.end_time_ms == b.end_time_ms && a.metadata == b.metadata &&
+         a.driver_exit_code == b.driver_exit_code && a.driver_node_id == b.driver_node_id;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Undoes EncodePathSegment; nullopt on anything it would not have written.
+std::optional<std::string> DecodePathSegment(std::string_view encoded) {
+  std::string out;
+  for (size_t i = 0; i < encoded.size(); ++i) {
+    const char c = encoded[i];
+    if (c != '%') {
+      const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                              (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+                              c == '~';
+      if (!unreserved) return std::nullopt;
+      out += c;
+      continue;
+    }
+    if (i + 2 >= encoded.size()) return std::nullopt;
+    const int hi = HexDigit(encoded[i + 1]);
+    const int lo = HexDigit(encoded[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+void CheckJob(const RayJob& job) {
+  RG_FUZZ_CHECK(job.start_time_ms != 0);
+  RG_FUZZ_CHECK(job.end_time_ms != 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+
+  const auto job = ray_http::ParseJobDetails(text);
+  if (job.ok()) {
+    CheckJob(*job);
+    // The JSON reader skips a byte order mark only at the very start.
+    std::string_view value = text;
+    if (value.starts_with("\xEF\xBB\xBF")) value.remove_prefix(3);
+    const auto list = ray_http::ParseJobList("[" + std::string(value) + "]");
+    RG_FUZZ_CHECK(list.ok() && list->size() == 1);
+    RG_FUZZ_CHECK(SameJob(list->front(), *job));
+  } else {
+    RG_FUZZ_CHECK(job.error().kind() == rg::core::ErrorKind::kFatal);
+  }
+
+  const auto list = ray_http::ParseJobList(text);
+  if (list.ok()) {
+    for (const RayJob& j : *list) CheckJob(j);
+  } else {
+    RG_FUZZ_CHECK(list.error().kind() == rg::core::ErrorKind::kFatal);
+  }
+
+  const auto version = ray_http::ParseVersion(text);
+  if (version.ok()) {
+    RG_FUZZ_CHECK(!version->ray_version.empty());
+  } else {
+    RG_FUZZ_CHECK(version.error().kind() == rg::core::ErrorKind::kFatal);
+  }
+
+  const std::string trimmed = ray_http::TrimBodyForMessage(text);
+  RG_FUZZ_CHECK(trimmed.size() <= ray_http::kMaxBodyInMessage + 3);
+  for (const int status : {400, 404, 409, 429, 500, 503}) {
+    for (const char* method : {"GET", "POST", "DELETE"}) {
+      const rg::core::Error e = ray_http::ClassifyHttpError(method, "/api/jobs/x", status, text);
+      RG_FUZZ_CHECK(e.message().size() <= 64 + ray_http::kMaxBodyInMessage + 3);
+    }
+  }
+
+  (void)ray_http::ParseVersionTriple(text);
+  const rg::core::Value gated = ray_http::GateSubmitBody(
+      rg::core::Value::Object{{"submission_id", rg::core::Value(std::string("x"))},
+                              {"entrypoint_memory", rg::core::Value(int64_t{1})}},
+      text);
+  RG_FUZZ_CHECK(gated.is_object());
+
+  const std::string segment = ray_http::EncodePathSegment(text);
+  RG_FUZZ_CHECK(segment.find('/') == std::string::npos);
+  RG_FUZZ_CHECK(segment != "." && segment != "..");
+  RG_FUZZ_CHECK(DecodePathSegment(segment) == std::string(text));
+  return 0;
+}
