@@ -6,6 +6,9 @@
 #   RG_SKIP_E2E=1                  leave out the tests that need a real Ray head (label e2e)
 #   RG_SKIP_SECOND_RAY=1           run the e2e label only against the pinned Ray, not also
 #                                  against the second one (RG_VENV2, Ray 2.51.1)
+#   RG_SKIP_SANITIZERS=1           leave out the two stages after the suite: the ASan+UBSan
+#                                  build (everything but e2e) and the fuzzers
+#   RG_FUZZ_SECONDS=N              how long each fuzzer runs (default 45)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -38,4 +41,21 @@ ctest "${ctest_args[@]}"
 if [ "$second_ray_failed" = 1 ]; then
   echo "test: FAILED: the real-Ray tests against the Ray of $venv2 (see above)" >&2
   exit 1
+fi
+
+# The ASan+UBSan suite without the real-Ray tests (already run when that was the preset
+# above), then the fuzzers (docs/testing.md, "Sanitizers and fuzzing").
+if [ "${RG_SKIP_SANITIZERS:-0}" != 1 ]; then
+  if [ "$preset" != asan ]; then
+    echo "test: the ASan+UBSan suite (preset asan), everything but the real-Ray tests"
+    cmake --preset asan -DRG_WERROR=ON -DRG_VENV="$RG_VENV" >/dev/null
+    cmake --build --preset asan -j "$(nproc)"
+    ctest --preset asan -j 2 --timeout 600 -LE e2e
+  fi
+  echo "test: the fuzzers (preset fuzz), ${RG_FUZZ_SECONDS:-45} s each"
+  cmake --preset fuzz -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-45}" >/dev/null
+  cmake --build --preset fuzz -j "$(nproc)"
+  ctest --preset fuzz -j 2
+  grep -E '^[0-9]+/[0-9]+ Testing: |^#[0-9]+[[:space:]]+DONE' \
+    build/fuzz/Testing/Temporary/LastTest.log || true
 fi
