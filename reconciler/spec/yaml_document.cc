@@ -50,7 +50,8 @@ bool IsYamlPrintable(uint32_t code) {
 
 // UTF-8 per RFC 3629 (no overlong forms, no surrogates, nothing above U+10FFFF), and only
 // characters YAML allows.
-std::optional<TextError> FindUnreadableText(std::string_view text) {
+// With `check_printable` false only the encoding is checked (for text a parser produced).
+std::optional<TextError> FindUnreadableText(std::string_view text, bool check_printable = true) {
   int line = 1;
   size_t line_start = 0;
   size_t i = 0;
@@ -61,7 +62,7 @@ std::optional<TextError> FindUnreadableText(std::string_view text) {
     uint32_t code = 0;
     const core::SourcePos pos{line, static_cast<int>(i - line_start) + 1};
     if (c < 0x80) {
-      if (!IsYamlPrintable(c)) {
+      if (check_printable && !IsYamlPrintable(c)) {
         return TextError{pos, "character U+" + Hex(c, 4) + " is not allowed in YAML"};
       }
       if (c == '\n') {
@@ -86,7 +87,7 @@ std::optional<TextError> FindUnreadableText(std::string_view text) {
     }
     valid = valid && code >= min && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
     if (!valid) return TextError{pos, "invalid UTF-8 (byte 0x" + Hex(c, 2) + ")"};
-    if (!IsYamlPrintable(code)) {
+    if (check_printable && !IsYamlPrintable(code)) {
       return TextError{pos, "character U+" + Hex(code, 4) + " is not allowed in YAML"};
     }
     i += length;
@@ -160,6 +161,13 @@ class TreeBuilder {
         // An escape ("\0", "\x00") can still make one; no command or path may hold it.
         if (out.text.find('\0') != std::string::npos) {
           diagnostics_.push_back(At(path_, pos, "a string must not contain a NUL character"));
+        }
+        // yaml-cpp 0.7 turns the escapes "\_" and "\N" into single Latin-1 bytes, not
+        // UTF-8: such a string would be written back as text nothing can read.
+        if (FindUnreadableText(out.text, /*check_printable=*/false)) {
+          diagnostics_.push_back(At(path_, pos,
+                                    "an escape sequence in this string does not make UTF-8 text "
+                                    "(write the character itself, or \\u00A0 style escapes)"));
         }
         return true;
       case YAML::NodeType::Sequence:

@@ -36,6 +36,32 @@ TEST_CASE("a line without a colon is a syntax error, not a key with a null value
         std::vector<std::string>{"jobs/t.yaml:3:1: error: invalid value after mapping"});
 }
 
+TEST_CASE("escapes that yaml-cpp turns into Latin-1 bytes are an error, not unreadable text") {
+  // "\_" is U+00A0; yaml-cpp 0.7 gives the single byte 0xA0, which no reader takes as UTF-8.
+  for (const char* escape : {"\\_", "\\N"}) {
+    DYNAMIC_SECTION(escape) {
+      const Parsed<core::JobSpec> parsed = LoadJobSpec(
+          std::string("workload: custom\nentrypoint: \"echo a") + escape + "b\"\n", "jobs/t.yaml");
+      CHECK_FALSE(parsed.ok());
+      REQUIRE(parsed.diagnostics.size() == 1);
+      CHECK(parsed.diagnostics[0].ToString().starts_with(
+          "jobs/t.yaml:2:13: error: an escape sequence in this string does not make UTF-8 text"));
+    }
+  }
+  // The \u form is UTF-8 and fine.
+  const Parsed<core::JobSpec> ok =
+      LoadJobSpec("workload: custom\nentrypoint: \"echo a\\u00A0b\"\n", "jobs/t.yaml");
+  REQUIRE(ok.ok());
+  CHECK(*ok.value->entrypoint ==
+        "echo a\xc2\xa0"
+        "b");
+  // A status file with such an escape is unreadable with its position, never half-read.
+  const auto status =
+      DecodeStatusYaml("name: a\nphase: Pending\nmessage: \"x\\_y\"\n", "status/a.yaml");
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().message().starts_with("status/a.yaml:3:10: "));
+}
+
 TEST_CASE("a malformed cluster file is invalid with its syntax error") {
   const Parsed<core::RayConfig> parsed =
       LoadRayConfig("address: \"http://127.0.0.1:8265\nshared_root: /private\"\n", "cluster.yaml");
