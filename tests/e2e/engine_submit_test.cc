@@ -13,6 +13,7 @@
 #include "reconciler/core/render.h"
 #include "reconciler/engine/submit_attempt.h"
 #include "reconciler/spec/spec_loader.h"
+#include "tests/e2e/submit_harness.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/test_files.h"
 
@@ -42,30 +43,15 @@ using rg::testing::ReadFileText;
 using rg::testing::TempDir;
 
 rg::core::RayConfig LoadCluster(const std::string& text = kClusterYaml) {
-  auto parsed = rg::spec::LoadRayConfig(text, "cluster.yaml");
-  REQUIRE(parsed.ok());
-  return *parsed.value;
+  return rg::testing::LoadClusterOrFail(text);
 }
 
 rg::core::JobSpec LoadSpec(const std::string& text = kSpecYaml,
                            const std::string& path = "jobs/smoke/hello.yaml") {
-  auto parsed = rg::spec::LoadJobSpec(text, path);
-  REQUIRE(parsed.ok());
-  return *parsed.value;
+  return rg::testing::LoadSpecOrFail(text, path);
 }
 
-struct Harness {
-  rg::testing::FakeRayServer fake;
-  std::unique_ptr<rg::adapters::RayHttpJobServer> server;
-  TempDir root;
-  rg::adapters::ArtifactWriter writer{root.dir()};
-
-  Harness() {
-    rg::adapters::RayClientOptions options;
-    options.address = fake.address();
-    options.max_attempts = 1;
-    server = std::make_unique<rg::adapters::RayHttpJobServer>(options);
-  }
+struct Harness : rg::testing::SubmitHarness {
   SubmitArtifactInputs Inputs() const { return {kClusterYaml, kSpecYaml, fake.address()}; }
 };
 

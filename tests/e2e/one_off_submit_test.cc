@@ -15,6 +15,7 @@
 #include "reconciler/core/render.h"
 #include "reconciler/engine/submit_attempt.h"
 #include "reconciler/spec/spec_loader.h"
+#include "tests/e2e/submit_harness.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/test_files.h"
 
@@ -35,31 +36,14 @@ constexpr char kSpecYaml[] =
     "workload: custom\n"
     "entrypoint: sleep 300\n";
 
-rg::core::RayConfig LoadCluster() {
-  auto parsed = rg::spec::LoadRayConfig(kClusterYaml, "cluster.yaml");
-  REQUIRE(parsed.ok());
-  return *parsed.value;
-}
+rg::core::RayConfig LoadCluster() { return rg::testing::LoadClusterOrFail(kClusterYaml); }
 
 rg::core::JobSpec LoadSpec(const std::string& text = kSpecYaml,
                            const std::string& path = "jobs/adhoc/probe.yaml") {
-  auto parsed = rg::spec::LoadJobSpec(text, path);
-  REQUIRE(parsed.ok());
-  return *parsed.value;
+  return rg::testing::LoadSpecOrFail(text, path);
 }
 
-struct Harness {
-  rg::testing::FakeRayServer fake;
-  std::unique_ptr<rg::adapters::RayHttpJobServer> server;
-  TempDir root;
-  rg::adapters::ArtifactWriter writer{root.dir()};
-
-  Harness() {
-    rg::adapters::RayClientOptions options;
-    options.address = fake.address();
-    options.max_attempts = 1;
-    server = std::make_unique<rg::adapters::RayHttpJobServer>(options);
-  }
+struct Harness : rg::testing::SubmitHarness {
   SubmitArtifactInputs Inputs() const { return {kClusterYaml, kSpecYaml, fake.address()}; }
   rg::core::RayJob Get(const std::string& id) {
     auto job = server->Get(id);

@@ -51,7 +51,7 @@ struct Target {
   std::unique_ptr<rg::testing::FakeRayServer> fake;
   std::chrono::milliseconds deadline{10000};  // for a job to reach a status
   std::chrono::milliseconds pending_watch{1500};
-  std::string run_tag;  // makes ids unique per run: a real head keeps every job
+  std::string run_tag;      // makes ids unique per run: a real head keeps every job
   std::string ray_version;  // as GET /api/version reports it; empty when it did not answer
   std::optional<VersionTriple> version;  // nullopt for a version that does not parse
   // The authentication the head runs with: "token", or what scripts/ray-head.sh recorded in

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "reconciler/spec/spec_loader.h"
+#include "tests/unit/spec/diagnostic_messages.h"
 
 namespace rg::spec {
 namespace {
@@ -10,12 +11,6 @@ namespace {
 const SourceFile kCluster{"cluster.yaml",
                           "address: http://127.0.0.1:8265\nshared_root: /private\n"};
 const SourceFile kClusterWithoutSharedRoot{"cluster.yaml", "address: http://127.0.0.1:8265\n"};
-
-std::vector<std::string> Messages(const core::Diagnostics& diagnostics) {
-  std::vector<std::string> out;
-  for (const auto& d : diagnostics) out.push_back(d.ToString());
-  return out;
-}
 
 std::vector<std::string> JobPaths(const core::DesiredState& state) {
   std::vector<std::string> out;

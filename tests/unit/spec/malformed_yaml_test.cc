@@ -9,15 +9,10 @@
 #include "reconciler/core/status_model.h"
 #include "reconciler/spec/spec_loader.h"
 #include "reconciler/spec/status_codec.h"
+#include "tests/unit/spec/diagnostic_messages.h"
 
 namespace rg::spec {
 namespace {
-
-std::vector<std::string> Messages(const core::Diagnostics& diagnostics) {
-  std::vector<std::string> out;
-  for (const auto& d : diagnostics) out.push_back(d.ToString());
-  return out;
-}
 
 TEST_CASE("an unterminated quote makes the spec invalid instead of swallowing later keys") {
   const Parsed<core::JobSpec> parsed =

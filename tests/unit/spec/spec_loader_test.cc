@@ -5,15 +5,10 @@
 #include <vector>
 
 #include "reconciler/core/identity.h"
+#include "tests/unit/spec/diagnostic_messages.h"
 
 namespace rg::spec {
 namespace {
-
-std::vector<std::string> Messages(const core::Diagnostics& diagnostics) {
-  std::vector<std::string> out;
-  for (const auto& d : diagnostics) out.push_back(d.ToString());
-  return out;
-}
 
 std::vector<std::string> JobErrors(const std::string& text,
                                    const std::string& path = "jobs/t.yaml") {
