@@ -1,6 +1,7 @@
 #include "reconciler/engine/reconcile_pass.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "reconciler/core/render.h"
@@ -52,6 +53,75 @@ void RedactResult(PassResult& r) {
   for (std::string& t : r.transitions) t = x.Apply(t);
   for (core::Diagnostic& d : r.diagnostics) d.message = x.Apply(d.message);
   for (core::Error& e : r.errors) e = Redacted(e, x);
+}
+
+using JobsById = std::map<std::string, core::RayJob, std::less<>>;
+
+JobsById ById(const std::vector<core::RayJob>& jobs) {
+  JobsById out;
+  for (const auto& job : jobs) {
+    if (!job.submission_id.empty()) out[job.submission_id] = job;
+  }
+  return out;
+}
+
+// Step 5: the plan's actions, then Ray's view after them (for the records; the view from
+// before the actions stays in `ray_jobs` when the second listing fails).
+void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
+                     const ports::DesiredSnapshot& snapshot, PassResult& result,
+                     JobsById& ray_jobs) {
+  ApplyOptions apply;
+  apply.instance = options.policy.instance;
+  apply.parallelism = options.parallelism;
+  apply.ray_address = options.ray_address;
+  apply.stop_requested = options.stop_requested;
+  result.outcomes =
+      ApplyPlan(result.plan, snapshot, *deps.server, deps.server_factory, deps.artifacts, apply);
+  result.actions_not_started =
+      static_cast<int>(result.plan.actions.size() - result.outcomes.size());
+  for (const auto& o : result.outcomes) {
+    if (!o.ok) {
+      AddError(result, Prefixed(*o.error, o.action.name + " (" + o.action.submission_id + ")"));
+    }
+  }
+  core::Result<std::vector<core::RayJob>> after = deps.server->List();
+  if (after.ok()) {
+    SanitizeJobs(*after, result.redactor);
+    ray_jobs = ById(*after);
+  }
+}
+
+// Step 6: every planned job's record, redacted; a commit when one changed meaningfully.
+void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
+            const ports::DesiredSnapshot& snapshot, const core::Ledger& ledger, JobsById ray_jobs,
+            PassResult& result) {
+  const std::string address = core::StripUrlCredentials(options.ray_address);
+  StatusInputs in;
+  in.desired = &snapshot.state;
+  in.plan = &result.plan;
+  in.ledger = &ledger;
+  in.ray_jobs = std::move(ray_jobs);
+  in.outcomes = result.outcomes;
+  in.instance = options.policy.instance;
+  in.spec_commit = snapshot.commit;
+  in.ray_address = address;
+  in.now_ms = options.now_ms;
+  StatusUpdate update = BuildStatusUpdate(in);
+  for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);
+  result.records.reserve(update.records.size());
+  for (const auto& [name, record] : update.records) result.records.push_back(record);
+  const StatusDiff diff = DiffAgainstLedger(update, ledger);
+  result.transitions = diff.transitions;
+  if (options.dry_run || !options.record_status || deps.store == nullptr || diff.changes.empty()) {
+    return;
+  }
+  core::Result<std::string> written =
+      deps.store->Write(diff.changes, MakeStatusCommit(diff, snapshot.commit, address));
+  if (written.ok()) {
+    result.status_commit = *written;
+  } else {
+    AddError(result, Prefixed(written.error(), "cannot record status"));
+  }
 }
 
 int ExitStatusOf(const PassResult& r) {
@@ -115,63 +185,13 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   result.blocked = result.plan.blocked;
 
   // 5. Apply.
-  const std::string address = core::StripUrlCredentials(options.ray_address);
-  std::map<std::string, core::RayJob, std::less<>> ray_jobs;
-  for (const auto& job : *observed) {
-    if (!job.submission_id.empty()) ray_jobs[job.submission_id] = job;
-  }
+  JobsById ray_jobs = ById(*observed);
   if (!options.dry_run && !result.plan.actions.empty()) {
-    ApplyOptions apply;
-    apply.instance = options.policy.instance;
-    apply.parallelism = options.parallelism;
-    apply.ray_address = options.ray_address;
-    apply.stop_requested = options.stop_requested;
-    result.outcomes =
-        ApplyPlan(result.plan, snapshot, *deps.server, deps.server_factory, deps.artifacts, apply);
-    result.actions_not_started =
-        static_cast<int>(result.plan.actions.size() - result.outcomes.size());
-    for (const auto& o : result.outcomes) {
-      if (!o.ok) {
-        AddError(result, Prefixed(*o.error, o.action.name + " (" + o.action.submission_id + ")"));
-      }
-    }
-    // Ray's view after the actions, for the records; the view from before serves otherwise.
-    core::Result<std::vector<core::RayJob>> after = deps.server->List();
-    if (after.ok()) {
-      SanitizeJobs(*after, result.redactor);
-      ray_jobs.clear();
-      for (const auto& job : *after) {
-        if (!job.submission_id.empty()) ray_jobs[job.submission_id] = job;
-      }
-    }
+    ApplyAndObserve(deps, options, snapshot, result, ray_jobs);
   }
 
   // 6. Record.
-  StatusInputs in;
-  in.desired = &snapshot.state;
-  in.plan = &result.plan;
-  in.ledger = &ledger;
-  in.ray_jobs = std::move(ray_jobs);
-  in.outcomes = result.outcomes;
-  in.instance = options.policy.instance;
-  in.spec_commit = snapshot.commit;
-  in.ray_address = address;
-  in.now_ms = options.now_ms;
-  StatusUpdate update = BuildStatusUpdate(in);
-  for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);
-  result.records.reserve(update.records.size());
-  for (const auto& [name, record] : update.records) result.records.push_back(record);
-  const StatusDiff diff = DiffAgainstLedger(update, ledger);
-  result.transitions = diff.transitions;
-  if (!options.dry_run && options.record_status && deps.store != nullptr && !diff.changes.empty()) {
-    core::Result<std::string> written =
-        deps.store->Write(diff.changes, MakeStatusCommit(diff, snapshot.commit, address));
-    if (written.ok()) {
-      result.status_commit = *written;
-    } else {
-      AddError(result, Prefixed(written.error(), "cannot record status"));
-    }
-  }
+  Record(deps, options, snapshot, ledger, std::move(ray_jobs), result);
   return finish();
 }
 
