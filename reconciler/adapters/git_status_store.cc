@@ -139,7 +139,7 @@ std::string GitStatusStore::FormatCommitMessage(const ports::StatusCommit& messa
   return out + "\n";
 }
 
-core::Result<core::Ledger> GitStatusStore::ReadLedger() {
+core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& /*scope*/) {
   if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
   git_repository* repo = workspace_->repository();
   auto tip = ReadTip(repo, options_.branch);

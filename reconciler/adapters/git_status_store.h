@@ -37,7 +37,8 @@ class GitStatusStore : public ports::StatusStore {
   GitStatusStore(std::shared_ptr<GitWorkspace> workspace, GitStatusStoreOptions options);
 
   // Fetches, then reads status/*.yaml at the tip of the remote branch.
-  core::Result<core::Ledger> ReadLedger() override;
+  core::Result<core::Ledger> ReadLedger(const ports::LedgerScope& scope) override;
+  std::vector<ports::SkippedStatusFile> SkippedFiles() const override { return skipped_; }
 
   // Builds on the tip as last fetched (ReadLedger earlier in the pass fetched it) and fetches
   // again only after a refused push. A change whose record differs from the one on the branch
@@ -62,6 +63,7 @@ class GitStatusStore : public ports::StatusStore {
   std::shared_ptr<GitWorkspace> workspace_;
   GitStatusStoreOptions options_;
   int push_attempts_ = 0;
+  std::vector<ports::SkippedStatusFile> skipped_;  // by the last ReadLedger
 };
 
 }  // namespace rg::adapters

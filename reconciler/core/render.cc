@@ -484,6 +484,11 @@ std::string StripUrlCredentials(std::string_view url) {
   return out;
 }
 
+std::string RayClusterName(const RayConfig& cluster, std::string_view address) {
+  if (cluster.name && !cluster.name->empty()) return *cluster.name;
+  return StripUrlCredentials(address.empty() ? std::string_view(cluster.address) : address);
+}
+
 bool LooksLikeSecretName(std::string_view name) {
   static constexpr std::array<std::string_view, 7> kSecretWords = {
       "TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH",

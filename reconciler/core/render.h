@@ -50,6 +50,10 @@ Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
 // Removes user:password@ (or token@) from a URL before it is recorded anywhere.
 std::string StripUrlCredentials(std::string_view url);
 
+// The cluster's identity in the ledger (DESIGN.md 4): cluster.yaml's `name`, else `address`
+// (the Jobs API address in use) without credentials.
+std::string RayClusterName(const RayConfig& cluster, std::string_view address);
+
 // True for env var names that look like secrets (TOKEN, SECRET, PASSWORD, PASSWD, KEY,
 // CREDENTIAL, AUTH as a word part, case-insensitive).
 bool LooksLikeSecretName(std::string_view name);

@@ -24,6 +24,9 @@ using ResourceMap = std::map<std::string, double, std::less<>>;
 
 struct RayConfig {
   std::string path = "cluster.yaml";
+  // The cluster's identity in the ledger (DESIGN.md 1.1, 4); unset: the address without
+  // credentials. See RayClusterName in reconciler/core/identity.h.
+  std::optional<std::string> name;
   std::string address;
   std::optional<std::string> shared_root;
   std::optional<double> entrypoint_num_cpus;

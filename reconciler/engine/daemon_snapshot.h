@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "reconciler/core/status_model.h"
+#include "reconciler/engine/warning.h"
 
 namespace rg::engine {
 
@@ -27,7 +28,12 @@ struct DaemonSnapshot {
   std::optional<int64_t> next_pass_ms;  // when the timer (or backoff) fires next
   bool pass_in_flight = false;
   bool shutting_down = false;
-  bool ready = false;         // the last pass succeeded within the readiness window
+  bool ready = false;  // the last pass succeeded within the readiness window
+  // Why the daemon is not ready, for people (empty when ready): no pass within the window,
+  // a pass running past its deadline, Git or Ray unreachable, a ledger of another cluster.
+  std::string unready_reason;
+  // The last completed pass's warnings (they do not make the daemon unready).
+  std::vector<Warning> warnings;
   std::string spec_commit;    // commit of the desired state last read
   std::string status_commit;  // last status commit made by this process
   bool blocked = false;       // the last pass was held back by a guard

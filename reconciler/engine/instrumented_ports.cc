@@ -87,8 +87,13 @@ InstrumentedStatusStore::InstrumentedStatusStore(ports::StatusStore& inner,
   DeclareRequestMetrics(metrics_);
 }
 
-core::Result<core::Ledger> InstrumentedStatusStore::ReadLedger() {
-  return Timed(metrics_, clock_, kGitHistogram, "read_ledger", [&] { return inner_.ReadLedger(); });
+core::Result<core::Ledger> InstrumentedStatusStore::ReadLedger(const ports::LedgerScope& scope) {
+  return Timed(metrics_, clock_, kGitHistogram, "read_ledger",
+               [&] { return inner_.ReadLedger(scope); });
+}
+
+std::vector<ports::SkippedStatusFile> InstrumentedStatusStore::SkippedFiles() const {
+  return inner_.SkippedFiles();
 }
 
 core::Result<std::string> InstrumentedStatusStore::Write(const ports::StatusChanges& changes,

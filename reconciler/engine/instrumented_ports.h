@@ -63,7 +63,8 @@ class InstrumentedStatusStore : public ports::StatusStore {
   InstrumentedStatusStore(ports::StatusStore& inner, core::MetricsRegistry& metrics,
                           ports::Clock& clock);
 
-  core::Result<core::Ledger> ReadLedger() override;
+  core::Result<core::Ledger> ReadLedger(const ports::LedgerScope& scope) override;
+  std::vector<ports::SkippedStatusFile> SkippedFiles() const override;
   core::Result<std::string> Write(const ports::StatusChanges& changes,
                                   const ports::StatusCommit& message) override;
   core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;

@@ -168,7 +168,10 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   // 3. Ledger.
   core::Ledger ledger;
   if (deps.store != nullptr) {
-    core::Result<core::Ledger> read = deps.store->ReadLedger();
+    ports::LedgerScope scope;
+    scope.instance = options.policy.instance;
+    scope.ray_cluster = core::RayClusterName(*snapshot.state.cluster, options.ray_address);
+    core::Result<core::Ledger> read = deps.store->ReadLedger(scope);
     if (!read.ok()) {
       // Without the ledger a finished run could be taken for a new one: act on nothing.
       AddError(result, Prefixed(read.error(), "cannot read the status ledger"));

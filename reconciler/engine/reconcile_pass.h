@@ -18,6 +18,7 @@
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/result.h"
 #include "reconciler/engine/apply.h"
+#include "reconciler/engine/warning.h"
 #include "reconciler/ports/artifact_sink.h"
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/ports/job_server.h"
@@ -76,6 +77,8 @@ struct PassResult {
   // cluster stops it before planning).
   core::Diagnostics diagnostics;
   std::vector<core::Error> errors;  // loading, listing, actions, recording
+  // What a person should look at though the pass did its work (DESIGN.md 7), redacted.
+  std::vector<Warning> warnings;
   std::map<core::ErrorKind, int> errors_by_kind;
   int exit_status = kExitApplied;
   // The secrets this pass redacted (the process's and the desired state's), for callers

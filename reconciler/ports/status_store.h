@@ -28,14 +28,34 @@ struct StatusHistoryEntry {
   std::optional<core::StatusRecord> record;  // the file at that commit; nullopt if deleted
 };
 
+// Whose ledger a pass reads (DESIGN.md 4): the ledger belongs to one instance on one cluster.
+// Empty fields match every record (tools that only print history).
+struct LedgerScope {
+  std::string instance;     // --instance
+  std::string ray_cluster;  // cluster.yaml's `name`, else the address without credentials
+};
+
+// A file on the status branch that ReadLedger could not use: unreadable YAML, a record that
+// does not match its file name, a file that is no status record at all. `name` is the job it
+// belongs to when its path says so (status/<name>.yaml), else empty. That job is frozen: the
+// pass neither submits nor stops it until the file is fixed (DESIGN.md 7: a warning, not an
+// unready daemon).
+struct SkippedStatusFile {
+  std::string path;
+  std::string name;
+  std::string problem;
+};
+
 class StatusStore {
  public:
   virtual ~StatusStore() = default;
 
-  // Every status record at the tip of the status branch (empty when the branch does not
-  // exist yet). Files that cannot be parsed are skipped and reported in the error text only
-  // when nothing can be read at all.
-  virtual core::Result<core::Ledger> ReadLedger() = 0;
+  // Every status record of `scope` at the tip of the status branch (empty when the branch
+  // does not exist yet). Files that cannot be used are skipped and listed by SkippedFiles.
+  virtual core::Result<core::Ledger> ReadLedger(const LedgerScope& scope) = 0;
+
+  // The files the last ReadLedger skipped.
+  virtual std::vector<SkippedStatusFile> SkippedFiles() const = 0;
 
   // Applies `changes` on top of the current tip as one commit (STATUS.md regenerated from the
   // resulting set of records) and publishes it. Nothing is committed when the resulting tree

@@ -44,7 +44,7 @@ core::Result<ports::DesiredSnapshot> InMemoryDesiredStateSource::Load(const std:
   return snap;
 }
 
-core::Result<core::Ledger> InMemoryStatusStore::ReadLedger() {
+core::Result<core::Ledger> InMemoryStatusStore::ReadLedger(const ports::LedgerScope& /*scope*/) {
   if (read_error_) return *read_error_;
   return ledger_;
 }

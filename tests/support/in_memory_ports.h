@@ -43,7 +43,10 @@ class InMemoryStatusStore : public ports::StatusStore {
     core::Ledger after;
   };
 
-  core::Result<core::Ledger> ReadLedger() override;
+  core::Result<core::Ledger> ReadLedger(const ports::LedgerScope& scope) override;
+  std::vector<ports::SkippedStatusFile> SkippedFiles() const override { return skipped_; }
+  // What the next ReadLedger reports as skipped (its records are not in the ledger).
+  void SetSkippedFiles(std::vector<ports::SkippedStatusFile> files) { skipped_ = std::move(files); }
   core::Result<std::string> Write(const ports::StatusChanges& changes,
                                   const ports::StatusCommit& message) override;
   core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
@@ -56,6 +59,7 @@ class InMemoryStatusStore : public ports::StatusStore {
   core::Ledger ledger_;
   std::vector<Commit> commits_;
   std::optional<core::Error> read_error_;
+  std::vector<ports::SkippedStatusFile> skipped_;
 };
 
 }  // namespace rg::testing

@@ -79,7 +79,7 @@ struct Repo {
 TEST_CASE("A missing status branch reads as an empty ledger", "[git][status]") {
   Repo repo;
   GitStatusStore store(repo.Workspace(), {});
-  auto ledger = store.ReadLedger();
+  auto ledger = store.ReadLedger({});
   REQUIRE(ledger.ok());
   CHECK(ledger->empty());
   auto history = store.History("a");
@@ -118,7 +118,7 @@ TEST_CASE("Write commits the records with trailers and STATUS.md, and reads them
 
   // A fresh store (a restarted daemon) reads the same ledger back.
   GitStatusStore reader(repo.Workspace(), {});
-  auto ledger = reader.ReadLedger();
+  auto ledger = reader.ReadLedger({});
   REQUIRE(ledger.ok());
   REQUIRE(ledger->size() == 2);
   CHECK(ledger->at("a") == a);
@@ -208,7 +208,7 @@ TEST_CASE("A push race is resolved by re-applying the changes on the new tip", "
   CHECK(markdown->find("| other | Succeeded |") != std::string::npos);
   CHECK(markdown->find("| a | Running |") != std::string::npos);
 
-  auto ledger = store.ReadLedger();
+  auto ledger = store.ReadLedger({});
   REQUIRE(ledger.ok());
   CHECK(ledger->at("other") == theirs);
   CHECK(ledger->at("a") == mine);
@@ -297,7 +297,7 @@ TEST_CASE("Same-branch mode: status lives on the watched branch and never become
   repo.person->Fetch();
   repo.person->Write("jobs/b.yaml", "workload: custom\nentrypoint: echo b\n");
   repo.person->CommitAndPush("main", "add b");
-  auto ledger = store.ReadLedger();
+  auto ledger = store.ReadLedger({});
   REQUIRE(ledger.ok());
   CHECK(ledger->count("a") == 1);
 }

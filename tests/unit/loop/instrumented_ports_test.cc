@@ -71,7 +71,10 @@ class CountingSource : public ports::DesiredStateSource {
 
 class FailingStore : public ports::StatusStore {
  public:
-  core::Result<core::Ledger> ReadLedger() override { return core::Ledger{}; }
+  core::Result<core::Ledger> ReadLedger(const ports::LedgerScope&) override {
+    return core::Ledger{};
+  }
+  std::vector<ports::SkippedStatusFile> SkippedFiles() const override { return {}; }
   core::Result<std::string> Write(const ports::StatusChanges&,
                                   const ports::StatusCommit&) override {
     return core::Error::Conflict("push rejected");
@@ -131,7 +134,7 @@ TEST_CASE("the Git decorators time loads and status operations and forward error
   core::Result<ports::DesiredSnapshot> loaded = source.Load("refs/heads/main");
   REQUIRE(loaded.ok());
   CHECK(loaded->ref == "refs/heads/main");
-  CHECK(store.ReadLedger().ok());
+  CHECK(store.ReadLedger({}).ok());
   core::Result<std::string> written = store.Write({}, {});
   REQUIRE_FALSE(written.ok());
   CHECK(written.error().IsConflict());
