@@ -102,21 +102,27 @@ class Planner {
 
   Plan Run() {
     std::set<std::string, std::less<>> handled;
+    for (const auto& [name, why] : policy_.frozen_jobs) {
+      PlanFrozen(name, why);
+      handled.insert(name);
+    }
     for (const auto& bad : desired_.invalid) {
+      frozen_paths_.insert(bad.path);
+      if (handled.contains(bad.name)) continue;
       PlanInvalid(bad);
       handled.insert(bad.name);
-      frozen_paths_.insert(bad.path);
     }
-    for (const auto& spec : desired_.jobs) {
-      PlanDesired(spec);
-      handled.insert(spec.name);
-    }
+    for (const auto& spec : desired_.jobs) handled.insert(spec.name);
     std::set<std::string, std::less<>> removed;
     for (const auto& [name, jobs] : by_name_) {
       if (!handled.contains(name)) removed.insert(name);
     }
     for (const auto& [name, rec] : ledger_) {
       if (!handled.contains(name)) removed.insert(name);
+    }
+    IndexRemovedHashes(removed);
+    for (const auto& spec : desired_.jobs) {
+      if (!policy_.frozen_jobs.contains(spec.name)) PlanDesired(spec);
     }
     for (const auto& name : removed) PlanRemoved(name);
     ApplyGuards();
@@ -125,22 +131,68 @@ class Planner {
   }
 
  private:
+  // Spec hash -> (name, spec path) of the runs of removed jobs, so that a new job with the
+  // same content can say it is a rename (DESIGN.md 2.1: the name is not part of the hash).
+  void IndexRemovedHashes(const std::set<std::string, std::less<>>& removed) {
+    for (const auto& name : removed) {
+      auto rec = ledger_.find(name);
+      const std::string path = rec != ledger_.end() ? rec->second.spec_path : "";
+      if (auto it = by_name_.find(name); it != by_name_.end()) {
+        for (const RayJob* job : it->second) {
+          removed_by_hash_.try_emplace(MetaOr(*job, kMetaSpecHash), name,
+                                       path.empty() ? MetaOr(*job, kMetaSpecPath) : path);
+        }
+      }
+      if (rec == ledger_.end()) continue;
+      if (!rec->second.spec_hash.empty())
+        removed_by_hash_.try_emplace(rec->second.spec_hash, name, path);
+      for (const auto& a : rec->second.attempts) {
+        if (!a.spec_hash.empty()) removed_by_hash_.try_emplace(a.spec_hash, name, path);
+      }
+    }
+    removed_by_hash_.erase("");
+  }
+
+  // The latest run of `name` in Ray, else the ledger's, on `jp`.
+  void SetLatestKnown(const std::string& name, JobPlan& jp) const {
+    if (auto it = by_name_.find(name); it != by_name_.end()) {
+      if (const RayJob* latest = Latest(it->second)) {
+        jp.observed = *latest;
+        jp.submission_id = latest->submission_id;
+        jp.attempt = AttemptOf(*latest, "");
+        if (jp.spec_path.empty()) jp.spec_path = MetaOr(*latest, kMetaSpecPath);
+      }
+    } else if (auto rec = ledger_.find(name); rec != ledger_.end()) {
+      jp.submission_id = rec->second.submission_id;
+      jp.attempt = rec->second.attempt;
+      if (jp.spec_path.empty()) jp.spec_path = rec->second.spec_path;
+    }
+  }
+
+  // A job whose status file cannot be read: frozen, like an invalid spec.
+  void PlanFrozen(const std::string& name, const std::string& why) {
+    JobPlan jp;
+    jp.name = name;
+    jp.phase = Phase::kInvalid;
+    jp.message = why;
+    for (const auto& spec : desired_.jobs) {
+      if (spec.name == name) jp.spec_path = spec.path;
+    }
+    for (const auto& bad : desired_.invalid) {
+      if (bad.name == name) jp.spec_path = bad.path;
+    }
+    SetLatestKnown(name, jp);
+    if (!jp.spec_path.empty()) frozen_paths_.insert(jp.spec_path);
+    plan_.jobs.push_back(std::move(jp));
+  }
+
   void PlanInvalid(const InvalidSpec& bad) {
     JobPlan jp;
     jp.name = bad.name;
     jp.spec_path = bad.path;
     jp.phase = Phase::kInvalid;
     jp.message = "spec is invalid; its job is frozen (nothing submitted or stopped)";
-    if (auto it = by_name_.find(bad.name); it != by_name_.end()) {
-      if (const RayJob* latest = Latest(it->second)) {
-        jp.observed = *latest;
-        jp.submission_id = latest->submission_id;
-        jp.attempt = AttemptOf(*latest, "");
-      }
-    } else if (auto rec = ledger_.find(bad.name); rec != ledger_.end()) {
-      jp.submission_id = rec->second.submission_id;
-      jp.attempt = rec->second.attempt;
-    }
+    SetLatestKnown(bad.name, jp);
     plan_.jobs.push_back(std::move(jp));
   }
 
@@ -207,41 +259,79 @@ class Planner {
     return true;
   }
 
+  // What the ledger and Ray know of one spec version's attempts.
+  struct VersionAttempts {
+    std::map<int, const RayJob*> in_ray;
+    std::map<int, const AttemptRecord*> in_ledger;
+    std::vector<const RayJob*> older_versions;  // ours, same name, other spec hash
+    int Latest() const {
+      int latest = -1;
+      if (!in_ray.empty()) latest = std::max(latest, in_ray.rbegin()->first);
+      if (!in_ledger.empty()) latest = std::max(latest, in_ledger.rbegin()->first);
+      return latest;
+    }
+  };
+
+  VersionAttempts CollectAttempts(const JobSpec& spec, const StatusRecord* rec) const {
+    const std::string base = SubmissionIdBase(spec);
+    VersionAttempts at;
+    if (auto it = by_name_.find(spec.name); it != by_name_.end()) {
+      for (const RayJob* job : it->second) {
+        if (MetaOr(*job, kMetaSpecHash) == spec.spec_hash) {
+          at.in_ray[AttemptOf(*job, base)] = job;
+        } else {
+          at.older_versions.push_back(job);
+        }
+      }
+    }
+    if (rec != nullptr) {
+      for (const auto& a : rec->attempts) {
+        if (a.spec_hash == spec.spec_hash) at.in_ledger[a.attempt] = &a;
+      }
+    }
+    return at;
+  }
+
+  // Adds the submit of `attempt` of `spec` to the plan, or marks `jp` a conflict when its id
+  // is taken. True when the submit was planned.
+  bool Submit(const JobSpec& spec, int attempt, std::string reason, JobPlan& jp) {
+    const std::string id = SubmissionIdForAttempt(spec, attempt);
+    std::string why;
+    if (!IdUsable(id, spec, &why)) {
+      jp.phase = Phase::kConflict;
+      jp.message = why;
+      jp.submission_id = id;
+      return false;
+    }
+    Action a;
+    a.kind = ActionKind::kSubmit;
+    a.name = spec.name;
+    a.submission_id = id;
+    a.attempt = attempt;
+    a.spec_path = spec.path;
+    a.reason = std::move(reason);
+    submits_.push_back(std::move(a));
+    jp.submission_id = id;
+    jp.attempt = attempt;
+    return true;
+  }
+
   void PlanDesired(const JobSpec& spec) {
     const std::string base = SubmissionIdBase(spec);
     JobPlan jp;
     jp.name = spec.name;
     jp.spec_path = spec.path;
-
     const StatusRecord* rec = nullptr;
     if (auto it = ledger_.find(spec.name); it != ledger_.end()) rec = &it->second;
     if (rec != nullptr && !rec->spec_hash.empty() && rec->spec_hash != spec.spec_hash) {
       jp.spec_changed = true;
       jp.previous_spec_hash = rec->spec_hash;
     }
-
-    // Attempts of this spec version, from Ray and from the ledger.
-    std::map<int, const RayJob*> in_ray;
-    std::vector<const RayJob*> older_versions;  // ours, same name, other spec hash
-    if (auto it = by_name_.find(spec.name); it != by_name_.end()) {
-      for (const RayJob* job : it->second) {
-        if (MetaOr(*job, kMetaSpecHash) == spec.spec_hash) {
-          in_ray[AttemptOf(*job, base)] = job;
-        } else {
-          older_versions.push_back(job);
-        }
-      }
-    }
-    std::map<int, const AttemptRecord*> in_ledger;
-    if (rec != nullptr) {
-      for (const auto& a : rec->attempts) {
-        if (a.spec_hash == spec.spec_hash) in_ledger[a.attempt] = &a;
-      }
-    }
+    const VersionAttempts at = CollectAttempts(spec, rec);
 
     // A pinned id (or, in theory, a generated one) already used by something else.
     std::string conflict;
-    if (in_ray.empty() && !IdUsable(base, spec, &conflict)) {
+    if (at.in_ray.empty() && !IdUsable(base, spec, &conflict)) {
       jp.phase = Phase::kConflict;
       jp.message = conflict;
       jp.submission_id = base;
@@ -251,130 +341,165 @@ class Planner {
     }
 
     // Older versions of this job that are still active are replaced.
-    for (const RayJob* old : older_versions) {
+    for (const RayJob* old : at.older_versions) {
       if (!IsActive(old->status)) continue;
       AddStop(*old, spec.name, AttemptOf(*old, ""), kStopForReplacement,
               "spec changed (" + MetaOr(*old, kMetaSpecHash, "?") + " -> " + spec.spec_hash +
                   "): stopping the old run");
     }
 
-    int latest = -1;
-    if (!in_ray.empty()) latest = std::max(latest, in_ray.rbegin()->first);
-    if (!in_ledger.empty()) latest = std::max(latest, in_ledger.rbegin()->first);
-
-    auto submit = [&](int attempt, std::string reason) {
-      const std::string id = SubmissionIdForAttempt(spec, attempt);
-      std::string why;
-      if (!IdUsable(id, spec, &why)) {
-        jp.phase = Phase::kConflict;
-        jp.message = why;
-        jp.submission_id = id;
-        return false;
-      }
-      Action a;
-      a.kind = ActionKind::kSubmit;
-      a.name = spec.name;
-      a.submission_id = id;
-      a.attempt = attempt;
-      a.spec_path = spec.path;
-      a.reason = std::move(reason);
-      submits_.push_back(std::move(a));
-      jp.submission_id = id;
-      jp.attempt = attempt;
-      return true;
-    };
-
+    const int latest = at.Latest();
     if (latest < 0) {
-      if (spec.suspend) {
-        jp.phase = Phase::kSuspended;
-        jp.message = "suspend: true; nothing submitted";
-      } else {
-        jp.phase = Phase::kPending;
-        jp.message = jp.spec_changed ? "spec changed: submitting the new version" : "new job";
-        submit(0, jp.message);
-      }
-      plan_.jobs.push_back(std::move(jp));
+      PlanFirstRun(spec, jp);
+    } else {
+      const RayJob* job = at.in_ray.contains(latest) ? at.in_ray.at(latest) : nullptr;
+      const AttemptRecord* remembered =
+          at.in_ledger.contains(latest) ? at.in_ledger.at(latest) : nullptr;
+      PlanLatestAttempt(spec, latest, job, remembered, jp);
+    }
+    plan_.jobs.push_back(std::move(jp));
+  }
+
+  // No attempt of this spec version exists: submit attempt 0 (a rename says so).
+  void PlanFirstRun(const JobSpec& spec, JobPlan& jp) {
+    if (spec.suspend) {
+      jp.phase = Phase::kSuspended;
+      jp.message = "suspend: true; nothing submitted";
       return;
     }
+    jp.phase = Phase::kPending;
+    jp.message = jp.spec_changed ? "spec changed: submitting the new version" : "new job";
+    if (auto it = removed_by_hash_.find(spec.spec_hash);
+        it != removed_by_hash_.end() && !jp.spec_changed) {
+      jp.renamed_from = it->second.first;
+      jp.renamed_from_path = it->second.second;
+      jp.message = "renamed from " + jp.renamed_from + " (" + jp.renamed_from_path +
+                   "); this starts a new run; pin `name: " + jp.renamed_from + "` to keep the run";
+    }
+    Submit(spec, 0, jp.message, jp);
+  }
 
-    const RayJob* job = in_ray.contains(latest) ? in_ray[latest] : nullptr;
-    const AttemptRecord* remembered = in_ledger.contains(latest) ? in_ledger[latest] : nullptr;
+  void PlanLatestAttempt(const JobSpec& spec, int latest, const RayJob* job,
+                         const AttemptRecord* remembered, JobPlan& jp) {
     jp.submission_id = job != nullptr ? job->submission_id : remembered->submission_id;
     jp.attempt = latest;
     if (job != nullptr) jp.observed = *job;
-
     const RayJobStatus status = job != nullptr ? job->status : remembered->status;
+    const std::string message = job != nullptr ? job->message : remembered->message;
     const bool lost = job == nullptr && IsActive(status);
-    const std::string retry_note =
-        "attempt " + std::to_string(latest + 1) + " of " + std::to_string(spec.retries + 1);
-
-    if (lost) {
-      jp.phase = spec.suspend ? Phase::kSuspended : Phase::kLost;
-      jp.message = "Ray no longer knows " + jp.submission_id + " (was " +
-                   std::string(RayJobStatusName(status)) + "; the head restarted?)";
-      if (!spec.suspend && latest < spec.retries) {
-        jp.message += "; resubmitting as attempt " + std::to_string(latest + 1);
-        submit(latest + 1, jp.message);
-        if (jp.phase != Phase::kConflict) jp.phase = Phase::kLost;
-      } else if (!spec.suspend) {
-        jp.message += "; no retries left (" + retry_note + ")";
-      }
-      plan_.jobs.push_back(std::move(jp));
+    // A run ray-gitops stopped (or sent a stop) is restored when its spec is desired again,
+    // whatever status it ended in (a stopped PENDING run can end FAILED), and never retried.
+    // A run that SUCCEEDED finished its work first: it is never re-run.
+    if (StoppedByUs(remembered) && status != RayJobStatus::kSucceeded &&
+        (lost || IsTerminal(status))) {
+      PlanRestore(spec, latest, *remembered, jp);
       return;
     }
-
+    if (lost) {
+      PlanLost(spec, latest, status, jp);
+      return;
+    }
     switch (status) {
       case RayJobStatus::kPending:
       case RayJobStatus::kRunning:
       case RayJobStatus::kUnknown:
-        if (spec.suspend) {
-          jp.phase = Phase::kSuspended;
-          jp.message = "suspend: true; stopping the active run";
-          if (job != nullptr) {
-            const int64_t sent = AddStop(*job, spec.name, latest, kStopForSuspend, jp.message);
-            jp.phase = Phase::kStopping;
-            jp.message = StoppingMessage("suspend: true", sent, *job);
-          }
-        } else {
-          jp.phase = PhaseForRayStatus(status);
-          jp.message = job != nullptr ? job->message : "";
-        }
+        PlanActive(spec, latest, job, status, jp);
         break;
       case RayJobStatus::kSucceeded:
         jp.phase = Phase::kSucceeded;
-        jp.message = job != nullptr ? job->message : remembered->message;
+        jp.message = message;
         break;
       case RayJobStatus::kFailed:
-        jp.phase = Phase::kFailed;
-        jp.message = job != nullptr ? job->message : remembered->message;
-        if (spec.suspend) {
-          jp.phase = Phase::kSuspended;
-          jp.message = "suspend: true; the failed run is not retried";
-        } else if (latest < spec.retries) {
-          jp.phase = Phase::kPending;
-          jp.message = jp.submission_id + " failed; retrying as attempt " +
-                       std::to_string(latest + 1) + " of " + std::to_string(spec.retries);
-          submit(latest + 1, jp.message);
-        }
+        PlanFailed(spec, latest, message, jp);
         break;
-      case RayJobStatus::kStopped: {
-        const bool stopped_for_suspend =
-            remembered != nullptr && remembered->stop_reason == kStopForSuspend;
-        if (stopped_for_suspend && spec.suspend) {
-          jp.phase = Phase::kSuspended;
-          jp.message = "suspend: true";
-        } else if (stopped_for_suspend) {
-          jp.phase = Phase::kPending;
-          jp.message = "unsuspended: submitting attempt " + std::to_string(latest + 1);
-          submit(latest + 1, jp.message);
-        } else {
-          jp.phase = spec.suspend ? Phase::kSuspended : Phase::kStopped;
-          jp.message = "stopped outside ray-gitops; change the spec to start a new run";
-        }
+      case RayJobStatus::kStopped:
+        jp.phase = spec.suspend ? Phase::kSuspended : Phase::kStopped;
+        jp.message = "stopped outside ray-gitops; change the spec to start a new run";
         break;
-      }
     }
-    plan_.jobs.push_back(std::move(jp));
+  }
+
+  // True when ray-gitops itself stopped this attempt for a reason a desired spec undoes:
+  // suspend, replacement or removal, or any stop it sent (older ledgers name no reason).
+  static bool StoppedByUs(const AttemptRecord* a) {
+    if (a == nullptr) return false;
+    if (a->stop_reason == kStopForSuspend || a->stop_reason == kStopForReplacement ||
+        a->stop_reason == kStopForRemoval) {
+      return true;
+    }
+    return a->stop_reason.empty() && a->stop_sent_ms.has_value();
+  }
+
+  static std::string StopCause(std::string_view reason) {
+    if (reason == kStopForReplacement) return "when its spec was replaced";
+    if (reason == kStopForRemoval) return "when its spec was removed";
+    if (reason == kStopForSuspend) return "for suspend: true";
+    return "(a stop was sent before it ended)";
+  }
+
+  // The spec of a run ray-gitops stopped is desired again (unsuspended, reverted, restored):
+  // the next attempt, unless it is suspended now.
+  void PlanRestore(const JobSpec& spec, int latest, const AttemptRecord& stopped, JobPlan& jp) {
+    if (spec.suspend) {
+      jp.phase = Phase::kSuspended;
+      jp.message = "suspend: true";
+      return;
+    }
+    const std::string next = "attempt " + std::to_string(latest + 1);
+    jp.phase = Phase::kPending;
+    if (stopped.stop_reason == kStopForSuspend) {
+      jp.message = "unsuspended: submitting " + next;
+    } else {
+      jp.message = "restored: " + stopped.submission_id + " was stopped by ray-gitops " +
+                   StopCause(stopped.stop_reason) + "; its spec is desired again: submitting " +
+                   next;
+    }
+    Submit(spec, latest + 1, jp.message, jp);
+  }
+
+  void PlanLost(const JobSpec& spec, int latest, RayJobStatus status, JobPlan& jp) {
+    jp.phase = spec.suspend ? Phase::kSuspended : Phase::kLost;
+    jp.message = "Ray no longer knows " + jp.submission_id + " (was " +
+                 std::string(RayJobStatusName(status)) + "; the head restarted?)";
+    if (spec.suspend) return;
+    if (latest < spec.retries) {
+      jp.message += "; resubmitting as attempt " + std::to_string(latest + 1);
+      Submit(spec, latest + 1, jp.message, jp);
+      if (jp.phase != Phase::kConflict) jp.phase = Phase::kLost;
+    } else {
+      jp.message += "; no retries left (attempt " + std::to_string(latest + 1) + " of " +
+                    std::to_string(spec.retries + 1) + ")";
+    }
+  }
+
+  void PlanActive(const JobSpec& spec, int latest, const RayJob* job, RayJobStatus status,
+                  JobPlan& jp) {
+    if (!spec.suspend) {
+      jp.phase = PhaseForRayStatus(status);
+      jp.message = job != nullptr ? job->message : "";
+      return;
+    }
+    jp.phase = Phase::kSuspended;
+    jp.message = "suspend: true; stopping the active run";
+    if (job != nullptr) {
+      const int64_t sent = AddStop(*job, spec.name, latest, kStopForSuspend, jp.message);
+      jp.phase = Phase::kStopping;
+      jp.message = StoppingMessage("suspend: true", sent, *job);
+    }
+  }
+
+  void PlanFailed(const JobSpec& spec, int latest, const std::string& message, JobPlan& jp) {
+    jp.phase = Phase::kFailed;
+    jp.message = message;
+    if (spec.suspend) {
+      jp.phase = Phase::kSuspended;
+      jp.message = "suspend: true; the failed run is not retried";
+    } else if (latest < spec.retries) {
+      jp.phase = Phase::kPending;
+      jp.message = jp.submission_id + " failed; retrying as attempt " + std::to_string(latest + 1) +
+                   " of " + std::to_string(spec.retries);
+      Submit(spec, latest + 1, jp.message, jp);
+    }
   }
 
   void PlanRemoved(const std::string& name) {
@@ -414,8 +539,8 @@ class Planner {
       return;  // its end is recorded (or nothing was): nothing left to plan or to show
     }
     if (active.empty()) {
+      // The record stays: a revert that restores the spec restores the run we stopped.
       jp.message = "spec removed; no active run";
-      jp.forget = true;
     } else if (keep) {
       jp.message = "spec removed; on_remove: keep leaves " + std::to_string(active.size()) +
                    " run(s) running";
@@ -481,6 +606,7 @@ class Planner {
   std::map<std::string, const RayJob*, std::less<>> by_id_;
   std::map<std::string, std::vector<const RayJob*>, std::less<>> by_name_;
   std::set<std::string, std::less<>> frozen_paths_;
+  std::map<std::string, std::pair<std::string, std::string>, std::less<>> removed_by_hash_;
   std::vector<Action> stops_;
   std::vector<Action> submits_;
 };

@@ -5,6 +5,7 @@
 // clock. Table-tested in tests/unit/planner/.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct PlanPolicy {
   // kStopResendAfterMs ago that Ray has not carried out yet is not sent again (Stopping).
   // 0: unknown; a pending stop is then never resent.
   int64_t now_ms = 0;
+  // Jobs whose status file could not be read, by name, with why: without their history a
+  // finished run could be taken for a new one, so they are frozen like an invalid spec (no
+  // submit, no stop; phase Invalid with this message).
+  std::map<std::string, std::string, std::less<>> frozen_jobs = {};
 };
 
 enum class ActionKind { kStop, kSubmit };
@@ -51,7 +56,12 @@ struct JobPlan {
   std::optional<RayJob> observed;  // Ray's view of the latest attempt, when Ray has it
   bool spec_changed = false;       // the ledger knew an older spec hash for this name
   std::string previous_spec_hash;
-  // Removed jobs only: no run of it is active any more, so its status record can be deleted.
+  // A new job whose spec hash is that of a removed job's run (an unnamed spec file moved, so
+  // its derived name changed): the old name and spec path. Empty otherwise.
+  std::string renamed_from;
+  std::string renamed_from_path;
+  // Never set: records of removed specs are kept, since a revert that restores the spec
+  // restores the run ray-gitops stopped (DESIGN.md 4). Kept for the status writer's sake.
   bool forget = false;
 };
 

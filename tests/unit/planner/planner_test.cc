@@ -176,6 +176,84 @@ TEST_CASE("each row of the per-job state machine gives its action and phase") {
        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed)})}},
        Phase::kFailed,
        ""},
+      // DESIGN.md 3.1: a run ray-gitops stopped comes back when its spec is desired again.
+      {"stopped by us as replaced, desired again (a revert): next attempt",
+       plain,
+       {Job("a", 0, RayJobStatus::kStopped)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "replaced")})}},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"stopped by us as removed, spec restored: next attempt",
+       plain,
+       {Job("a", 0, RayJobStatus::kStopped)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "removed")})}},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"stopped by us as replaced, desired again but suspended: nothing",
+       suspended,
+       {Job("a", 0, RayJobStatus::kStopped)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "replaced")})}},
+       Phase::kSuspended,
+       ""},
+      {"stopped by us, Ray no longer has it (ledger says stopped): restored",
+       plain,
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "replaced")})}},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"restored twice: the attempt number keeps counting",
+       plain,
+       {Job("a", 0, RayJobStatus::kStopped), Job("a", 1, RayJobStatus::kStopped)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "replaced"),
+                           Attempt("a", 1, RayJobStatus::kStopped, "removed")})}},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r2;"},
+      {"failed after we sent it a stop: restored, not retried",
+       plain,
+       {Job("a", 0, RayJobStatus::kFailed)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "replaced")})}},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"failed after a stop for suspend, still suspended: nothing",
+       suspended,
+       {Job("a", 0, RayJobStatus::kFailed)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "suspend")})}},
+       Phase::kSuspended,
+       ""},
+      {"stop sent with no reason recorded, then failed: counts as stopped by us",
+       plain,
+       {Job("a", 0, RayJobStatus::kFailed)},
+       {{"a", Record("a", {[] {
+                       AttemptRecord a = Attempt("a", 0, RayJobStatus::kFailed);
+                       a.stop_sent_ms = 1;
+                       return a;
+                     }()})}},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"stop sent, Ray forgot the run before it ended: restored, not lost",
+       plain,
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning, "removed")})}},
+       Phase::kPending,
+       "submit a-aaaaaaaaaa-r1;"},
+      {"stop sent but Ray still runs it: nothing until it ends",
+       plain,
+       {Job("a", 0, RayJobStatus::kRunning)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning, "replaced")})}},
+       Phase::kRunning,
+       ""},
+      {"succeeded though we sent it a stop: finished work is never re-run",
+       plain,
+       {Job("a", 0, RayJobStatus::kSucceeded)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kSucceeded, "replaced")})}},
+       Phase::kSucceeded,
+       ""},
+      {"stopped for a reason a spec cannot undo: nothing",
+       plain,
+       {Job("a", 0, RayJobStatus::kStopped)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "deadline")})}},
+       Phase::kStopped,
+       ""},
       {"latest attempt wins over earlier ones",
        retry2,
        {Job("a", 0, RayJobStatus::kFailed), Job("a", 1, RayJobStatus::kRunning)},
@@ -232,13 +310,14 @@ TEST_CASE("a removed spec stops its active run, and on_remove keep leaves it run
     CHECK(gone->phase == Phase::kRemoved);
     CHECK_FALSE(gone->forget);
   }
-  SECTION("a removed job with no active run can be forgotten") {
+  SECTION("a removed job with no active run keeps its record (a revert needs it)") {
     Plan plan = PlanActions(
         Desired({Spec("other")}), {Job("gone", 0, RayJobStatus::kSucceeded)},
         {{"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kSucceeded)})}}, PlanPolicy{});
     const JobPlan* gone = plan.FindJob("gone");
     REQUIRE(gone != nullptr);
-    CHECK(gone->forget);
+    CHECK_FALSE(gone->forget);
+    CHECK(gone->phase == Phase::kRemoved);
     CHECK(Describe(plan) == "submit other-aaaaaaaaaa;");
   }
 }
@@ -394,12 +473,13 @@ TEST_CASE("a stop Ray has not carried out is remembered, not repeated, and resen
     CHECK(gone->phase == Phase::kStopping);
     CHECK(gone->message.find("stop sent at 2027-01-15T08:10:00.000Z") != std::string::npos);
   }
-  SECTION("once Ray ends the run, the stop is done: the record is forgotten") {
+  SECTION("once Ray ends the run, the stop is done: the record stays, Removed") {
     Plan plan = PlanActions(Desired({}), {Job("gone", 0, RayJobStatus::kStopped)}, ledger,
                             PlanPolicy{.now_ms = kSent + 1000});
     CHECK(plan.actions.empty());
     REQUIRE(plan.FindJob("gone") != nullptr);
-    CHECK(plan.FindJob("gone")->forget);
+    CHECK_FALSE(plan.FindJob("gone")->forget);
+    CHECK(plan.FindJob("gone")->phase == Phase::kRemoved);
   }
   SECTION("a suspended run whose stop is pending is Stopping, not stopped again") {
     JobSpec suspended = Spec("s");
@@ -433,6 +513,78 @@ TEST_CASE("finished runs of removed specs leave the plan once their end is recor
       PlanPolicy{});
   CHECK(plan.FindJob("gone") == nullptr);
   CHECK_FALSE(plan.HasChanges());
+}
+
+// Issue 9, point 2: edit v1 -> v2 (v1 stopped as replaced), then revert to v1.
+TEST_CASE("a revert stops the newer version and restores the older run as its next attempt") {
+  const Ledger ledger = {
+      {"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "replaced"),
+                         Attempt("a", 0, RayJobStatus::kRunning, "", kOldHash)})}};
+  Plan plan = PlanActions(
+      Desired({Spec("a")}),
+      {Job("a", 0, RayJobStatus::kStopped), Job("a", 0, RayJobStatus::kRunning, kOldHash)}, ledger,
+      PlanPolicy{});
+  CHECK(Describe(plan) == "stop a-bbbbbbbbbb;submit a-aaaaaaaaaa-r1;");
+  CHECK(plan.actions[0].stop_reason == kStopForReplacement);
+  const JobPlan* a = plan.FindJob("a");
+  REQUIRE(a != nullptr);
+  CHECK(a->phase == Phase::kPending);
+  CHECK(a->attempt == 1);
+  CHECK(a->message ==
+        "restored: a-aaaaaaaaaa was stopped by ray-gitops when its spec was replaced; its spec is "
+        "desired again: submitting attempt 1");
+  CHECK(a->message.find("outside") == std::string::npos);
+}
+
+// Issue 9, point 10: moving an unnamed spec file changes its derived name.
+TEST_CASE("a new job with the content of a removed job's run says it is a rename") {
+  JobSpec moved = Spec("b");
+  Plan plan =
+      PlanActions(Desired({moved}), {Job("a", 0, RayJobStatus::kRunning)},
+                  {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}}, PlanPolicy{});
+  CHECK(Describe(plan) == "stop a-aaaaaaaaaa;submit b-aaaaaaaaaa;");
+  const JobPlan* b = plan.FindJob("b");
+  REQUIRE(b != nullptr);
+  CHECK(b->renamed_from == "a");
+  CHECK(b->renamed_from_path == "jobs/a.yaml");
+  const std::string expected =
+      "renamed from a (jobs/a.yaml); this starts a new run; pin `name: a` to keep the run";
+  CHECK(b->message == expected);
+  CHECK(plan.actions[1].reason == expected);
+
+  SECTION("a finished run of the removed job counts too, from Ray's labels alone") {
+    Plan p =
+        PlanActions(Desired({moved}), {Job("a", 0, RayJobStatus::kSucceeded)}, {}, PlanPolicy{});
+    REQUIRE(p.FindJob("b") != nullptr);
+    CHECK(p.FindJob("b")->renamed_from == "a");
+  }
+  SECTION("other content is no rename") {
+    Plan p = PlanActions(Desired({Spec("b", kOldHash)}), {Job("a", 0, RayJobStatus::kSucceeded)},
+                         {}, PlanPolicy{});
+    CHECK(p.FindJob("b")->renamed_from.empty());
+    CHECK(p.FindJob("b")->message == "new job");
+  }
+}
+
+// Issue 9, point 7: a status file that cannot be read freezes its own job only.
+TEST_CASE("a job whose status file is unreadable is frozen: no submit, no stop") {
+  PlanPolicy policy;
+  policy.frozen_jobs = {{"a", "status/a.yaml cannot be read: bad YAML; frozen"},
+                        {"gone", "status/gone.yaml cannot be read: bad YAML; frozen"}};
+  Plan plan = PlanActions(
+      Desired({Spec("a"), Spec("b")}),
+      {Job("gone", 0, RayJobStatus::kRunning), Job("a", 0, RayJobStatus::kFailed, kOldHash)}, {},
+      policy);
+  CHECK(Describe(plan) == "submit b-aaaaaaaaaa;");
+  const JobPlan* a = plan.FindJob("a");
+  REQUIRE(a != nullptr);
+  CHECK(a->phase == Phase::kInvalid);
+  CHECK(a->message == "status/a.yaml cannot be read: bad YAML; frozen");
+  CHECK(a->spec_path == "jobs/a.yaml");
+  const JobPlan* gone = plan.FindJob("gone");
+  REQUIRE(gone != nullptr);
+  CHECK(gone->phase == Phase::kInvalid);
+  CHECK(plan.FindJob("b")->phase == Phase::kPending);
 }
 
 }  // namespace
