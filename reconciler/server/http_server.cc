@@ -3,13 +3,13 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 
-#include <atomic>
+#include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <exception>
-#include <thread>
 #include <utility>
 
+#include "reconciler/server/connection_gate.h"
+#include "reconciler/server/gated_stream.h"
 #include "reconciler/server/status_page.h"
 
 namespace rg::server {
@@ -25,6 +25,8 @@ constexpr std::string_view kRequestsMetric = "rg_http_requests_total";
 constexpr std::string_view kRejectedMetric = "rg_webhook_rejected_total";
 constexpr std::string_view kIgnoredMetric = "rg_webhook_ignored_total";
 constexpr std::string_view kTriggersMetric = "rg_triggers_total";
+constexpr std::string_view kRefusedMetric = "rg_http_refused_total";
+constexpr std::string_view kConnectionsMetric = "rg_http_connections";
 
 // Known routes keep their path as the metric label; anything else is "other", so a scanner
 // cannot grow the registry without bound.
@@ -84,10 +86,38 @@ std::string StatusLine(int status) {
 
 std::string ReadinessReason(const engine::DaemonSnapshot& s) {
   if (s.shutting_down) return "shutting down";
+  if (!s.unready_reason.empty()) return s.unready_reason;
   if (!s.last_error.empty()) return "last pass failed: " + s.last_error;
   if (!s.last_success_ms) return "no successful pass yet";
   return "last successful pass is too old";
 }
+
+// One line per warning; a line break inside a message must not forge another line.
+std::string WarningLines(const engine::DaemonSnapshot& s) {
+  std::string out;
+  for (const auto& w : s.warnings) {
+    std::string line = "warning: " + w.kind + ": " + w.message;
+    std::replace_if(
+        line.begin(), line.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    out += line + "\n";
+  }
+  return out;
+}
+
+bool IsProbe(const RequestHead& head) {
+  return (head.method == "GET" || head.method == "HEAD") &&
+         (head.path == "/healthz" || head.path == "/readyz");
+}
+
+// The HTTP library parses, routes and answers one request read from a GatedStream; its own
+// accept loop and thread pool are never used.
+class RoutingServer : public httplib::Server {
+ public:
+  void Serve(httplib::Stream& stream) {
+    bool connection_closed = false;
+    process_request(stream, /*close_connection=*/true, connection_closed, nullptr);
+  }
+};
 
 }  // namespace
 
@@ -136,46 +166,51 @@ struct HttpServer::Impl {
     trigger(source);
   }
 
+  void ConfigureRouter();
   void Routes();
   void HandleWebhook(const httplib::Request& req, httplib::Response& res,
                      const httplib::ContentReader& reader);
+  GateCallbacks Callbacks();
+  Admission Classify(const RequestHead& head) const;
+  void CountRefusal(std::string_view reason, int status, const RequestHead* head);
+  void CountConnections(const GateCounts& counts);
 
   HttpServerOptions options;
   core::MetricsRegistry& metrics;
   TriggerCallback trigger;
   SnapshotCallback snapshot;
-  httplib::Server server;
-  std::thread thread;
-  std::atomic<bool> listen_returned{false};
+  RoutingServer router;
+  std::unique_ptr<ConnectionGate> gate;
   int port = 0;
   bool started = false;
 };
 
 void HttpServer::Impl::Routes() {
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  router.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", std::string(kText));
   });
-  server.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+  router.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
     const engine::DaemonSnapshot s = snapshot();
     if (s.ready && !s.shutting_down) {
-      res.set_content("ok\n", std::string(kText));
+      res.set_content("ok\n" + WarningLines(s), std::string(kText));
       return;
     }
     res.status = 503;
-    res.set_content("not ready: " + ReadinessReason(s) + "\n", std::string(kText));
+    res.set_content("not ready: " + ReadinessReason(s) + "\n" + WarningLines(s),
+                    std::string(kText));
   });
-  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  router.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.RenderPrometheusText(), std::string(kPrometheusText));
   });
-  server.Get("/api/v1/status", [this](const httplib::Request&, httplib::Response& res) {
+  router.Get("/api/v1/status", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(RenderStatusJson(snapshot()), std::string(kJson));
   });
-  server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+  router.Get("/", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(RenderStatusPage(snapshot(), options.page_refresh_seconds), std::string(kHtml));
     res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
     res.set_header("X-Content-Type-Options", "nosniff");
   });
-  server.Post("/api/v1/sync", [this](const httplib::Request& req, httplib::Response& res) {
+  router.Post("/api/v1/sync", [this](const httplib::Request& req, httplib::Response& res) {
     if (options.webhook.secret) {
       if (!BearerTokenMatches(Header(req, "Authorization"), *options.webhook.secret)) {
         res.status = 401;
@@ -188,7 +223,7 @@ void HttpServer::Impl::Routes() {
     res.status = 202;
     res.set_content(R"({"accepted": "reconcile pass queued"})", std::string(kJson));
   });
-  server.Post("/webhook",
+  router.Post("/webhook",
               [this](const httplib::Request& req, httplib::Response& res,
                      const httplib::ContentReader& reader) { HandleWebhook(req, res, reader); });
 }
@@ -249,6 +284,71 @@ void HttpServer::Impl::HandleWebhook(const httplib::Request& req, httplib::Respo
   }
 }
 
+Admission HttpServer::Impl::Classify(const RequestHead& head) const {
+  Admission a;
+  a.lane = IsProbe(head) ? Lane::kProbe : Lane::kMain;
+  // Only the webhook carries a payload worth its size; without a secret it answers 404 and
+  // needs none.
+  a.max_body_bytes = head.path == "/webhook" && options.webhook.secret
+                         ? options.webhook.max_body_bytes
+                         : options.max_body_bytes;
+  return a;
+}
+
+void HttpServer::Impl::CountRefusal(std::string_view reason, int status, const RequestHead* head) {
+  metrics.Add(kRefusedMetric, 1, {{"reason", std::string(reason)}});
+  if (head == nullptr) return;
+  metrics.Add(kRequestsMetric, 1,
+              {{"path", PathLabel(head->path)}, {"code", std::to_string(status)}});
+  if (status == 413 && head->path == "/webhook") {
+    metrics.Add(kRejectedMetric, 1, {{"reason", "too_large"}});
+  }
+}
+
+void HttpServer::Impl::CountConnections(const GateCounts& counts) {
+  metrics.Set(kConnectionsMetric, static_cast<double>(counts.reading_head),
+              {{"state", "reading_head"}});
+  metrics.Set(kConnectionsMetric, static_cast<double>(counts.in_handlers),
+              {{"state", "in_handler"}});
+  metrics.Set(kConnectionsMetric, static_cast<double>(counts.closing), {{"state", "closing"}});
+}
+
+GateCallbacks HttpServer::Impl::Callbacks() {
+  GateCallbacks c;
+  c.classify = [this](const RequestHead& head) { return Classify(head); };
+  c.serve = [this](GatedRequest& request) {
+    GatedStream stream(request);
+    router.Serve(stream);
+  };
+  c.refused = [this](std::string_view reason, int status, const RequestHead* head) {
+    CountRefusal(reason, status, head);
+  };
+  c.counts = [this](const GateCounts& counts) { CountConnections(counts); };
+  return c;
+}
+
+void HttpServer::Impl::ConfigureRouter() {
+  // A backstop behind the gate, which refuses larger declared bodies before reading them.
+  router.set_payload_max_length(std::max(options.webhook.max_body_bytes, options.max_body_bytes));
+  // Counted before the response is written, so a client that has its answer sees the count.
+  router.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    metrics.Add(kRequestsMetric, 1,
+                {{"path", PathLabel(req.path)}, {"code", std::to_string(res.status)}});
+  });
+  router.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        res.set_content(StatusLine(res.status), std::string(kText));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  router.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        res.status = 500;
+        res.set_content("500 Internal Server Error\n", std::string(kText));
+      });
+  Routes();
+}
+
 HttpServer::HttpServer(HttpServerOptions options, core::MetricsRegistry& metrics,
                        TriggerCallback trigger, SnapshotCallback snapshot)
     : impl_(std::make_unique<Impl>(std::move(options), metrics, std::move(trigger),
@@ -259,6 +359,12 @@ HttpServer::HttpServer(HttpServerOptions options, core::MetricsRegistry& metrics
                          "Authenticated webhook requests that triggered nothing (ping, other "
                          "branch, other event), by source.");
   metrics.DeclareCounter(kTriggersMetric, "Reconcile passes requested over HTTP, by source.");
+  metrics.DeclareCounter(kRefusedMetric,
+                         "HTTP connections and requests the server refused before any handler "
+                         "saw them, by reason.");
+  metrics.DeclareGauge(kConnectionsMetric,
+                       "Open HTTP connections: reading_head (waiting for the request head), "
+                       "in_handler (queued or being answered), closing.");
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -268,45 +374,13 @@ core::Status HttpServer::Start() {
   if (s.started) return core::Error::Fatal("the HTTP server is already started");
   auto addr = ParseListenAddress(s.options.listen, s.options.allow_non_loopback);
   if (!addr.ok()) return addr.error();
-
-  s.server.new_task_queue = [] { return new httplib::ThreadPool(4); };
-  s.server.set_payload_max_length(s.options.webhook.max_body_bytes);
-  s.server.set_read_timeout(10);
-  s.server.set_write_timeout(10);
-  // Counted before the response is written, so a client that has its answer sees the count.
-  s.server.set_post_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    s.metrics.Add(kRequestsMetric, 1,
-                  {{"path", PathLabel(req.path)}, {"code", std::to_string(res.status)}});
-  });
-  s.server.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        res.set_content(StatusLine(res.status), std::string(kText));
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  s.server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        res.status = 500;
-        res.set_content("500 Internal Server Error\n", std::string(kText));
-      });
-  s.Routes();
-
-  if (addr->port == 0) {
-    const int bound = s.server.bind_to_any_port(addr->host);
-    if (bound <= 0) return core::Error::Fatal("cannot listen on " + s.options.listen);
-    s.port = bound;
-  } else {
-    if (!s.server.bind_to_port(addr->host, addr->port)) {
-      return core::Error::Fatal("cannot listen on " + s.options.listen);
-    }
-    s.port = addr->port;
-  }
+  auto listener = OpenListener(addr->host, addr->port);
+  if (!listener.ok()) return listener.error();
+  s.ConfigureRouter();
+  s.gate = std::make_unique<ConnectionGate>(listener->fd, s.options.limits, s.Callbacks());
+  s.gate->Start();
+  s.port = listener->port;
   s.started = true;
-  s.listen_returned = false;
-  s.thread = std::thread([&s] {
-    s.server.listen_after_bind();
-    s.listen_returned = true;
-  });
   return core::OkStatus();
 }
 
@@ -315,13 +389,7 @@ int HttpServer::port() const { return impl_->started ? impl_->port : 0; }
 void HttpServer::Stop() {
   Impl& s = *impl_;
   if (!s.started) return;
-  // stop() only closes the socket of a server that is already listening; a Stop() right after
-  // Start() waits for the thread to get there.
-  while (!s.server.is_running() && !s.listen_returned) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  s.server.stop();
-  if (s.thread.joinable()) s.thread.join();
+  s.gate.reset();  // stops and closes the listener
   s.started = false;
 }
 

@@ -3,6 +3,9 @@
 // the manual sync endpoint. Serves on its own thread; the reconcile loop talks to it only
 // through the two callbacks and the metrics registry.
 //
+// Every connection passes a ConnectionGate first (connection_gate.h): bounded head time and
+// size, body size, connections per client, and probes on handler threads of their own.
+//
 // Endpoints: GET /healthz, GET /readyz, GET /metrics, GET /api/v1/status, POST /api/v1/sync,
 // POST /webhook, GET / (docs/http-api.md has the contract).
 //
@@ -16,6 +19,7 @@
 #include "reconciler/core/metrics.h"
 #include "reconciler/core/result.h"
 #include "reconciler/engine/daemon_snapshot.h"
+#include "reconciler/server/connection_gate.h"
 #include "reconciler/server/webhook_verifier.h"
 
 namespace rg::server {
@@ -31,6 +35,10 @@ struct HttpServerOptions {
   // The webhook secret also guards POST /api/v1/sync (as a bearer token) when set.
   WebhookConfig webhook;
   int page_refresh_seconds = 15;  // meta refresh of the status page; 0 = none
+  // The body limit of every request but an authenticated webhook's (webhook.max_body_bytes).
+  size_t max_body_bytes = 64 * 1024;
+  // Deadlines, connection limits and handler threads (docs/http-api.md, "Limits").
+  GateLimits limits;
 };
 
 // Called with the trigger's source: "webhook:github", "webhook:gitlab", "webhook:bearer",

@@ -73,6 +73,12 @@ nlohmann::json JobJson(const core::StatusRecord& r) {
   };
 }
 
+nlohmann::json WarningsJson(const engine::DaemonSnapshot& s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& w : s.warnings) out.push_back({{"kind", w.kind}, {"message", w.message}});
+  return out;
+}
+
 std::map<Phase, int> CountByPhase(const engine::DaemonSnapshot& s) {
   std::map<Phase, int> counts;
   for (const auto& job : s.jobs) ++counts[job.phase];
@@ -158,8 +164,44 @@ td.message { max-width: 36em; white-space: pre-wrap; word-break: break-word; }
 .phase-conflict { background: #bf3989; }
 .phase-removed { background: #57606a; }
 .empty { color: #6e7781; font-style: italic; }
+.notice { border: 1px solid; border-radius: 6px; padding: 8px 12px; margin: 0 0 16px;
+          font-size: 14px; }
+.notice h2 { font-size: 15px; margin: 0 0 6px; }
+.notice ul { margin: 0; padding-left: 20px; }
+.notice.unreachable { background: #ffebe9; border-color: #ff8182; }
+.notice.warnings { background: #fff8c5; border-color: #d4a72c; }
+.notice .kind { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-weight: 600; }
 footer { padding: 8px 24px 24px; color: #6e7781; font-size: 12px; }
 )css";
+
+// While Git or Ray cannot be reached (or the daemon is otherwise unready) the jobs shown are
+// the last known ones (DESIGN.md 7): say so, and since when.
+std::string UnreadyNotice(const engine::DaemonSnapshot& s) {
+  if (s.ready || s.shutting_down || (s.unready_reason.empty() && s.last_error.empty())) return "";
+  const std::string reason =
+      s.unready_reason.empty() ? "last pass failed: " + s.last_error : s.unready_reason;
+  std::string since = "No pass has succeeded since the daemon started";
+  if (s.last_success_ms) {
+    since = "No pass has succeeded since " + HumanTime(s.last_success_ms) + " (" +
+            Ago(s, s.last_success_ms) + ")";
+  }
+  if (s.consecutive_failures > 0) {
+    since += "; " + std::to_string(s.consecutive_failures) + " failed in a row";
+  }
+  return "<section class=\"notice unreachable\" id=\"unready\"><h2>Not ready: " +
+         HtmlEscape(reason) + "</h2><p>" + HtmlEscape(since) +
+         ". The jobs below are as last known.</p></section>\n";
+}
+
+std::string WarningsBox(const engine::DaemonSnapshot& s) {
+  if (s.warnings.empty()) return "";
+  std::string h = "<section class=\"notice warnings\" id=\"warnings\"><h2>Warnings</h2><ul>\n";
+  for (const auto& w : s.warnings) {
+    h += "<li data-kind=\"" + HtmlEscape(w.kind) + "\"><span class=\"kind\">" + HtmlEscape(w.kind) +
+         "</span>: " + HtmlEscape(w.message) + "</li>\n";
+  }
+  return h + "</ul></section>\n";
+}
 
 }  // namespace
 
@@ -232,6 +274,8 @@ std::string RenderStatusJson(const engine::DaemonSnapshot& s) {
       {"status_commit", StringOrNull(s.status_commit)},
       {"blocked", s.blocked},
       {"blocked_reason", StringOrNull(s.blocked_reason)},
+      {"unready_reason", StringOrNull(s.unready_reason)},
+      {"warnings", WarningsJson(s)},
       {"counts", std::move(counts)},
       {"jobs", std::move(jobs)},
   };
@@ -279,6 +323,8 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
   if (s.next_pass_ms) row("Next pass", "next-pass", HumanTime(s.next_pass_ms));
   row("Ray", "ray", s.ray_address);
   h += "</dl>\n</header>\n<main>\n";
+  h += UnreadyNotice(s);
+  h += WarningsBox(s);
 
   h += "<ul class=\"counts\" id=\"counts\">\n";
   h += "<li>Jobs<b>" + std::to_string(s.jobs.size()) + "</b></li>\n";

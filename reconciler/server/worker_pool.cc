@@ -1,0 +1,48 @@
+#include "reconciler/server/worker_pool.h"
+
+#include <utility>
+
+namespace rg::server {
+
+WorkerPool::WorkerPool(size_t threads, size_t max_queued) : max_queued_(max_queued) {
+  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+}
+
+WorkerPool::~WorkerPool() { Shutdown(); }
+
+bool WorkerPool::TryPost(std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    if (shutting_down_ || queue_.size() >= max_queued_) return false;
+    queue_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void WorkerPool::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    shutting_down_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+void WorkerPool::Work() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return shutting_down_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // shutting down with nothing left to run
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+}  // namespace rg::server
