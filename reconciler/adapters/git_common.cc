@@ -2,11 +2,15 @@
 
 #include <cstdlib>
 
+#include "reconciler/adapters/git_transport.h"
+
 namespace rg::adapters::git {
 
 void EnsureLibraryInitialised() {
   static const bool initialised = [] {
     git_libgit2_init();
+    // Every network connection of libgit2 goes through the stream with deadlines.
+    RegisterTimedSocketStream();
     std::atexit([] { git_libgit2_shutdown(); });
     return true;
   }();

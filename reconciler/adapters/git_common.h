@@ -13,7 +13,8 @@
 
 namespace rg::adapters::git {
 
-// git_libgit2_init once per process; the matching shutdown runs at exit.
+// git_libgit2_init once per process, with the socket stream of git_transport.h registered;
+// the matching shutdown runs at exit.
 void EnsureLibraryInitialised();
 
 template <typename T, void (*Free)(T*)>

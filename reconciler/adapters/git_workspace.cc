@@ -6,8 +6,10 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
 #include "reconciler/adapters/git_common.h"
+#include "reconciler/adapters/git_transport.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/render.h"
 
@@ -16,7 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kRemoteName = "origin";
 constexpr const char* kOutgoingRef = "refs/ray-gitops/outgoing";
 // libgit2 asks again after refused credentials; give up instead of looping.
 constexpr int kMaxCredentialCalls = 3;
@@ -54,13 +55,34 @@ std::string ReadTrimmedFile(const std::string& path, bool& ok) {
 struct CallbackState {
   const GitWorkspaceOptions* options = nullptr;
   int credential_calls = 0;
-  std::string rejection;  // set by the push status callback
+  std::string rejection;    // set by the push status callback
+  uint64_t generation = 0;  // GitCancelGeneration() when the transfer began
+  bool cancelled = false;
 };
+
+// Progress callbacks: a non-zero answer makes libgit2 abandon the transfer. This is how a
+// local transfer (no socket to shut down) learns of CancelGitTransfers.
+bool Cancelled(void* payload) {
+  auto* state = static_cast<CallbackState*>(payload);
+  if (GitCancelGeneration() != state->generation) state->cancelled = true;
+  return state->cancelled;
+}
+int StopIfCancelled(const git_indexer_progress* /*stats*/, void* payload) {
+  return Cancelled(payload) ? GIT_EUSER : 0;
+}
+int StopIfCancelledOnMessage(const char* /*text*/, int /*len*/, void* payload) {
+  return Cancelled(payload) ? GIT_EUSER : 0;
+}
+int StopPushIfCancelled(unsigned int /*current*/, unsigned int /*total*/, size_t /*bytes*/,
+                        void* payload) {
+  return Cancelled(payload) ? GIT_EUSER : 0;
+}
 
 int AcquireCredentials(git_credential** out, const char* /*url*/, const char* username_from_url,
                        unsigned int allowed, void* payload) {
   auto* state = static_cast<CallbackState*>(payload);
   const GitWorkspaceOptions& options = *state->options;
+  if (Cancelled(payload)) return GIT_EUSER;
   if (++state->credential_calls > kMaxCredentialCalls) {
     git_error_set_str(GIT_ERROR_NET, "the remote refused the credentials");
     return GIT_EAUTH;
@@ -190,7 +212,7 @@ std::string GitCacheDirName(std::string_view remote_url) {
 
 std::string GitWorkspace::TrackingRef(std::string_view branch) {
   if (branch.starts_with("refs/heads/")) branch.remove_prefix(11);
-  return std::string("refs/remotes/") + kRemoteName + "/" + std::string(branch);
+  return "refs/heads/" + std::string(branch);
 }
 
 core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspaceOptions& options) {
@@ -221,22 +243,38 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspac
     return core::Error::InvalidInput("cannot create the cache directory " + cache + ": " +
                                      ec.message());
   }
-  int rc = git_repository_open_bare(&ws->repo_, ws->clone_path_.c_str());
+  if (core::Status opened = ws->OpenClone(); !opened) return opened.error();
+  return ws;
+}
+
+bool GitWorkspace::CloneIntact() const {
+  std::error_code ec;
+  return fs::is_regular_file(fs::path(clone_path_) / "HEAD", ec) &&
+         fs::is_directory(fs::path(clone_path_) / "objects", ec) &&
+         fs::is_directory(fs::path(clone_path_) / "refs", ec);
+}
+
+core::Status GitWorkspace::OpenClone() {
+  git_remote_free(std::exchange(remote_, nullptr));
+  git_repository_free(std::exchange(repo_, nullptr));
+  std::error_code ec;
+  fs::create_directories(fs::path(clone_path_).parent_path(), ec);
+  int rc = git_repository_open_bare(&repo_, clone_path_.c_str());
   if (rc != 0) {
-    rc = git_repository_init(&ws->repo_, ws->clone_path_.c_str(), /*is_bare=*/1);
-    if (rc != 0) return git::LastError(rc, "cannot create the clone at " + ws->clone_path_);
+    rc = git_repository_init(&repo_, clone_path_.c_str(), /*is_bare=*/1);
+    if (rc != 0) return git::LastError(rc, "cannot create the clone at " + clone_path_);
   }
   // An in-memory remote, kept for the workspace's lifetime: nothing is written to the clone's
   // configuration, and Fetch names its refspec itself. It skips libgit2's own insteadOf
   // handling (see ApplyInsteadOf for why); the rules are applied to the URL instead.
-  ws->remote_url_ = ApplyInsteadOf(ws->repo_, url);
+  remote_url_ = ApplyInsteadOf(repo_, url_);
   git_remote_create_options remote_options = GIT_REMOTE_CREATE_OPTIONS_INIT;
-  remote_options.repository = ws->repo_;
+  remote_options.repository = repo_;
   remote_options.flags =
       GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-  rc = git_remote_create_with_opts(&ws->remote_, ws->remote_url_.c_str(), &remote_options);
+  rc = git_remote_create_with_opts(&remote_, remote_url_.c_str(), &remote_options);
   if (rc != 0) return git::LastError(rc, "cannot configure the clone's remote");
-  return ws;
+  return core::OkStatus();
 }
 
 GitWorkspace::~GitWorkspace() {
@@ -245,18 +283,35 @@ GitWorkspace::~GitWorkspace() {
 }
 
 core::Status GitWorkspace::Fetch() {
-  CallbackState state{&options_, 0, {}};
+  // A cache directory deleted under a running daemon: clone again rather than fail forever.
+  if (!CloneIntact()) {
+    if (core::Status reopened = OpenClone(); !reopened) {
+      return core::Error::Transient(reopened.error().message());
+    }
+  }
+  CallbackState state{&options_, 0, {}, GitCancelGeneration()};
   git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
   opts.prune = GIT_FETCH_PRUNE;
   opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_ALL;
   opts.callbacks.credentials = AcquireCredentials;
+  opts.callbacks.transfer_progress = StopIfCancelled;
+  opts.callbacks.sideband_progress = StopIfCancelledOnMessage;
   opts.callbacks.payload = &state;
-  const std::string spec = std::string("+refs/heads/*:refs/remotes/") + kRemoteName + "/*";
+  // A mirror: the remote's refs under the same names. libgit2 1.5's local transport (a path
+  // or file://) looks up every remote ref name in the clone with git_revparse_single to hide
+  // what the clone already has; a name the clone lacks goes on to the `git describe` pattern,
+  // whose match data leaks when the name holds "-g" (refs/heads/ray-gitops/status does). With
+  // the same names in the clone every lookup succeeds, nothing leaks, and a fetch sends only
+  // new objects instead of the whole history. Remote repositories get their branches only
+  // (not refs/pull/* and the like); their transports negotiate without that lookup.
+  const bool local = LocalPath(url_).has_value();
+  const std::string spec = local ? "+refs/*:refs/*" : "+refs/heads/*:refs/heads/*";
   char* specs[] = {const_cast<char*>(spec.c_str())};
   const git_strarray refspecs{specs, 1};
   const int rc = git_remote_fetch(remote_, &refspecs, &opts, "ray-gitops fetch");
   if (rc != 0) {
     core::Error e = git::LastError(rc, "cannot fetch " + url_);
+    if (state.cancelled) return core::Error::Transient("cannot fetch " + url_ + ": cancelled");
     if (e.IsUnauthorized()) return e;
     return core::Error::Transient(e.message());
   }
@@ -281,9 +336,10 @@ core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::
   git::Reference outgoing(raw_ref);
   if (rc != 0) return git::LastError(rc, "cannot prepare the push");
 
-  CallbackState state{&options_, 0, {}};
+  CallbackState state{&options_, 0, {}, GitCancelGeneration()};
   git_push_options opts = GIT_PUSH_OPTIONS_INIT;
   opts.callbacks.credentials = AcquireCredentials;
+  opts.callbacks.push_transfer_progress = StopPushIfCancelled;
   opts.callbacks.push_update_reference = RecordPushStatus;
   opts.callbacks.payload = &state;
   const std::string spec = std::string(kOutgoingRef) + ":refs/heads/" + branch;

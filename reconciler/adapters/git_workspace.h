@@ -54,13 +54,16 @@ class GitWorkspace {
   // The repository URL with credentials stripped, as recorded in `gitops.repo`.
   const std::string& url() const { return url_; }
   const std::string& clone_path() const { return clone_path_; }
-  // The bare clone. Owned by the workspace.
+  // The bare clone. Owned by the workspace; a Fetch that re-creates a deleted clone replaces
+  // it, so hold it (and its objects) only between two Fetch calls.
   git_repository* repository() const { return repo_; }
   // Where Fetch and PushCommit reach the remote: url() after the insteadOf rules.
   const std::string& remote_url() const { return remote_url_; }
 
-  // Fetches every branch (to refs/remotes/origin/*, pruning deleted ones) and tag.
-  // kTransient when the remote cannot be reached, kUnauthorized on refused credentials.
+  // Fetches every branch and tag, as a mirror (refs/heads/* to refs/heads/*, pruning deleted
+  // ones; every ref of a local remote). Re-creates the clone first when its directory was
+  // deleted. kTransient when the remote cannot be reached, the transfer timed out or was
+  // cancelled (git_transport.h), kUnauthorized on refused credentials.
   core::Status Fetch();
   int fetches() const { return fetches_; }
 
@@ -68,7 +71,9 @@ class GitWorkspace {
   // unknown (an empty remote).
   const std::string& remote_head() const { return remote_head_; }
 
-  // "refs/remotes/origin/<branch>" for a branch name or "refs/heads/<branch>".
+  // The clone's copy of the remote's branch, as of the last Fetch (or PushCommit):
+  // "refs/heads/<branch>" for a branch name or "refs/heads/<branch>". The clone mirrors the
+  // remote's ref names (see Fetch for why).
   static std::string TrackingRef(std::string_view branch);
 
   // Pushes the local commit `commit_hex` to refs/heads/<branch> on the remote, as a
@@ -77,6 +82,11 @@ class GitWorkspace {
 
  private:
   GitWorkspace() = default;
+  // The bare clone's files are all there (not deleted under a running daemon).
+  bool CloneIntact() const;
+  // Opens (or makes) the clone at clone_path_ and the in-memory remote over it, freeing any
+  // earlier ones. REQUIRES: no libgit2 object of the old repository is alive.
+  core::Status OpenClone();
 
   GitWorkspaceOptions options_;
   std::string url_;

@@ -19,6 +19,9 @@ struct RayClientOptions {
   std::map<std::string, std::string> headers;  // extra headers for every request
   std::string ca_file;                         // for https://
   bool insecure = false;                       // https:// without verification
+  // Deadlines of one attempt of a call: the connection within connect_timeout, then the whole
+  // exchange (not only each wait for a byte: a head that trickles its answer is cut off too)
+  // within read_timeout, or submit_timeout for a submit.
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds read_timeout{30000};
   // Submit gets a long read timeout: a cancelled submit can leave a job PENDING forever.

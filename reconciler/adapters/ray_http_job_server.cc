@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -19,11 +22,93 @@ using ray_http::EncodePathSegment;
 
 constexpr char kJsonType[] = "application/json";
 
+using SteadyClock = std::chrono::steady_clock;
+
 // One HTTP answer, or why there was none.
 struct Exchange {
   int status = 0;  // 0: no answer (refused, timed out, dropped)
   std::string body;
   httplib::Error transport = httplib::Error::Success;
+  std::string cut;  // why the call was cut off by us (its deadline, abandoned), if it was
+};
+
+// The Ray calls in flight in the process, each with the time its whole exchange must end by:
+// cpp-httplib's timeouts bound each wait for a byte, not the exchange. A watchdog stops the
+// calls past their deadline; AbandonRayCalls stops them all. Never destroyed: the watchdog
+// thread waits on it until the process ends.
+class CallRegistry {
+ public:
+  static CallRegistry& Get() {
+    static CallRegistry* const registry = new CallRegistry();
+    return *registry;
+  }
+
+  // False (and nothing registered) once calls are abandoned.
+  bool Enter(httplib::Client* client, SteadyClock::time_point deadline) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (abandoned_) return false;
+    calls_[client] = Call{deadline, false};
+    if (!watchdog_started_) {
+      watchdog_started_ = true;
+      std::thread([this] { Watch(); }).detach();
+    }
+    cv_.notify_all();
+    return true;
+  }
+
+  // Why the call was cut off, or empty.
+  std::string Leave(httplib::Client* client, std::chrono::milliseconds budget) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = calls_.find(client);
+    const bool expired = it != calls_.end() && it->second.expired;
+    if (it != calls_.end()) calls_.erase(it);
+    if (abandoned_) return "abandoned (shutting down)";
+    if (expired) return "no complete answer within " + std::to_string(budget.count()) + " ms";
+    return "";
+  }
+
+  void AbandonAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    abandoned_ = true;
+    for (auto& [client, call] : calls_) client->stop();
+  }
+
+  bool abandoned() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return abandoned_;
+  }
+
+  int Count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(calls_.size());
+  }
+
+ private:
+  struct Call {
+    SteadyClock::time_point deadline;
+    bool expired = false;
+  };
+
+  [[noreturn]] void Watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait_for(lock,
+                   calls_.empty() ? std::chrono::seconds(60) : std::chrono::milliseconds(100));
+      const auto now = SteadyClock::now();
+      for (auto& [client, call] : calls_) {
+        // stop() again on later rounds too: a call still connecting has no socket to shut yet.
+        if (now < call.deadline && !abandoned_) continue;
+        call.expired = true;
+        client->stop();
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<httplib::Client*, Call> calls_;
+  bool abandoned_ = false;
+  bool watchdog_started_ = false;
 };
 
 // scheme://host:port and the path prefix of an address such as https://proxy/ray.
@@ -40,9 +125,11 @@ SplitAddress Split(const std::string& address) {
   return {address.substr(0, path_start), address.substr(path_start)};
 }
 
-core::Error TransportError(std::string_view method, std::string_view path, httplib::Error err) {
-  std::string message =
-      std::string(method) + " " + std::string(path) + ": " + httplib::to_string(err);
+core::Error TransportError(std::string_view method, std::string_view path, const Exchange& ex) {
+  const httplib::Error err = ex.transport;
+  std::string message = std::string(method) + " " + std::string(path) + ": " +
+                        (ex.cut.empty() ? httplib::to_string(err) : ex.cut);
+  if (!ex.cut.empty()) return core::Error::Transient(message);
   switch (err) {
     case httplib::Error::SSLLoadingCerts:
       return core::Error::InvalidInput(message + " (check --ray-ca-file)");
@@ -101,7 +188,7 @@ class RayHttpJobServer::Impl {
       return core::Error::Fatal("POST /api/jobs/: answer holds no submission_id: " +
                                 ray_http::TrimBodyForMessage(ex.body));
     }
-    core::Error failure = ex.status == 0 ? TransportError("POST", path, ex.transport)
+    core::Error failure = ex.status == 0 ? TransportError("POST", path, ex)
                                          : ClassifyHttpError("POST", path, ex.status, ex.body);
     // The job may exist although the answer was lost or was an error from a proxy: learn what
     // happened from the id, never by sending it again.
@@ -203,6 +290,13 @@ class RayHttpJobServer::Impl {
       headers.emplace("X-Ray-Authorization", "Bearer " + *options_.token);
     }
     const std::string full_path = split_.prefix + path;
+    const std::chrono::milliseconds budget = options_.connect_timeout + read_timeout;
+    CallRegistry& calls = CallRegistry::Get();
+    if (!calls.Enter(&client, SteadyClock::now() + budget)) {
+      ex.transport = httplib::Error::Canceled;
+      ex.cut = "abandoned (shutting down)";
+      return ex;
+    }
     httplib::Result res(nullptr, httplib::Error::Unknown);
     if (method == "GET") {
       res = client.Get(full_path, headers);
@@ -211,8 +305,10 @@ class RayHttpJobServer::Impl {
     } else {
       res = client.Post(full_path, headers, body.empty() ? std::string("{}") : body, kJsonType);
     }
+    std::string cut = calls.Leave(&client, budget);
     if (!res) {
       ex.transport = res.error();
+      ex.cut = std::move(cut);
       return ex;
     }
     ex.status = res->status;
@@ -231,8 +327,9 @@ class RayHttpJobServer::Impl {
     for (int attempt = 0;; ++attempt) {
       Exchange ex = Send(method, path, body, read_timeout);
       if (ex.status >= 200 && ex.status < 300) return ex;
-      core::Error err = ex.status == 0 ? TransportError(method, path, ex.transport)
+      core::Error err = ex.status == 0 ? TransportError(method, path, ex)
                                        : ClassifyHttpError(method, path, ex.status, ex.body);
+      if (!ex.cut.empty() && CallRegistry::Get().abandoned()) return err;
       if (!err.IsTransient() || attempt + 1 >= attempts) {
         if (err.IsTransient() && attempts > 1) {
           return core::Error::Transient(err.message() + " (after " + std::to_string(attempts) +
@@ -261,6 +358,10 @@ class RayHttpJobServer::Impl {
   std::optional<std::string> ray_version_;  // learnt once, for gating submit fields
   std::mt19937_64 rng_;
 };
+
+void AbandonRayCalls() { CallRegistry::Get().AbandonAll(); }
+
+int RayCallsInFlight() { return CallRegistry::Get().Count(); }
 
 RayHttpJobServer::RayHttpJobServer(RayClientOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}

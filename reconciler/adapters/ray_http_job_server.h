@@ -10,6 +10,15 @@
 
 namespace rg::adapters {
 
+// Ends every Ray call of the process in flight now, and makes later ones fail at once
+// (kTransient, "abandoned"). For the daemon's shutdown (DESIGN.md 7): a call in flight is
+// awaited for a while, then abandoned; the next start adopts a submitted run by its id.
+// Thread-safe; may be called repeatedly.
+void AbandonRayCalls();
+
+// Ray calls of the process in flight now (for tests).
+int RayCallsInFlight();
+
 class RayHttpJobServer : public ports::JobServer {
  public:
   explicit RayHttpJobServer(RayClientOptions options);
