@@ -4,7 +4,7 @@
 
 namespace rg::server {
 
-WorkerPool::WorkerPool(size_t threads, size_t max_queued) : max_queued_(max_queued) {
+WorkerPool::WorkerPool(size_t threads, size_t max_queued) : max_in_flight_(threads + max_queued) {
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
 }
 
@@ -13,8 +13,9 @@ WorkerPool::~WorkerPool() { Shutdown(); }
 bool WorkerPool::TryPost(std::function<void()> task) {
   {
     std::lock_guard lock(mu_);
-    if (shutting_down_ || queue_.size() >= max_queued_) return false;
+    if (shutting_down_ || in_flight_ >= max_in_flight_) return false;
     queue_.push_back(std::move(task));
+    ++in_flight_;
   }
   cv_.notify_one();
   return true;
@@ -42,6 +43,8 @@ void WorkerPool::Work() {
       queue_.pop_front();
     }
     task();
+    std::lock_guard lock(mu_);
+    --in_flight_;
   }
 }
 

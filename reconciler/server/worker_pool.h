@@ -21,8 +21,8 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // Queues `task`; false (and the task is dropped) when `max_queued` tasks are already
-  // waiting or the pool is shut down.
+  // Queues `task`; false (and the task is dropped) when every thread has a task and
+  // `max_queued` more are waiting, or the pool is shut down.
   bool TryPost(std::function<void()> task);
   // Runs the tasks already queued, then joins the threads. Idempotent.
   void Shutdown();
@@ -30,10 +30,11 @@ class WorkerPool {
  private:
   void Work();
 
-  const size_t max_queued_;
+  const size_t max_in_flight_;  // threads + max_queued
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  size_t in_flight_ = 0;  // queued or running
   bool shutting_down_ = false;
   std::vector<std::thread> threads_;
 };

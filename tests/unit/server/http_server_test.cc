@@ -336,3 +336,40 @@ TEST_CASE("listen addresses parse host and port; bad ones are refused") {
     CHECK_FALSE(ParseListenAddress(bad, false).ok());
   }
 }
+
+TEST_CASE("GET /readyz lists the warnings under ok and keeps 200") {
+  Fixture f;
+  auto s = rg::server::testing::SampleSnapshot();
+  s.warnings = {{"invalid_cluster", "cluster.yaml: unknown key \"nodes\""},
+                {"unreadable_status", "status/a.json: not JSON\nwarning: forged: line"}};
+  f.SetSnapshot(s);
+  auto r = f.client->Get("/readyz");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body ==
+        "ok\n"
+        "warning: invalid_cluster: cluster.yaml: unknown key \"nodes\"\n"
+        "warning: unreadable_status: status/a.json: not JSON warning: forged: line\n");
+}
+
+TEST_CASE("GET /readyz says the loop's unready reason, else the reason from the pass state") {
+  Fixture f;
+  auto s = rg::server::testing::SampleSnapshot();
+  s.ready = false;
+  s.unready_reason = "Ray unreachable since 2026-11-18 11:01:40Z";
+  s.last_error = "ray: connection refused";
+  f.SetSnapshot(s);
+  auto r = f.client->Get("/readyz");
+  REQUIRE(r);
+  CHECK(r->status == 503);
+  CHECK(r->body == "not ready: Ray unreachable since 2026-11-18 11:01:40Z\n");
+  s.unready_reason.clear();
+  s.warnings = {{"foreign_jobs", "1 job of instance lab-b"}};
+  f.SetSnapshot(s);
+  auto fallback = f.client->Get("/readyz");
+  REQUIRE(fallback);
+  CHECK(fallback->status == 503);
+  CHECK(fallback->body ==
+        "not ready: last pass failed: ray: connection refused\n"
+        "warning: foreign_jobs: 1 job of instance lab-b\n");
+}

@@ -156,3 +156,55 @@ TEST_CASE("the status JSON survives invalid UTF-8 in a message") {
   const auto j = nlohmann::json::parse(RenderStatusJson(s));
   CHECK(j["jobs"][0]["message"].get<std::string>().starts_with("bad "));
 }
+
+TEST_CASE("the status JSON lists the warnings and the unready reason") {
+  auto s = SampleSnapshot();
+  auto j = nlohmann::json::parse(RenderStatusJson(s));
+  CHECK(j["warnings"] == nlohmann::json::array());
+  CHECK(j["unready_reason"].is_null());
+  s.warnings = {{"unreadable_status", "status/a.json: not JSON; job a is frozen"},
+                {"foreign_jobs", "2 jobs carry another instance's label"}};
+  s.ready = false;
+  s.unready_reason = "Ray unreachable since 09:10:00";
+  j = nlohmann::json::parse(RenderStatusJson(s));
+  REQUIRE(j["warnings"].size() == 2);
+  CHECK(j["warnings"][0]["kind"] == "unreadable_status");
+  CHECK(j["warnings"][0]["message"] == "status/a.json: not JSON; job a is frozen");
+  CHECK(j["warnings"][1]["kind"] == "foreign_jobs");
+  CHECK(j["unready_reason"] == "Ray unreachable since 09:10:00");
+}
+
+TEST_CASE("the status page shows each warning in a box, escaped") {
+  auto s = SampleSnapshot();
+  CHECK(RenderStatusPage(s, 15).find("id=\"warnings\"") == std::string::npos);
+  s.warnings = {{"invalid_cluster", kHostileMessage}, {"invalid_spec", "jobs/x.yaml: bad"}};
+  const std::string html = RenderStatusPage(s, 15);
+  CHECK(html.find("id=\"warnings\"") != std::string::npos);
+  CHECK(html.find("<li data-kind=\"invalid_cluster\">") != std::string::npos);
+  CHECK(html.find(HtmlEscape(kHostileMessage)) != std::string::npos);
+  CHECK(html.find(kHostileMessage) == std::string::npos);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("jobs/x.yaml: bad") != std::string::npos);
+}
+
+TEST_CASE("while unreachable the page keeps the last known jobs and says since when") {
+  auto s = SampleSnapshot();
+  s.ready = false;
+  s.last_error = "ray: GET /api/jobs/: connection refused";
+  s.consecutive_failures = 4;
+  s.last_success_ms = s.now_ms - 300000;
+  const std::string html = RenderStatusPage(s, 15);
+  CHECK(html.find("id=\"unready\"") != std::string::npos);
+  CHECK(html.find("Not ready: last pass failed: ray: GET /api/jobs/: connection refused") !=
+        std::string::npos);
+  CHECK(html.find("No pass has succeeded since 2026-11-18 11:01:40Z (5 min ago); 4 failed in a "
+                  "row. The jobs below are as last known.") != std::string::npos);
+  CHECK(Occurrences(html, "<tr class=\"job\"") == s.jobs.size());
+
+  s.unready_reason = "Git unreachable: fetch timed out";
+  s.last_success_ms.reset();
+  const std::string never = RenderStatusPage(s, 15);
+  CHECK(never.find("Not ready: Git unreachable: fetch timed out") != std::string::npos);
+  CHECK(never.find("No pass has succeeded since the daemon started") != std::string::npos);
+  CHECK(RenderStatusPage(SampleSnapshot(), 15).find("id=\"unready\"") == std::string::npos);
+}
