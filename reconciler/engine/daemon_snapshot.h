@@ -28,11 +28,14 @@ struct DaemonSnapshot {
   std::optional<int64_t> next_pass_ms;  // when the timer (or backoff) fires next
   bool pass_in_flight = false;
   bool shutting_down = false;
-  bool ready = false;  // the last pass succeeded within the readiness window
-  // Why the daemon is not ready, for people (empty when ready): no pass within the window,
-  // a pass running past its deadline, Git or Ray unreachable, a ledger of another cluster.
+  // A pass succeeded within the readiness window (three intervals plus the pass deadline),
+  // no pass has been running past its deadline, and no stop was requested.
+  bool ready = false;
+  // Why the daemon is not ready, for people (empty when ready): shutting down, a pass running
+  // past its deadline, no successful pass within the window (with the last error).
   std::string unready_reason;
-  // The last completed pass's warnings (they do not make the daemon unready).
+  // The last completed pass's warnings (they do not make the daemon unready); a pass that
+  // failed before it learnt anything (Git or Ray unreachable) keeps the earlier ones.
   std::vector<Warning> warnings;
   std::string spec_commit;    // commit of the desired state last read
   std::string status_commit;  // last status commit made by this process

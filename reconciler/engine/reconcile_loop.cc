@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "reconciler/core/status_model.h"
+#include "reconciler/engine/warning.h"
 
 namespace rg::engine {
 namespace {
@@ -15,6 +16,13 @@ constexpr std::array<core::Phase, 12> kAllPhases = {
     core::Phase::kStopped, core::Phase::kSuspended, core::Phase::kLost,      core::Phase::kInvalid,
     core::Phase::kBlocked, core::Phase::kConflict,  core::Phase::kRemoved,   core::Phase::kStopping,
 };
+
+// Every kind of engine/warning.h: rg_warnings has a series for each, 0 when none, so an alert
+// can rely on the series existing.
+constexpr std::array<std::string_view, 4> kWarningKinds = {kWarnInvalidCluster, kWarnInvalidSpec,
+                                                           kWarnUnreadableStatus, kWarnForeignJobs};
+
+std::string Seconds(int64_t us) { return std::to_string(us / 1'000'000) + " s"; }
 
 void DeclareLoopMetrics(core::MetricsRegistry& m) {
   m.DeclareHistogram("rg_pass_duration_seconds", "Duration of a reconcile pass.",
@@ -30,6 +38,14 @@ void DeclareLoopMetrics(core::MetricsRegistry& m) {
                  "Unix time at which the last pass that did not fail ended.");
   m.DeclareGauge("rg_consecutive_failures", "Failed passes since the last one that did not fail.");
   m.DeclareCounter("rg_triggers_total", "Requests for a pass, by source (timer, webhook, api).");
+  m.DeclareGauge("rg_warnings",
+                 "Warnings of the last completed pass by kind (invalid cluster file or spec, "
+                 "unreadable status file, foreign jobs); they do not make the daemon unready.");
+  m.DeclareGauge("rg_pass_in_flight_seconds",
+                 "Seconds the pass in flight has been running; 0 between passes.");
+  m.DeclareGauge("rg_pass_deadline_seconds",
+                 "How long a pass may run before the daemon reports itself not ready.");
+  m.DeclareGauge("rg_ready", "1 when /readyz answers 200, else 0.");
 }
 
 std::string FirstProblem(const PassResult& r) {
@@ -79,7 +95,16 @@ ReconcileLoop::ReconcileLoop(LoopOptions options, PassFunction pass, ports::Cloc
       random_(options_.random_seed != 0 ? options_.random_seed : std::random_device{}()) {
   state_ = options_.identity;
   next_due_us_ = clock_.MonotonicUs();
-  if (metrics_ != nullptr) DeclareLoopMetrics(*metrics_);
+  if (metrics_ != nullptr) {
+    DeclareLoopMetrics(*metrics_);
+    metrics_->Set("rg_pass_deadline_seconds",
+                  static_cast<double>(options_.pass_deadline_ms) / 1000);
+    metrics_->Set("rg_pass_in_flight_seconds", 0);
+    metrics_->Set("rg_ready", 0);
+    for (std::string_view kind : kWarningKinds) {
+      metrics_->Set("rg_warnings", 0, {{"kind", std::string(kind)}});
+    }
+  }
 }
 
 int64_t ReconcileLoop::BaseBackoffMs(const LoopOptions& options, int failures) {
@@ -128,6 +153,8 @@ bool ReconcileLoop::Step() {
   trigger_pending_ = false;
   state_.pass_in_flight = true;
   state_.last_pass_start_ms = clock_.NowMs();
+  pass_start_us_ = start_us;
+  deadline_reported_ = false;
   lock.unlock();
   if (metrics_ != nullptr && trigger == "timer") {
     metrics_->Add("rg_triggers_total", 1, {{"source", "timer"}});
@@ -149,7 +176,14 @@ bool ReconcileLoop::Step() {
 
   lock.lock();
   state_.pass_in_flight = false;
+  pass_start_us_.reset();
   state_.last_pass_end_ms = end_ms;
+  // A pass that failed before it learnt anything (Git or Ray unreachable) keeps the earlier
+  // warnings: their causes are still there, and alerts on them must not resolve.
+  const bool warnings_known =
+      verdict != PassVerdict::kFailed || result.planned || !result.warnings.empty();
+  if (warnings_known) state_.warnings = result.warnings;
+  const std::vector<Warning> warnings = state_.warnings;
   if (!result.spec_commit.empty()) state_.spec_commit = result.spec_commit;
   if (!result.status_commit.empty()) state_.status_commit = result.status_commit;
   if (result.planned) {
@@ -177,6 +211,8 @@ bool ReconcileLoop::Step() {
   cv_.notify_all();
 
   RecordMetrics(report, static_cast<double>(end_us - start_us) / 1e6, end_ms);
+  if (metrics_ != nullptr) RecordWarnings(warnings);
+  PublishLiveMetrics();
   if (observer_) observer_(report);
   return true;
 }
@@ -214,6 +250,33 @@ void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int6
     m.Set("rg_last_successful_pass_timestamp_seconds", static_cast<double>(end_wall_ms) / 1000);
   }
   m.Set("rg_consecutive_failures", report.consecutive_failures);
+}
+
+void ReconcileLoop::RecordWarnings(const std::vector<Warning>& warnings) {
+  std::map<std::string, int, std::less<>> by_kind;
+  for (std::string_view kind : kWarningKinds) by_kind[std::string(kind)] = 0;
+  for (const Warning& w : warnings) ++by_kind[w.kind];
+  metrics_->ClearGauge("rg_warnings");
+  for (const auto& [kind, n] : by_kind) metrics_->Set("rg_warnings", n, {{"kind", kind}});
+}
+
+std::string ReconcileLoop::PublishLiveMetrics() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t now_us = clock_.MonotonicUs();
+  const int64_t running_us = pass_start_us_ ? now_us - *pass_start_us_ : 0;
+  DaemonSnapshot readiness;
+  ReadinessLocked(now_us, readiness);
+  std::string newly_late;
+  if (pass_start_us_ && running_us > options_.pass_deadline_ms * 1000 && !deadline_reported_) {
+    deadline_reported_ = true;
+    newly_late = readiness.unready_reason;
+  }
+  lock.unlock();
+  if (metrics_ != nullptr) {
+    metrics_->Set("rg_pass_in_flight_seconds", static_cast<double>(running_us) / 1e6);
+    metrics_->Set("rg_ready", readiness.ready ? 1 : 0);
+  }
+  return newly_late;
 }
 
 void ReconcileLoop::Run() {
@@ -256,10 +319,33 @@ DaemonSnapshot ReconcileLoop::Snapshot() const {
   s.now_ms = clock_.NowMs();
   if (!stopping_)
     s.next_pass_ms = s.now_ms + std::max<int64_t>(0, NextDueLocked(now_us) - now_us) / 1000;
-  const int64_t window_us =
-      static_cast<int64_t>(options_.readiness_intervals) * options_.interval_ms * 1000;
-  s.ready = !stopping_ && last_success_us_.has_value() && now_us - *last_success_us_ <= window_us;
+  ReadinessLocked(now_us, s);
   return s;
+}
+
+void ReconcileLoop::ReadinessLocked(int64_t now_us, DaemonSnapshot& s) const {
+  const int64_t deadline_us = options_.pass_deadline_ms * 1000;
+  const int64_t window_us =
+      static_cast<int64_t>(options_.readiness_intervals) * options_.interval_ms * 1000 +
+      deadline_us;
+  s.ready = false;
+  if (stopping_) {
+    s.unready_reason = "shutting down";
+  } else if (pass_start_us_ && now_us - *pass_start_us_ > deadline_us) {
+    s.unready_reason = "a pass has been running for " + Seconds(now_us - *pass_start_us_) +
+                       ", longer than its deadline of " + Seconds(deadline_us);
+  } else if (!last_success_us_) {
+    s.unready_reason = "no pass has succeeded yet";
+    if (!state_.last_error.empty())
+      s.unready_reason += "; the last one failed: " + state_.last_error;
+  } else if (now_us - *last_success_us_ > window_us) {
+    s.unready_reason = "no pass has succeeded for " + Seconds(now_us - *last_success_us_) +
+                       " (the window is " + Seconds(window_us) + ")";
+    if (!state_.last_error.empty()) s.unready_reason += "; the last error: " + state_.last_error;
+  } else {
+    s.ready = true;
+    s.unready_reason.clear();
+  }
 }
 
 }  // namespace rg::engine

@@ -14,7 +14,8 @@
 // Any number of triggers that arrive while a pass runs (or while one is already pending)
 // cause exactly one more pass.
 //
-// Thread-safety: Trigger, RequestStop and Snapshot may be called from any thread at any time.
+// Thread-safety: Trigger, RequestStop, Snapshot and PublishLiveMetrics may be called from any
+// thread at any time.
 // Step and Run are called from one thread (the loop's own).
 
 #include <condition_variable>
@@ -25,6 +26,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reconciler/core/metrics.h"
 #include "reconciler/engine/daemon_snapshot.h"
@@ -53,8 +55,13 @@ struct LoopOptions {
   int64_t initial_backoff_ms = 1'000;
   int64_t max_backoff_ms = 300'000;
   double jitter = 0.2;  // +-20% on every backoff delay; 0 turns jitter off
-  // Ready while the last pass that did not fail ended at most this many intervals ago.
+  // Ready while the last pass that did not fail ended at most this many intervals plus
+  // pass_deadline_ms ago (DESIGN.md 7), and no pass has run longer than pass_deadline_ms.
   int readiness_intervals = 3;
+  // How long a pass may run before the daemon reports itself not ready (DESIGN.md 3.2: a pass
+  // that cannot finish shows as not ready). The pass is not interrupted: every Git and Ray
+  // call in it has its own deadline.
+  int64_t pass_deadline_ms = 300'000;
   uint64_t random_seed = 0;  // 0: seeded from std::random_device
   // Handed to every pass; the loop sets stop_requested so a stop ends a pass after its
   // current action.
@@ -109,6 +116,11 @@ class ReconcileLoop {
   void RequestStop();
   bool StopRequested() const;
 
+  // Refreshes the gauges that change while a pass runs (rg_pass_in_flight_seconds, rg_ready),
+  // for a caller that ticks (the daemon does, every 200 ms). Returns the unready reason when
+  // the pass in flight has just outlasted its deadline (once per pass), else empty.
+  std::string PublishLiveMetrics();
+
   // Replaces the Ray address shown in snapshots (the pass may learn it from cluster.yaml).
   void SetRayAddress(std::string address, std::string dashboard_url);
 
@@ -121,6 +133,10 @@ class ReconcileLoop {
   bool DueLocked(int64_t now_us) const;
   int64_t NextDueLocked(int64_t now_us) const;
   int64_t JitteredBackoffMs(int failures);  // REQUIRES: mu_ held
+  // Sets s.ready and s.unready_reason. REQUIRES: mu_ held.
+  void ReadinessLocked(int64_t now_us, DaemonSnapshot& s) const;
+  // rg_warnings{kind} from the warnings the snapshot shows. REQUIRES: metrics_ not null.
+  void RecordWarnings(const std::vector<Warning>& warnings);
   void RecordMetrics(const PassReport& report, double seconds, int64_t end_wall_ms);
 
   const LoopOptions options_;
@@ -138,7 +154,9 @@ class ReconcileLoop {
   int64_t next_due_us_ = 0;     // the timer or the end of the backoff
   bool in_backoff_ = false;     // the last pass failed: triggers wait for next_due_us_
   std::optional<int64_t> last_success_us_;
-  DaemonSnapshot state_;  // everything but now_ms, next_pass_ms, ready
+  std::optional<int64_t> pass_start_us_;  // the pass in flight's start
+  bool deadline_reported_ = false;        // PublishLiveMetrics said so for the pass in flight
+  DaemonSnapshot state_;  // everything but now_ms, next_pass_ms, ready, unready_reason
 };
 
 }  // namespace rg::engine

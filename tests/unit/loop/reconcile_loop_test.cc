@@ -261,12 +261,20 @@ TEST_CASE("readiness turns false once failures outlast the window and true after
   LoopOptions options = FastOptions();
   options.interval_ms = 1'000;
   options.max_backoff_ms = 1'000;
+  options.pass_deadline_ms = 500;  // the window is three intervals plus the pass deadline
   options.jitter = 0;
+  pass.results.push_back(Failed());
   ReconcileLoop loop(options, pass.Function(), clock, nullptr);
   CHECK_FALSE(loop.Snapshot().ready);  // nothing has succeeded yet
+  CHECK(loop.Snapshot().unready_reason == "no pass has succeeded yet");
+  REQUIRE(loop.Step());
+  CHECK(loop.Snapshot().unready_reason ==
+        "no pass has succeeded yet; the last one failed: transient: cannot list the jobs in Ray");
 
+  clock.AdvanceMs(1'000);
   REQUIRE(loop.Step());
   CHECK(loop.Snapshot().ready);
+  CHECK(loop.Snapshot().unready_reason.empty());
   const int64_t success_ms = clock.NowMs();
   CHECK(loop.Snapshot().last_success_ms == success_ms);
 
@@ -275,18 +283,123 @@ TEST_CASE("readiness turns false once failures outlast the window and true after
     clock.AdvanceMs(1'000);
     REQUIRE(loop.Step());
   }
-  // Exactly three intervals after the last success: still within the window.
+  clock.AdvanceMs(500);
+  // Exactly three intervals plus the pass deadline after the last success: still ready.
   CHECK(loop.Snapshot().ready);
   CHECK(loop.Snapshot().consecutive_failures == 3);
   CHECK(loop.Snapshot().last_error == "transient: cannot list the jobs in Ray");
   clock.AdvanceMs(1);
-  CHECK_FALSE(loop.Snapshot().ready);
-  CHECK(loop.Snapshot().last_success_ms == success_ms);
+  const DaemonSnapshot late = loop.Snapshot();
+  CHECK_FALSE(late.ready);
+  CHECK(late.unready_reason ==
+        "no pass has succeeded for 3 s (the window is 3 s); the last error: transient: cannot "
+        "list the jobs in Ray");
+  CHECK(late.last_success_ms == success_ms);
 
-  clock.AdvanceMs(999);
+  clock.AdvanceMs(499);
   REQUIRE(loop.Step());  // succeeds
   CHECK(loop.Snapshot().ready);
   CHECK(loop.Snapshot().last_error.empty());
+}
+
+TEST_CASE("a pass running past its deadline makes the daemon unready and shows in the metrics",
+          "[loop]") {
+  FakeClock clock;
+  core::MetricsRegistry metrics;
+  ScriptedPass pass;
+  LoopOptions options = FastOptions();
+  options.pass_deadline_ms = 60'000;
+  ReconcileLoop* loop_ptr = nullptr;
+  std::vector<DaemonSnapshot> seen;
+  std::vector<std::string> published;
+  std::vector<double> in_flight;
+  pass.during = [&](const ReconcileOptions&) {
+    clock.AdvanceMs(60'000);  // at the deadline: still ready
+    published.push_back(loop_ptr->PublishLiveMetrics());
+    seen.push_back(loop_ptr->Snapshot());
+    clock.AdvanceMs(35'000);  // 95 s in
+    published.push_back(loop_ptr->PublishLiveMetrics());
+    published.push_back(loop_ptr->PublishLiveMetrics());  // said once per pass
+    in_flight.push_back(metrics.Value("rg_pass_in_flight_seconds"));
+    in_flight.push_back(metrics.Value("rg_ready"));
+    seen.push_back(loop_ptr->Snapshot());
+  };
+  ReconcileLoop loop(options, pass.Function(), clock, &metrics);
+  loop_ptr = &loop;
+  CHECK(metrics.Value("rg_pass_deadline_seconds") == 60);
+
+  REQUIRE(loop.Step());
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].unready_reason == "no pass has succeeded yet");
+  CHECK_FALSE(seen[1].ready);
+  CHECK(seen[1].pass_in_flight);
+  const std::string reason = "a pass has been running for 95 s, longer than its deadline of 60 s";
+  CHECK(seen[1].unready_reason == reason);
+  CHECK(published == std::vector<std::string>{"", reason, ""});
+  CHECK(in_flight == std::vector<double>{95, 0});
+
+  // The pass ends (and succeeds): ready again, nothing in flight.
+  const DaemonSnapshot after = loop.Snapshot();
+  CHECK(after.ready);
+  CHECK(after.unready_reason.empty());
+  CHECK(metrics.Value("rg_pass_in_flight_seconds") == 0);
+  CHECK(metrics.Value("rg_ready") == 1);
+}
+
+TEST_CASE("a stop request makes the daemon unready with the reason", "[loop]") {
+  FakeClock clock;
+  ScriptedPass pass;
+  ReconcileLoop loop(FastOptions(), pass.Function(), clock, nullptr);
+  REQUIRE(loop.Step());
+  CHECK(loop.Snapshot().ready);
+  loop.RequestStop();
+  CHECK_FALSE(loop.Snapshot().ready);
+  CHECK(loop.Snapshot().unready_reason == "shutting down");
+}
+
+TEST_CASE("the last pass's warnings are in the snapshot and counted by kind in rg_warnings",
+          "[loop]") {
+  FakeClock clock;
+  core::MetricsRegistry metrics;
+  ScriptedPass pass;
+  PassResult warned;
+  warned.planned = true;
+  warned.warnings = {{std::string(kWarnInvalidSpec), "jobs/a.yaml: unknown field"},
+                     {std::string(kWarnInvalidSpec), "jobs/b.yaml: unknown field"},
+                     {std::string(kWarnForeignJobs), "3 jobs in Ray are not ours"}};
+  pass.results.push_back(warned);
+  pass.results.push_back(Failed());  // Git unreachable: learnt nothing, keeps the warnings
+  PassResult clean;
+  clean.planned = true;
+  pass.results.push_back(clean);
+  ReconcileLoop loop(FastOptions(), pass.Function(), clock, &metrics);
+
+  // Before any pass every kind has its series, at 0.
+  const std::string before = metrics.RenderPrometheusText();
+  for (const char* kind :
+       {"invalid_cluster", "invalid_spec", "unreadable_status", "foreign_jobs"}) {
+    CHECK_THAT(before, Catch::Contains("rg_warnings{kind=\"" + std::string(kind) + "\"} 0"));
+  }
+
+  REQUIRE(loop.Step());
+  CHECK(loop.Snapshot().warnings == warned.warnings);
+  CHECK(loop.Snapshot().ready);  // warnings do not make the daemon unready
+  CHECK(metrics.Value("rg_warnings", {{"kind", "invalid_spec"}}) == 2);
+  CHECK(metrics.Value("rg_warnings", {{"kind", "foreign_jobs"}}) == 1);
+  CHECK_THAT(metrics.RenderPrometheusText(),
+             Catch::Contains("rg_warnings{kind=\"unreadable_status\"} 0"));
+
+  clock.AdvanceMs(WaitMs(loop, clock));
+  REQUIRE(loop.Step());
+  CHECK(loop.Snapshot().warnings == warned.warnings);
+  CHECK(metrics.Value("rg_warnings", {{"kind", "invalid_spec"}}) == 2);
+
+  clock.AdvanceMs(WaitMs(loop, clock));
+  REQUIRE(loop.Step());
+  CHECK(loop.Snapshot().warnings.empty());
+  CHECK(metrics.Value("rg_warnings", {{"kind", "invalid_spec"}}) == 0);
+  CHECK_THAT(metrics.RenderPrometheusText(),
+             Catch::Contains("rg_warnings{kind=\"invalid_spec\"} 0"));
 }
 
 TEST_CASE("pass metrics count actions, errors by kind and jobs by phase", "[loop]") {
