@@ -16,6 +16,18 @@ struct Row {
   std::string reason;
 };
 
+bool Acted(const Plan& plan, const JobPlan& jp) {
+  return std::any_of(plan.actions.begin(), plan.actions.end(),
+                     [&](const Action& a) { return a.name == jp.name; });
+}
+
+// A removed job whose runs have all ended: its record stays in the ledger for a revert, but
+// it is no news in a plan, which would otherwise list every spec ever deleted.
+bool Settled(const Plan& plan, const JobPlan& jp) {
+  return jp.phase == Phase::kRemoved && !Acted(plan, jp) &&
+         (!jp.observed || IsTerminal(jp.observed->status));
+}
+
 // One row per action, then one per job the plan leaves as it is.
 std::vector<Row> Rows(const Plan& plan) {
   std::vector<Row> rows;
@@ -25,9 +37,7 @@ std::vector<Row> Rows(const Plan& plan) {
                     jp != nullptr ? std::string(PhaseName(jp->phase)) : "", a.reason});
   }
   for (const JobPlan& jp : plan.jobs) {
-    const bool acted = std::any_of(plan.actions.begin(), plan.actions.end(),
-                                   [&](const Action& a) { return a.name == jp.name; });
-    if (acted) continue;
+    if (Acted(plan, jp) || Settled(plan, jp)) continue;
     rows.push_back({jp.phase == Phase::kBlocked ? "blocked" : "keep", jp.name,
                     jp.submission_id.empty() ? "-" : jp.submission_id,
                     std::string(PhaseName(jp.phase)), jp.message});
@@ -39,14 +49,19 @@ std::string Summary(const Plan& plan) {
   const int submits = plan.CountActions(ActionKind::kSubmit);
   const int stops = plan.CountActions(ActionKind::kStop);
   int keeps = 0;
+  int settled = 0;
   for (const JobPlan& jp : plan.jobs) {
-    keeps += std::none_of(plan.actions.begin(), plan.actions.end(),
-                          [&](const Action& a) { return a.name == jp.name; })
-                 ? 1
-                 : 0;
+    if (Settled(plan, jp)) {
+      ++settled;
+    } else if (!Acted(plan, jp)) {
+      ++keeps;
+    }
   }
   std::string s = std::to_string(submits) + " to submit, " + std::to_string(stops) + " to stop, " +
                   std::to_string(keeps) + " unchanged";
+  if (settled > 0) {
+    s += ", " + std::to_string(settled) + " removed (kept in the ledger: a revert restores them)";
+  }
   if (!plan.unmanaged.empty()) {
     s += ", " + std::to_string(plan.unmanaged.size()) + " unmanaged job(s) left alone";
   }
@@ -156,6 +171,12 @@ std::string FormatPlanMarkdown(const PlanView& view) {
     out += "<details><summary>submit <code>" + a.submission_id + "</code> (" + a.spec_path +
            ")</summary>\n\n";
     const JobPlan* jp = plan.FindJob(a.name);
+    if (jp != nullptr && !jp->renamed_from.empty()) {
+      out += "Renamed from `" + jp->renamed_from + "` (`" + jp->renamed_from_path +
+             "`): the content is the same, but the name is part of the submission id, so this "
+             "starts a new run. Pin `name: " +
+             jp->renamed_from + "` in the spec to keep the run.\n\n";
+    }
     if (jp != nullptr && jp->spec_changed) {
       out += "Spec changed: hash `" + jp->previous_spec_hash + "` -> `";
       const JobSpec* spec = FindSpec(*view.desired, a.spec_path);
@@ -234,6 +255,13 @@ std::string FormatPlanJson(const PlanView& view) {
         jp.observed ? Value(std::string(RayJobStatusName(jp.observed->status))) : Value(nullptr);
     v["spec_changed"] = jp.spec_changed;
     v["previous_spec_hash"] = jp.previous_spec_hash;
+    Value renamed = nullptr;
+    if (!jp.renamed_from.empty()) {
+      renamed = Value::Object{};
+      renamed["name"] = jp.renamed_from;
+      renamed["spec_path"] = jp.renamed_from_path;
+    }
+    v["renamed_from"] = std::move(renamed);
     jobs.push_back(std::move(v));
   }
   root["jobs"] = std::move(jobs);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "reconciler/core/render.h"
@@ -23,6 +26,12 @@ void AddError(PassResult& result, core::Error error) {
 
 core::Error Prefixed(const core::Error& e, const std::string& what) {
   return core::Error(e.kind(), what + ": " + e.message());
+}
+
+std::string OneLine(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
 }
 
 // Ray's messages cut to their first line and redacted, before anything plans or records them.
@@ -53,6 +62,160 @@ void RedactResult(PassResult& r) {
   for (std::string& t : r.transitions) t = x.Apply(t);
   for (core::Diagnostic& d : r.diagnostics) d.message = x.Apply(d.message);
   for (core::Error& e : r.errors) e = Redacted(e, x);
+  for (Warning& w : r.warnings) w.message = OneLine(x.Apply(w.message));
+}
+
+// What steps 1 to 3 of a pass read.
+struct PassInputs {
+  ports::DesiredSnapshot snapshot;
+  std::vector<core::RayJob> observed;
+  core::Ledger ledger;
+  std::vector<ports::SkippedStatusFile> skipped;
+};
+
+// One warning per invalid spec and one for an invalid cluster file (DESIGN.md 7): a job's
+// problem shows on that job and in the warnings, never as an unready daemon.
+void AddDesiredStateWarnings(const core::DesiredState& state, PassResult& result) {
+  if (!state.ClusterValid()) {
+    std::string first = state.cluster_diagnostics.empty()
+                            ? std::string("the cluster file is missing or invalid")
+                            : state.cluster_diagnostics.front().ToString();
+    result.warnings.push_back(
+        {std::string(kWarnInvalidCluster),
+         first + "; nothing is submitted or stopped until the cluster file is fixed"});
+  }
+  for (const core::InvalidSpec& bad : state.invalid) {
+    std::string message = bad.path + ": job " + bad.name +
+                          " is frozen (nothing submitted or stopped) until its spec is fixed";
+    if (!bad.diagnostics.empty()) message += ": " + bad.diagnostics.front().message;
+    result.warnings.push_back({std::string(kWarnInvalidSpec), std::move(message)});
+  }
+}
+
+// Why the job of an unreadable status file is frozen, for its plan row and its warning.
+std::string FrozenByStatusMessage(const ports::SkippedStatusFile& file) {
+  return "status file " + file.path + " cannot be read (" + OneLine(file.problem) +
+         "); the job is frozen (nothing submitted or stopped) until the file is fixed or "
+         "deleted";
+}
+
+void AddSkippedFileWarnings(const std::vector<ports::SkippedStatusFile>& skipped,
+                            PassResult& result) {
+  for (const ports::SkippedStatusFile& file : skipped) {
+    std::string message = file.name.empty()
+                              ? "status file " + file.path + " is not a status record (" +
+                                    OneLine(file.problem) + "); skipped"
+                              : FrozenByStatusMessage(file);
+    result.warnings.push_back({std::string(kWarnUnreadableStatus), std::move(message)});
+  }
+}
+
+// Steps 1 to 3: the desired state, Ray's jobs and the ledger. nullopt, with the reason on
+// `result`, when the pass cannot go on.
+std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileOptions& options,
+                                     PassResult& result) {
+  result.warnings.clear();
+  core::Result<ports::DesiredSnapshot> loaded = deps.source->Load(options.ref);
+  ++result.loads;
+  if (!loaded.ok()) {
+    AddError(result, Prefixed(loaded.error(), "cannot read the desired state at " + options.ref));
+    return std::nullopt;
+  }
+  PassInputs in;
+  in.snapshot = std::move(*loaded);
+  result.spec_commit = in.snapshot.commit;
+  result.diagnostics = in.snapshot.state.AllDiagnostics();
+  result.redactor.AddDesiredState(in.snapshot.state);
+  AddDesiredStateWarnings(in.snapshot.state, result);
+  if (!in.snapshot.state.ClusterValid()) {
+    // Without a valid cluster file nothing can be planned; not even status is recorded.
+    AddError(result, core::Error::InvalidInput("the cluster file is invalid; nothing was done"));
+    return std::nullopt;
+  }
+  core::Result<std::vector<core::RayJob>> observed = deps.server->List();
+  if (!observed.ok()) {
+    AddError(result, Prefixed(observed.error(), "cannot list the jobs in Ray"));
+    return std::nullopt;
+  }
+  in.observed = std::move(*observed);
+  SanitizeJobs(in.observed, result.redactor);
+  if (deps.store != nullptr) {
+    ports::LedgerScope scope;
+    scope.instance = options.policy.instance;
+    scope.ray_cluster = core::RayClusterName(*in.snapshot.state.cluster, options.ray_address);
+    core::Result<core::Ledger> read = deps.store->ReadLedger(scope);
+    if (!read.ok()) {
+      // Without the ledger a finished run could be taken for a new one: act on nothing.
+      AddError(result, Prefixed(read.error(), "cannot read the status ledger"));
+      return std::nullopt;
+    }
+    in.ledger = std::move(*read);
+    in.skipped = deps.store->SkippedFiles();
+    AddSkippedFileWarnings(in.skipped, result);
+  }
+  return in;
+}
+
+std::string MetaOr(const core::RayJob& job, std::string_view key) {
+  auto it = job.metadata.find(key);
+  return it == job.metadata.end() ? std::string() : it->second;
+}
+
+// Commit -> a run of ours submitted from it, for every such commit that the pass's commit
+// does not include: a descendant, or one the local copy lacks.
+std::map<std::string, std::string> RunsFromNewerCommits(ports::DesiredStateSource& source,
+                                                        const PassInputs& in,
+                                                        const std::string& instance) {
+  std::map<std::string, std::string> newer;
+  std::set<std::string> checked;
+  for (const core::RayJob& job : in.observed) {
+    if (job.type == "DRIVER" || MetaOr(job, core::kMetaManagedBy) != instance) continue;
+    // No filter on gitops.repo: one repository reached by two URLs is still one. A foreign
+    // repository's commit is missing here, and once a fresh fetch shows so, it is ignored.
+    const std::string commit = MetaOr(job, core::kMetaCommit);
+    if (commit.empty() || commit == in.snapshot.commit || !checked.insert(commit).second) continue;
+    const ports::CommitRelation relation = source.Relate(commit, in.snapshot.commit);
+    if (relation == ports::CommitRelation::kDescendant ||
+        relation == ports::CommitRelation::kUnknown) {
+      newer.emplace(commit, job.submission_id);
+    }
+  }
+  return newer;
+}
+
+std::string ShortId(const std::string& commit) { return commit.substr(0, 12); }
+
+void ReportStale(const std::map<std::string, std::string>& newer, const std::string& commit,
+                 PassResult& result) {
+  const auto& [newer_commit, run] = *newer.begin();
+  result.stale = true;
+  AddError(result, core::Error::Transient(
+                       "stale view: run " + run + " was submitted from commit " +
+                       ShortId(newer_commit) + ", which commit " + ShortId(commit) +
+                       " does not include, and each of " + std::to_string(result.loads) +
+                       " fresh loads found a newer one; nothing was done (retrying soon)"));
+}
+
+// Steps 1 to 3, again on a fresh load while a run of ours comes from a newer commit than the
+// view (DESIGN.md 3.2). nullopt when the pass stops: an error, or a stale view.
+std::optional<PassInputs> ReadCurrentInputs(const ReconcileDeps& deps,
+                                            const ReconcileOptions& options, PassResult& result) {
+  // Commits found newer in an earlier round: one still not included after that fresh fetch
+  // was removed from the branch (a force push, or it moved back) and the branch is the truth.
+  std::set<std::string> seen;
+  for (int reloads = 0;; ++reloads) {
+    std::optional<PassInputs> in = ReadInputs(deps, options, result);
+    if (!in) return std::nullopt;
+    std::map<std::string, std::string> newer =
+        RunsFromNewerCommits(*deps.source, *in, options.policy.instance);
+    std::erase_if(newer, [&](const auto& entry) { return seen.contains(entry.first); });
+    if (newer.empty()) return in;
+    if (reloads == kMaxStaleReloads) {
+      ReportStale(newer, in->snapshot.commit, result);
+      return std::nullopt;
+    }
+    for (const auto& [commit, run] : newer) seen.insert(commit);
+  }
 }
 
 using JobsById = std::map<std::string, core::RayJob, std::less<>>;
@@ -110,6 +273,13 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);
   result.records.reserve(update.records.size());
   for (const auto& [name, record] : update.records) result.records.push_back(record);
+  // A job frozen by its unreadable status file is shown, never written: a record built
+  // without the file's history would replace it, and the next pass could take a finished run
+  // for a new one.
+  for (const auto& [name, why] : options.policy.frozen_jobs) {
+    update.records.erase(name);
+    std::erase(update.forget, name);
+  }
   const StatusDiff diff = DiffAgainstLedger(update, ledger);
   result.transitions = diff.transitions;
   if (options.dry_run || !options.record_status || deps.store == nullptr || diff.changes.empty()) {
@@ -126,6 +296,10 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
 
 int ExitStatusOf(const PassResult& r) {
   if (!r.errors.empty() || !r.diagnostics.empty()) return kExitError;
+  // A frozen job is an error for `sync` too, though not a failed pass for the daemon.
+  for (const Warning& w : r.warnings) {
+    if (w.kind == kWarnUnreadableStatus) return kExitError;
+  }
   if (r.blocked) return kExitBlocked;
   return kExitApplied;
 }
@@ -141,60 +315,30 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
     return std::move(result);
   };
 
-  // 1. Desired.
-  core::Result<ports::DesiredSnapshot> loaded = deps.source->Load(options.ref);
-  if (!loaded.ok()) {
-    AddError(result, Prefixed(loaded.error(), "cannot read the desired state at " + options.ref));
-    return finish();
-  }
-  const ports::DesiredSnapshot& snapshot = *loaded;
-  result.spec_commit = snapshot.commit;
-  result.diagnostics = snapshot.state.AllDiagnostics();
-  result.redactor.AddDesiredState(snapshot.state);
-  if (!snapshot.state.ClusterValid()) {
-    // Without a valid cluster file nothing can be planned; not even status is recorded.
-    AddError(result, core::Error::InvalidInput("the cluster file is invalid; nothing was done"));
-    return finish();
-  }
-
-  // 2. Observed.
-  core::Result<std::vector<core::RayJob>> observed = deps.server->List();
-  if (!observed.ok()) {
-    AddError(result, Prefixed(observed.error(), "cannot list the jobs in Ray"));
-    return finish();
-  }
-  SanitizeJobs(*observed, result.redactor);
-
-  // 3. Ledger.
-  core::Ledger ledger;
-  if (deps.store != nullptr) {
-    ports::LedgerScope scope;
-    scope.instance = options.policy.instance;
-    scope.ray_cluster = core::RayClusterName(*snapshot.state.cluster, options.ray_address);
-    core::Result<core::Ledger> read = deps.store->ReadLedger(scope);
-    if (!read.ok()) {
-      // Without the ledger a finished run could be taken for a new one: act on nothing.
-      AddError(result, Prefixed(read.error(), "cannot read the status ledger"));
-      return finish();
-    }
-    ledger = std::move(*read);
-  }
+  // 1 to 3. Desired, observed, ledger; loaded again while the view is older than the cluster.
+  std::optional<PassInputs> in = ReadCurrentInputs(deps, options, result);
+  if (!in) return finish();
+  result.snapshot = std::make_shared<const ports::DesiredSnapshot>(std::move(in->snapshot));
+  const ports::DesiredSnapshot& snapshot = *result.snapshot;
 
   // 4. Plan.
-  core::PlanPolicy policy = options.policy;
-  policy.now_ms = options.now_ms;
-  result.plan = core::PlanActions(snapshot.state, *observed, ledger, policy);
+  ReconcileOptions planned = options;
+  planned.policy.now_ms = options.now_ms;
+  for (const ports::SkippedStatusFile& file : in->skipped) {
+    if (!file.name.empty()) planned.policy.frozen_jobs[file.name] = FrozenByStatusMessage(file);
+  }
+  result.plan = core::PlanActions(snapshot.state, in->observed, in->ledger, planned.policy);
   result.planned = true;
   result.blocked = result.plan.blocked;
 
   // 5. Apply.
-  JobsById ray_jobs = ById(*observed);
+  JobsById ray_jobs = ById(in->observed);
   if (!options.dry_run && !result.plan.actions.empty()) {
     ApplyAndObserve(deps, options, snapshot, result, ray_jobs);
   }
 
   // 6. Record.
-  Record(deps, options, snapshot, ledger, std::move(ray_jobs), result);
+  Record(deps, planned, snapshot, in->ledger, std::move(ray_jobs), result);
   return finish();
 }
 

@@ -5,10 +5,20 @@
 //
 // Fail closed (DESIGN.md 3.2): when the desired state cannot be loaded, cluster.yaml is
 // invalid, Ray cannot be listed or the ledger cannot be read, the pass touches neither the
-// cluster nor the status branch and says why.
+// cluster nor the status branch and says why. A job whose spec or status file cannot be read
+// is frozen (no submit, no stop) and named in `warnings`; the others go on.
+//
+// Stale views (DESIGN.md 3.2): when a run of ours was submitted from a commit the pass's
+// commit does not include (a descendant, or one the local copy lacks), another daemon acted
+// on a newer view: the pass loads again (a fresh fetch) and starts over, at most
+// kMaxStaleReloads times. A commit that is still not included after a fresh fetch was removed
+// from the branch (a force push): the branch is the truth and the pass goes on. When every
+// round finds a newer commit, the pass is Stale: it plans, applies and records nothing
+// (`stale`, a kTransient error, exit 1), so the daemon retries after its short backoff.
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +66,9 @@ struct ReconcileOptions {
   int64_t now_ms = 0;
 };
 
+// Fresh loads after the first when the pass finds runs from newer commits (DESIGN.md 3.2).
+inline constexpr int kMaxStaleReloads = 2;
+
 // Exit statuses of `sync` (DESIGN.md 6).
 inline constexpr int kExitApplied = 0;
 inline constexpr int kExitError = 1;
@@ -63,7 +76,14 @@ inline constexpr int kExitBlocked = 3;
 
 struct PassResult {
   bool planned = false;  // the pass got as far as a plan
+  // The view stayed older than the cluster through every reload: nothing was planned,
+  // applied or recorded (`errors` says which run and commit).
+  bool stale = false;
+  int loads = 0;  // desired-state loads (fetches) this pass made: 1, or more after a stale view
   std::string spec_commit;
+  // What the pass planned from: after a stale view's reload, not what the first Load gave
+  // (callers that render the plan use this one). Null when the pass stopped before planning.
+  std::shared_ptr<const ports::DesiredSnapshot> snapshot;
   core::Plan plan;
   std::vector<ActionOutcome> outcomes;   // in plan order; empty on a dry run
   int actions_not_started = 0;           // plan actions left undone after a stop request

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/result.h"
@@ -21,6 +22,31 @@ struct DesiredSnapshot {
   std::map<std::string, std::string, std::less<>> texts;
 };
 
+// How the commit a run was submitted from (its gitops.commit) stands to the commit a pass plans
+// from (DESIGN.md 3.2: a pass never acts on a view older than the cluster).
+enum class CommitRelation {
+  kAncestorOrSame,  // the pass's view includes it
+  kDescendant,      // newer than the pass's commit: the view is stale
+  // Neither: history was rewritten, the run came from another ref, or the commit was found
+  // missing again after a later fetch (a force push removed it). The branch is the truth.
+  kDiverged,
+  kUnknown,  // not in the local copy: pushed after the pass's fetch, or force-pushed away
+};
+
+inline std::string_view CommitRelationName(CommitRelation r) {
+  switch (r) {
+    case CommitRelation::kAncestorOrSame:
+      return "ancestor";
+    case CommitRelation::kDescendant:
+      return "descendant";
+    case CommitRelation::kDiverged:
+      return "diverged";
+    case CommitRelation::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
 class DesiredStateSource {
  public:
   virtual ~DesiredStateSource() = default;
@@ -30,6 +56,16 @@ class DesiredStateSource {
   // or a commit id). kTransient when the remote cannot be reached; kNotFound when the ref
   // does not exist; kInvalidInput when the repository is not one.
   virtual core::Result<DesiredSnapshot> Load(const std::string& ref) = 0;
+
+  // How `commit` stands to `pass_commit` (both full hex ids), as far as the local copy knows;
+  // a later Load (a fresh fetch) may answer differently. Never fails: a commit that cannot be
+  // read is kUnknown. The default, for sources without history (test fakes), counts every
+  // commit as part of the view.
+  virtual CommitRelation Relate(const std::string& commit, const std::string& pass_commit) {
+    (void)commit;
+    (void)pass_commit;
+    return CommitRelation::kAncestorOrSame;
+  }
 };
 
 }  // namespace rg::ports

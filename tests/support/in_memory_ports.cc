@@ -25,6 +25,7 @@ void InMemoryDesiredStateSource::RemoveFile(const std::string& path, std::string
 
 core::Result<ports::DesiredSnapshot> InMemoryDesiredStateSource::Load(const std::string& ref) {
   ++loads_;
+  if (on_load_) on_load_();
   if (error_) return *error_;
   ports::DesiredSnapshot snap;
   snap.commit = commit_;

@@ -3,6 +3,7 @@
 // snapshot built from file texts (parsed with the real loader), the store keeps records and
 // the commits made to them.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,7 +28,20 @@ class InMemoryDesiredStateSource : public ports::DesiredStateSource {
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
   int loads() const { return loads_; }
 
+  // What Relate answers for a commit; commits not set count as part of every view.
+  void SetRelation(const std::string& commit, ports::CommitRelation relation) {
+    relations_[commit] = relation;
+  }
+  ports::CommitRelation Relate(const std::string& commit, const std::string&) override {
+    auto it = relations_.find(commit);
+    return it == relations_.end() ? ports::CommitRelation::kAncestorOrSame : it->second;
+  }
+  // Runs at the start of every Load (a fetch that finds the remote moved, say).
+  void OnLoad(std::function<void()> hook) { on_load_ = std::move(hook); }
+
  private:
+  std::map<std::string, ports::CommitRelation> relations_;
+  std::function<void()> on_load_;
   std::map<std::string, std::string> files_;
   std::string commit_ = "0000000000000000000000000000000000000000";
   std::optional<core::Error> error_;

@@ -88,5 +88,50 @@ TEST_CASE("the json plan is versioned and lists actions and jobs", "[plan_format
   CHECK(j["jobs"][1]["attempt"] == 0);
 }
 
+// Issue 9, point 10: jobs/a.yaml moved to jobs/team/a2.yaml, content unchanged.
+TEST_CASE("a plan says a moved unnamed spec is a rename that starts a new run", "[plan_format]") {
+  const DesiredState before = TwoJobs("sleep 1");
+  const DesiredState after = spec::LoadDesiredState(
+      spec::SourceFile{"cluster.yaml", "address: http://127.0.0.1:8265\n"},
+      {spec::SourceFile{"jobs/team/a2.yaml", "workload: custom\nentrypoint: sleep 1\n"},
+       spec::SourceFile{"jobs/b.yaml", "workload: custom\nentrypoint: sleep 5\n"}});
+  REQUIRE(after.jobs[1].spec_hash == before.jobs[0].spec_hash);
+  const std::vector<RayJob> observed = {Running(before.jobs[0]), Running(before.jobs[1])};
+  const Plan plan = PlanActions(after, observed, {}, {});
+  PlanView view{&plan, &after, nullptr, "abc", {}};
+  const std::string expected =
+      "renamed from a (jobs/a.yaml); this starts a new run; pin `name: a` to keep the run";
+  CHECK(FormatPlanText(view).find("submit  team-a2  ") != std::string::npos);
+  CHECK(FormatPlanText(view).find(expected) != std::string::npos);
+  CHECK(FormatPlanMarkdown(view).find("Renamed from `a` (`jobs/a.yaml`)") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+  REQUIRE(j["jobs"].size() == 3);
+  CHECK(j["jobs"][2]["name"] == "team-a2");
+  CHECK(j["jobs"][2]["renamed_from"]["name"] == "a");
+  CHECK(j["jobs"][2]["renamed_from"]["spec_path"] == "jobs/a.yaml");
+  CHECK(j["jobs"][1]["renamed_from"].is_null());
+}
+
+TEST_CASE("removed jobs whose runs ended are counted, not listed, in the text plan",
+          "[plan_format]") {
+  const DesiredState desired = TwoJobs("sleep 1");
+  Ledger ledger;
+  StatusRecord gone;
+  gone.name = "gone";
+  gone.spec_path = "jobs/gone.yaml";
+  gone.spec_hash = "0123456789";
+  ledger["gone"] = gone;
+  const Plan plan =
+      PlanActions(desired, {Running(desired.jobs[0]), Running(desired.jobs[1])}, ledger, {});
+  REQUIRE(plan.FindJob("gone") != nullptr);
+  PlanView view{&plan, &desired, &ledger, "abc", {}};
+  const std::string text = FormatPlanText(view);
+  CHECK(text.find("0 to submit, 0 to stop, 2 unchanged, 1 removed (kept in the ledger") !=
+        std::string::npos);
+  CHECK(text.find("gone") == std::string::npos);
+  // The JSON keeps every job.
+  CHECK(nlohmann::json::parse(FormatPlanJson(view))["jobs"].size() == 3);
+}
+
 }  // namespace
 }  // namespace rg::core
