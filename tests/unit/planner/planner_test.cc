@@ -566,6 +566,18 @@ TEST_CASE("a new job with the content of a removed job's run says it is a rename
   }
 }
 
+TEST_CASE("a moved spec whose pinned name and hash are those of the run keeps the run") {
+  JobSpec moved = Spec("a");
+  moved.path = "jobs/team/b.yaml";
+  Plan plan =
+      PlanActions(Desired({moved}), {Job("a", 0, RayJobStatus::kRunning)},
+                  {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}}, PlanPolicy{});
+  CHECK_FALSE(plan.HasChanges());
+  REQUIRE(plan.FindJob("a") != nullptr);
+  CHECK(plan.FindJob("a")->phase == Phase::kRunning);
+  CHECK(plan.FindJob("a")->spec_path == "jobs/team/b.yaml");
+}
+
 // Issue 9, point 7: a status file that cannot be read freezes its own job only.
 TEST_CASE("a job whose status file is unreadable is frozen: no submit, no stop") {
   PlanPolicy policy;
