@@ -227,4 +227,34 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
   return snapshot;
 }
 
+ports::CommitRelation GitDesiredStateSource::Relate(const std::string& commit,
+                                                    const std::string& pass_commit) {
+  if (commit == pass_commit) return ports::CommitRelation::kAncestorOrSame;
+  git_repository* repo = workspace_->repository();
+  git_oid run{}, pass{};
+  if (commit.size() != GIT_OID_HEXSZ || git_oid_fromstrn(&run, commit.data(), commit.size()) != 0 ||
+      git_oid_fromstrn(&pass, pass_commit.data(), pass_commit.size()) != 0) {
+    return ports::CommitRelation::kUnknown;
+  }
+  git_odb* odb = nullptr;
+  bool present = false;
+  if (git_repository_odb(&odb, repo) == 0) {
+    present = git_odb_exists(odb, &run) == 1;
+    git_odb_free(odb);
+  }
+  ports::CommitRelation relation = ports::CommitRelation::kUnknown;
+  if (present) {
+    if (git_graph_descendant_of(repo, &pass, &run) == 1) {
+      return ports::CommitRelation::kAncestorOrSame;
+    }
+    relation = git_graph_descendant_of(repo, &run, &pass) == 1 ? ports::CommitRelation::kDescendant
+                                                               : ports::CommitRelation::kDiverged;
+  }
+  if (relation == ports::CommitRelation::kDiverged) return relation;
+  // Outside the view: seen so before a fetch that has happened since, it is off the branch.
+  auto [since, fresh] = outside_view_since_.try_emplace(commit, workspace_->fetches());
+  if (!fresh && since->second < workspace_->fetches()) return ports::CommitRelation::kDiverged;
+  return relation;
+}
+
 }  // namespace rg::adapters

@@ -35,6 +35,11 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // full commit id.
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
 
+  // Ancestry by libgit2 in the clone. A commit that was not included in the view (missing,
+  // or a descendant) and still is not after a later Fetch is no longer on the branch (a force
+  // push removed it, or the branch moved back): kDiverged, so that it costs no further fetch.
+  ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override;
+
   // Files parsed since construction (for tests and metrics).
   int parses() const { return spec_parses_ + cluster_parses_; }
   int spec_parses() const { return spec_parses_; }
@@ -63,6 +68,8 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   std::map<std::string, CachedCluster> cluster_cache_;  // by blob id
   int spec_parses_ = 0;
   int cluster_parses_ = 0;
+  // Commits Relate found outside the view -> the workspace's fetch count at that time.
+  std::map<std::string, int> outside_view_since_;
 };
 
 }  // namespace rg::adapters
