@@ -232,9 +232,9 @@ void HttpServer::Impl::HandleWebhook(const httplib::Request& req, httplib::Respo
                                      const httplib::ContentReader& reader) {
   const size_t limit = options.webhook.max_body_bytes;
   WebhookRequest w;
-  // An over-limit body is never kept: with a declared length over the limit the library
-  // discards it unbuffered (the server's payload limit), and a chunked body is cut off as soon
-  // as it passes the limit.
+  // An over-limit body is never kept: the gate refuses a declared length over the limit before
+  // reading any of it (the check below is a backstop), and a chunked body is cut off as soon as
+  // it passes the limit.
   std::string body;
   if (req.has_header("Content-Length")) {
     const std::string declared = req.get_header_value("Content-Length");

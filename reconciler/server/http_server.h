@@ -1,6 +1,6 @@
 #pragma once
 // The daemon's HTTP side: health, readiness, metrics, the status API and page, the webhook and
-// the manual sync endpoint. Serves on its own thread; the reconcile loop talks to it only
+// the manual sync endpoint. Serves on threads of its own; the reconcile loop talks to it only
 // through the two callbacks and the metrics registry.
 //
 // Every connection passes a ConnectionGate first (connection_gate.h): bounded head time and
