@@ -47,10 +47,21 @@ const AttemptRecord* StatusRecord::FindAttempt(std::string_view id) const {
   return nullptr;
 }
 
+LedgerMatch MatchLedger(const StatusRecord& record, std::string_view instance,
+                        std::string_view ray_cluster) {
+  auto differ = [](std::string_view a, std::string_view b) {
+    return !a.empty() && !b.empty() && a != b;
+  };
+  if (differ(record.instance, instance)) return LedgerMatch::kOtherInstance;
+  if (differ(record.ray_cluster, ray_cluster)) return LedgerMatch::kOtherCluster;
+  return LedgerMatch::kOurs;
+}
+
 bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after) {
   // Everything but spec_commit and dashboard_url: a new commit that leaves a spec untouched, or
   // a dashboard that moved, is not news about the run.
-  return before.name != after.name || before.spec_path != after.spec_path ||
+  return before.name != after.name || before.instance != after.instance ||
+         before.ray_cluster != after.ray_cluster || before.spec_path != after.spec_path ||
          before.spec_hash != after.spec_hash || before.phase != after.phase ||
          before.on_remove != after.on_remove || before.submission_id != after.submission_id ||
          before.attempt != after.attempt || before.status != after.status ||
@@ -67,6 +78,13 @@ std::string DescribeTransition(const StatusRecord* before, const StatusRecord* a
     return before->name + ": " + std::string(PhaseName(before->phase)) + " -> deleted";
   }
   std::string out = after->name + ": ";
+  if (before != nullptr && before->phase == after->phase && before->instance.empty() &&
+      before->ray_cluster.empty() && (!after->instance.empty() || !after->ray_cluster.empty())) {
+    // The one-time commit that gives a record from before ledgers had owners its owner.
+    return out + std::string(PhaseName(after->phase)) + ", now in the ledger of " +
+           (after->instance.empty() ? "any instance" : after->instance) + " on " +
+           (after->ray_cluster.empty() ? "any cluster" : after->ray_cluster);
+  }
   out += before == nullptr ? "new" : std::string(PhaseName(before->phase));
   out += " -> ";
   out += PhaseName(after->phase);

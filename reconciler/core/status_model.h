@@ -61,6 +61,12 @@ struct AttemptRecord {
 
 struct StatusRecord {
   std::string name;
+  // Whose ledger the record is in (DESIGN.md 4): the --instance that wrote it and the Ray
+  // cluster its runs ran on (RayClusterName: cluster.yaml's `name`, else the address without
+  // credentials). Both are empty in a record written before ledgers had owners; such a record
+  // belongs to whoever reads it, and carries both once that reader writes it again.
+  std::string instance;
+  std::string ray_cluster;
   std::string spec_path;
   std::string spec_hash;    // empty when the spec could not be parsed
   std::string spec_commit;  // empty when unknown
@@ -90,13 +96,28 @@ struct StatusRecord {
 // name -> record
 using Ledger = std::map<std::string, StatusRecord, std::less<>>;
 
+// How a record relates to the ledger of `instance` on `ray_cluster`. An empty field, on either
+// side, matches anything: records written before ledgers had owners, and readers (history,
+// tools) that read every ledger. The instance is compared first: another instance's record is
+// never used, whatever its cluster.
+enum class LedgerMatch {
+  kOurs,
+  kOtherInstance,
+  kOtherCluster,  // our instance, another cluster: the branch is shared by mistake
+};
+LedgerMatch MatchLedger(const StatusRecord& record, std::string_view instance,
+                        std::string_view ray_cluster);
+
 // True when the difference between two records is one a person would care about (phase, Ray
-// status, attempt, submission id, errors, message, exit code, attempts), as opposed to
+// status, attempt, submission id, errors, message, exit code, attempts, and the owner: a record
+// written before ledgers had owners is written once more to carry its owner), as opposed to
 // bookkeeping only. Decides whether a pass commits.
 bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after);
 
 // "ppo-qwen: Pending -> Running (ppo-qwen-3f2a1c9b0e)"; for a new record "ppo-qwen: new ->
-// Pending (...)"; for a deleted record "ppo-qwen: Removed -> deleted".
+// Pending (...)"; for a deleted record "ppo-qwen: Removed -> deleted"; for a record without an
+// owner that gets one and keeps its phase "ppo-qwen: Running, now in the ledger of ray-gitops
+// on http://127.0.0.1:8265".
 std::string DescribeTransition(const StatusRecord* before, const StatusRecord* after);
 
 // RFC 3339 UTC with millisecond precision, e.g. "2026-11-22T09:11:31.123Z".

@@ -167,6 +167,8 @@ std::string EncodeStatusYaml(const core::StatusRecord& r) {
   // The schema's order, for people reading the file.
   std::string out;
   AppendField(out, "", "", "name", r.name);
+  AppendField(out, "", "", "instance", StringOrNull(r.instance));
+  AppendField(out, "", "", "ray_cluster", StringOrNull(r.ray_cluster));
   AppendField(out, "", "", "spec_path", r.spec_path);
   AppendField(out, "", "", "spec_hash", StringOrNull(r.spec_hash));
   AppendField(out, "", "", "spec_commit", StringOrNull(r.spec_commit));
@@ -211,6 +213,8 @@ core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const s
   FieldReader fields(root.as_object(), path + ": ");
   fields.String("name", r.name);
   if (!fields.problem() && r.name.empty()) fields.Fail("name", "a non-empty string");
+  fields.String("instance", r.instance);
+  fields.String("ray_cluster", r.ray_cluster);
   fields.String("spec_path", r.spec_path);
   fields.String("spec_hash", r.spec_hash);
   fields.String("spec_commit", r.spec_commit);

@@ -23,7 +23,9 @@ std::string EncodeStatusYaml(const core::StatusRecord& record);
 
 // kInvalidInput (message starting with `path`) when the text is not YAML, not a mapping, lacks
 // `name` or `phase`, or holds a known key with a value of the wrong type. Unknown keys are
-// ignored; an unknown Ray status reads as kUnknown.
+// ignored; an unknown Ray status reads as kUnknown. A file without `instance` and
+// `ray_cluster` (written before ledgers had owners) reads with both empty. Whether the name
+// matches the file's name is the reader's business (the store checks it).
 core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const std::string& path);
 
 }  // namespace rg::spec

@@ -24,6 +24,8 @@ constexpr int64_t kStartMs = 1795339801250;  // 2026-11-22T09:30:01.250Z
 StatusRecord RunningAfterAFailure() {
   StatusRecord r;
   r.name = "ppo-qwen2.5-0.5b-gsm8k";
+  r.instance = "ray-gitops";
+  r.ray_cluster = "http://127.0.0.1:8265";
   r.spec_path = "jobs/ppo/qwen2.5-0.5b-gsm8k.yaml";
   r.spec_hash = "3f2a1c9b0e";
   r.spec_commit = "0123456789abcdef0123456789abcdef01234567";

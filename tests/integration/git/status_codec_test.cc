@@ -19,6 +19,8 @@ using core::RayJobStatus;
 core::StatusRecord Full() {
   core::StatusRecord r;
   r.name = "ppo-qwen";
+  r.instance = "team-b";
+  r.ray_cluster = "prod: a100 (east)";
   r.spec_path = "jobs/ppo/qwen.yaml";
   r.spec_hash = "3f2a1c9b0e";
   r.spec_commit = "0123456789abcdef0123456789abcdef01234567";
@@ -82,13 +84,25 @@ TEST_CASE("A minimal record survives encode and decode unchanged", "[status][cod
   CHECK(text.find("spec_hash: null\n") != std::string::npos);
   CHECK(text.find("status: null\n") != std::string::npos);
   CHECK(text.find("attempts: []\n") != std::string::npos);
+  CHECK(text.find("\ninstance: null\nray_cluster: null\n") != std::string::npos);
+}
+
+TEST_CASE("A file from before ledgers had owners reads with no instance and no cluster",
+          "[status][codec]") {
+  auto back = spec::DecodeStatusYaml("name: x\nspec_path: jobs/x.yaml\nphase: Succeeded\n",
+                                     "status/x.yaml");
+  REQUIRE(back.ok());
+  CHECK(back->instance.empty());
+  CHECK(back->ray_cluster.empty());
 }
 
 TEST_CASE("Encoding is deterministic and follows the schema's key order", "[status][codec]") {
   const std::string a = spec::EncodeStatusYaml(Full());
   const std::string b = spec::EncodeStatusYaml(Full());
   CHECK(a == b);
-  CHECK(a.rfind("name: ppo-qwen\nspec_path: jobs/ppo/qwen.yaml\n", 0) == 0);
+  CHECK(a.rfind("name: ppo-qwen\ninstance: team-b\nray_cluster: \"prod: a100 (east)\"\n"
+                "spec_path: jobs/ppo/qwen.yaml\n",
+                0) == 0);
   CHECK(a.find("phase: Running\non_remove: keep\n") != std::string::npos);
   CHECK(a.find("start_time: \"2026-11-18T11:06:40.123Z\"\n") != std::string::npos);
   CHECK(a.find("status: RUNNING\n") != std::string::npos);
@@ -134,6 +148,8 @@ TEST_CASE("Files that are not status records are errors naming the file", "[stat
       {"name: x\nspec_path: x\nphase: Running\nattempts: [3]\n", "attempts[0]"},
       {"name: x\nspec_path: x\nphase: Running\nerrors: [1]\n", "errors"},
       {"name: x\nspec_path: x\nphase: Running\non_remove: maybe\n", "on_remove"},
+      {"name: x\nspec_path: x\nphase: Running\ninstance: [a]\n", "instance"},
+      {"name: x\nspec_path: x\nphase: Running\nray_cluster: {a: 1}\n", "ray_cluster"},
   };
   for (const auto& c : cases) {
     INFO(c.text);

@@ -50,5 +50,42 @@ TEST_CASE("transitions are described for commit messages") {
   CHECK(DescribeTransition(&after, nullptr) == "ppo-qwen: Running -> deleted");
 }
 
+TEST_CASE("a record is in a ledger when its instance and cluster match; empty matches all") {
+  StatusRecord r;
+  r.name = "x";
+  r.instance = "ray-gitops";
+  r.ray_cluster = "prod";
+  CHECK(MatchLedger(r, "ray-gitops", "prod") == LedgerMatch::kOurs);
+  CHECK(MatchLedger(r, "team-b", "prod") == LedgerMatch::kOtherInstance);
+  CHECK(MatchLedger(r, "team-b", "staging") == LedgerMatch::kOtherInstance);
+  CHECK(MatchLedger(r, "ray-gitops", "staging") == LedgerMatch::kOtherCluster);
+  CHECK(MatchLedger(r, "", "") == LedgerMatch::kOurs);  // history, tools: every ledger
+  CHECK(MatchLedger(r, "ray-gitops", "") == LedgerMatch::kOurs);
+
+  StatusRecord ownerless;  // written before ledgers had owners: whoever reads it
+  ownerless.name = "x";
+  CHECK(MatchLedger(ownerless, "ray-gitops", "prod") == LedgerMatch::kOurs);
+  CHECK(MatchLedger(ownerless, "team-b", "staging") == LedgerMatch::kOurs);
+}
+
+TEST_CASE("giving an ownerless record its owner is a change, described as such") {
+  StatusRecord before;
+  before.name = "ppo-qwen";
+  before.phase = Phase::kSucceeded;
+  StatusRecord after = before;
+  after.instance = "ray-gitops";
+  after.ray_cluster = "http://127.0.0.1:8265";
+  CHECK(MeaningfulChange(before, after));
+  CHECK(DescribeTransition(&before, &after) ==
+        "ppo-qwen: Succeeded, now in the ledger of ray-gitops on http://127.0.0.1:8265");
+  // A phase change at the same time is described as the phase change.
+  after.phase = Phase::kLost;
+  CHECK(DescribeTransition(&before, &after) == "ppo-qwen: Succeeded -> Lost");
+  // Owned records that stay owned are ordinary transitions.
+  StatusRecord owned = after;
+  owned.phase = Phase::kSucceeded;
+  CHECK(DescribeTransition(&owned, &after) == "ppo-qwen: Succeeded -> Lost");
+}
+
 }  // namespace
 }  // namespace rg::core
