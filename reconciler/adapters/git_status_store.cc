@@ -1,10 +1,12 @@
 #include "reconciler/adapters/git_status_store.h"
 
+#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "reconciler/adapters/git_common.h"
+#include "reconciler/core/identity.h"
 #include "reconciler/spec/status_codec.h"
 
 namespace rg::adapters {
@@ -70,11 +72,55 @@ std::optional<git_oid> BlobIdAt(git_tree* tree, const std::string& path) {
   return *git_tree_entry_id(entry.get());
 }
 
+// Everything under status/ in one tree: the records that can be used, by name and of every
+// owner, and the files that cannot (ports::SkippedStatusFile).
 struct StatusFiles {
-  core::Ledger ledger;
-  std::vector<std::string> problems;
-  int files = 0;
+  core::Ledger records;
+  std::vector<ports::SkippedStatusFile> skipped;
+
+  const ports::SkippedStatusFile* SkippedAt(std::string_view path) const {
+    for (const auto& file : skipped) {
+      if (file.path == path) return &file;
+    }
+    return nullptr;
+  }
 };
+
+// The decoder's message without the leading path, which SkippedStatusFile carries apart.
+std::string ProblemOf(const std::string& message, const std::string& path) {
+  std::string_view rest = message;
+  if (rest.starts_with(path)) rest.remove_prefix(path.size());
+  if (rest.starts_with(": ")) rest.remove_prefix(2);
+  if (rest.starts_with(":")) rest.remove_prefix(1);
+  return "not a status record: " + std::string(rest);
+}
+
+// Sorts one entry of status/ into a usable record or a skipped file. Only a blob named
+// <job name>.yaml whose record has that name is a record: anything else would either be lost
+// on the next write or, read under another name, take the place of that job's history.
+void ReadStatusEntry(git_repository* repo, const git_tree_entry* entry, StatusFiles& out) {
+  const std::string file = git_tree_entry_name(entry);
+  const std::string path = std::string(spec::kStatusDir) + "/" + file;
+  const std::string stem = file.ends_with(".yaml") ? file.substr(0, file.size() - 5) : "";
+  const std::string name = core::IsValidJobName(stem) ? stem : "";
+  auto skip = [&](std::string problem) { out.skipped.push_back({path, name, std::move(problem)}); };
+  const git_object_t type = git_tree_entry_type(entry);
+  if (type == GIT_OBJECT_TREE) return skip("a folder, not a status file");
+  if (type != GIT_OBJECT_BLOB) return skip("a submodule, not a status file");
+  if (git_tree_entry_filemode(entry) == GIT_FILEMODE_LINK) {
+    return skip("a symbolic link, not a status file");
+  }
+  if (!file.ends_with(".yaml")) return skip("not a status file (they are status/<job>.yaml)");
+  if (name.empty()) return skip("not a status file: \"" + stem + "\" is not a valid job name");
+  auto text = git::ReadBlob(repo, *git_tree_entry_id(entry));
+  if (!text) return skip("cannot read the blob");
+  auto record = spec::DecodeStatusYaml(*text, path);
+  if (!record) return skip(ProblemOf(record.error().message(), path));
+  if (record->name != name) {
+    return skip("holds the record of \"" + record->name + "\", not of \"" + name + "\"");
+  }
+  out.records.insert_or_assign(name, std::move(*record));
+}
 
 StatusFiles ReadStatusFiles(git_repository* repo, git_tree* tree) {
   StatusFiles out;
@@ -86,33 +132,168 @@ StatusFiles ReadStatusFiles(git_repository* repo, git_tree* tree) {
   }
   git::TreeEntry dir_entry(raw);
   git_object* object = nullptr;
-  if (git_tree_entry_type(dir_entry.get()) != GIT_OBJECT_TREE ||
-      git_tree_entry_to_object(&object, repo, dir_entry.get()) != 0) {
+  if (git_tree_entry_type(dir_entry.get()) != GIT_OBJECT_TREE) {
+    out.skipped.push_back({dir, "", "not a folder; status files are status/<job>.yaml"});
+    return out;
+  }
+  if (git_tree_entry_to_object(&object, repo, dir_entry.get()) != 0) {
     git_error_clear();
     return out;
   }
   git::Tree status_tree(reinterpret_cast<git_tree*>(object));
   const size_t count = git_tree_entrycount(status_tree.get());
   for (size_t i = 0; i < count; ++i) {
-    const git_tree_entry* entry = git_tree_entry_byindex(status_tree.get(), i);
-    const std::string name = git_tree_entry_name(entry);
-    if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB || !name.ends_with(".yaml")) continue;
-    ++out.files;
-    const std::string path = dir + "/" + name;
-    auto text = git::ReadBlob(repo, *git_tree_entry_id(entry));
-    if (!text) {
-      out.problems.push_back(path + ": cannot read the blob");
-      continue;
-    }
-    auto record = spec::DecodeStatusYaml(*text, path);
-    if (!record) {
-      out.problems.push_back(record.error().message());
-      continue;
-    }
-    std::string key = record->name;
-    out.ledger.insert_or_assign(std::move(key), std::move(*record));
+    ReadStatusEntry(repo, git_tree_entry_byindex(status_tree.get(), i), out);
   }
   return out;
+}
+
+std::string OwnerText(const core::StatusRecord& record) {
+  return "instance " + (record.instance.empty() ? std::string("(any)") : record.instance) +
+         " on cluster " + (record.ray_cluster.empty() ? std::string("(any)") : record.ray_cluster);
+}
+
+// The records of `scope`. Another instance's records are left alone (a branch shared by two
+// instances on purpose, or not); our instance's records of another cluster mean that two
+// daemons of one instance on two clusters share this branch, and each would take the other's
+// finished runs for its own: an error that names both clusters and the fix. kFatal, not
+// kConflict: a pass that meets it has failed (the daemon turns unready) and only a person can
+// change that.
+core::Result<core::Ledger> LedgerOfScope(core::Ledger records, const ports::LedgerScope& scope,
+                                         const std::string& branch) {
+  core::Ledger ledger;
+  std::vector<std::string> foreign;  // status/<name>.yaml (cluster)
+  std::string foreign_cluster;
+  for (auto& [name, record] : records) {
+    switch (core::MatchLedger(record, scope.instance, scope.ray_cluster)) {
+      case core::LedgerMatch::kOurs:
+        ledger.insert_or_assign(name, std::move(record));
+        break;
+      case core::LedgerMatch::kOtherInstance:
+        break;
+      case core::LedgerMatch::kOtherCluster:
+        if (foreign_cluster.empty()) foreign_cluster = record.ray_cluster;
+        foreign.push_back(spec::StatusFilePath(name));
+        break;
+    }
+  }
+  if (foreign.empty()) return ledger;
+  std::string files = foreign.front();
+  if (foreign.size() > 1) files += " and " + std::to_string(foreign.size() - 1) + " more";
+  return core::Error::Fatal(
+      "status branch " + branch + " holds the ledger of instance " + scope.instance +
+      " on Ray cluster \"" + foreign_cluster + "\" (" + files +
+      "), and this daemon reconciles Ray cluster \"" + scope.ray_cluster +
+      "\": nothing is done or written until each cluster has its own ledger. Give each cluster "
+      "its own --instance and --status-branch; if both are one cluster reached by two "
+      "addresses, give them the same `name:` in cluster.yaml");
+}
+
+// Why `change` must not be written on top of `files`, or empty when it may be. The records
+// of the writer are those of `scope` unless the record names its own owner.
+std::string RefusalOf(const std::string& name, const std::optional<core::StatusRecord>& record,
+                      const StatusFiles& files, const ports::LedgerScope& scope, bool& foreign) {
+  if (!core::IsValidJobName(name)) {
+    return "\"" + name + "\" is not a valid job name, so it has no status file";
+  }
+  if (record && record->name != name) {
+    return "the record of \"" + record->name + "\" cannot be written as \"" + name + "\"";
+  }
+  const std::string path = spec::StatusFilePath(name);
+  if (const ports::SkippedStatusFile* skipped = files.SkippedAt(path)) {
+    return path + " is left as it is: " + skipped->problem + "; fix or delete it";
+  }
+  auto existing = files.records.find(name);
+  if (existing == files.records.end()) return "";
+  const bool own_owner = record && (!record->instance.empty() || !record->ray_cluster.empty());
+  const std::string& instance = own_owner ? record->instance : scope.instance;
+  const std::string& cluster = own_owner ? record->ray_cluster : scope.ray_cluster;
+  if (core::MatchLedger(existing->second, instance, cluster) == core::LedgerMatch::kOurs) {
+    return "";
+  }
+  foreign = true;
+  return path + " is left as it is: it holds the record of " + OwnerText(existing->second) +
+         "; give each instance and cluster its own --status-branch";
+}
+
+core::Error RefusedChanges(const std::vector<std::string>& refused, bool foreign) {
+  std::string message = "status not recorded for " + std::to_string(refused.size()) +
+                        (refused.size() == 1 ? " job: " : " jobs: ");
+  for (size_t i = 0; i < refused.size(); ++i) message += (i == 0 ? "" : "; ") + refused[i];
+  return foreign ? core::Error::Conflict(std::move(message))
+                 : core::Error::InvalidInput(std::move(message));
+}
+
+// The edits of one status commit. git_tree_update points into `paths_`, a deque, so that the
+// pointers stay valid as it grows.
+class TreeEdits {
+ public:
+  explicit TreeEdits(git_repository* repo) : repo_(repo) {}
+
+  core::Status Upsert(std::string path, const std::string& content) {
+    git_tree_update update{};
+    if (int rc = git_blob_create_from_buffer(&update.id, repo_, content.data(), content.size());
+        rc != 0) {
+      return git::LastError(rc, "cannot write " + path);
+    }
+    paths_.push_back(std::move(path));
+    update.action = GIT_TREE_UPDATE_UPSERT;
+    update.filemode = GIT_FILEMODE_BLOB;
+    update.path = paths_.back().c_str();
+    updates_.push_back(update);
+    return core::OkStatus();
+  }
+
+  void Remove(std::string path) {
+    paths_.push_back(std::move(path));
+    git_tree_update update{};
+    update.action = GIT_TREE_UPDATE_REMOVE;
+    update.path = paths_.back().c_str();
+    updates_.push_back(update);
+  }
+
+  bool empty() const { return updates_.empty(); }
+
+  core::Result<git_oid> Apply(git_tree* base) {
+    git_oid oid;
+    if (int rc = git_tree_create_updated(&oid, repo_, base, updates_.size(), updates_.data());
+        rc != 0) {
+      return git::LastError(rc, "cannot build the status tree");
+    }
+    return oid;
+  }
+
+ private:
+  git_repository* repo_;
+  std::deque<std::string> paths_;
+  std::vector<git_tree_update> updates_;
+};
+
+// A commit of `tree_oid` on top of `parent` (none: a root commit); its id in hex.
+core::Result<std::string> CreateCommit(git_repository* repo, const git_oid& tree_oid,
+                                       git_commit* parent, const GitStatusStoreOptions& options,
+                                       const std::string& text) {
+  git_tree* raw_tree = nullptr;
+  if (int rc = git_tree_lookup(&raw_tree, repo, &tree_oid); rc != 0) {
+    return git::LastError(rc, "cannot read the status tree");
+  }
+  git::Tree tree(raw_tree);
+  git_signature* raw_sig = nullptr;
+  if (int rc =
+          git_signature_now(&raw_sig, options.author_name.c_str(), options.author_email.c_str());
+      rc != 0) {
+    return git::LastError(rc, "invalid author");
+  }
+  git::Signature signature(raw_sig);
+  const git_commit* parents[1] = {parent};
+  git_oid commit_oid;
+  if (int rc =
+          git_commit_create(&commit_oid, repo, nullptr, signature.get(), signature.get(), nullptr,
+                            text.c_str(), tree.get(), parent != nullptr ? 1 : 0, parents);
+      rc != 0) {
+    return git::LastError(rc, "cannot create the status commit");
+  }
+  return git::OidHex(commit_oid);
 }
 
 }  // namespace
@@ -139,7 +320,9 @@ std::string GitStatusStore::FormatCommitMessage(const ports::StatusCommit& messa
   return out + "\n";
 }
 
-core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& /*scope*/) {
+core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& scope) {
+  skipped_.clear();
+  scope_ = scope;
   if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
   git_repository* repo = workspace_->repository();
   auto tip = ReadTip(repo, options_.branch);
@@ -148,17 +331,12 @@ core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& 
   auto tree = TreeOf(tip->value().get());
   if (!tree) return tree.error();
   StatusFiles files = ReadStatusFiles(repo, tree->get());
-  if (files.ledger.empty() && !files.problems.empty()) {
-    std::string message = "no status file of " + options_.branch + " can be read:";
-    for (const auto& p : files.problems) message += "\n  " + p;
-    return core::Error::InvalidInput(std::move(message));
-  }
-  return std::move(files.ledger);
+  skipped_ = std::move(files.skipped);
+  return LedgerOfScope(std::move(files.records), scope, options_.branch);
 }
 
 core::Result<std::string> GitStatusStore::Write(const ports::StatusChanges& changes,
                                                 const ports::StatusCommit& message) {
-  git_repository* repo = workspace_->repository();
   const std::string text = FormatCommitMessage(message);
   core::StatusMarkdownHeader header = options_.markdown_header;
   if (auto it = message.trailers.find("Spec-Commit");
@@ -169,95 +347,71 @@ core::Result<std::string> GitStatusStore::Write(const ports::StatusChanges& chan
     if (attempt > 0) {
       if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
     }
-    auto tip = ReadTip(repo, options_.branch);
-    if (!tip) return tip.error();
-    auto base = tip->has_value() ? TreeOf(tip->value().get()) : EmptyTree(repo);
-    if (!base) return base.error();
-
-    core::Ledger ledger = ReadStatusFiles(repo, base->get()).ledger;
-    std::vector<std::string> paths;  // git_tree_update points into these
-    std::vector<git_tree_update> updates;
-    paths.reserve(changes.size() + 1);
-    updates.reserve(changes.size() + 1);
-    auto upsert = [&](std::string path, const std::string& content) -> core::Status {
-      git_tree_update update{};
-      if (int rc = git_blob_create_from_buffer(&update.id, repo, content.data(), content.size());
-          rc != 0) {
-        return git::LastError(rc, "cannot write " + path);
-      }
-      paths.push_back(std::move(path));
-      update.action = GIT_TREE_UPDATE_UPSERT;
-      update.filemode = GIT_FILEMODE_BLOB;
-      update.path = paths.back().c_str();
-      updates.push_back(update);
-      return core::OkStatus();
-    };
-
-    for (const auto& [name, record] : changes) {
-      std::string path = spec::StatusFilePath(name);
-      auto existing = ledger.find(name);
-      if (record) {
-        if (existing != ledger.end() && !core::MeaningfulChange(existing->second, *record)) {
-          continue;
-        }
-        if (auto st = upsert(std::move(path), spec::EncodeStatusYaml(*record)); !st) {
-          return st.error();
-        }
-        ledger.insert_or_assign(name, *record);
-      } else {
-        if (existing != ledger.end()) ledger.erase(existing);
-        if (!BlobIdAt(base->get(), path)) continue;
-        paths.push_back(std::move(path));
-        git_tree_update update{};
-        update.action = GIT_TREE_UPDATE_REMOVE;
-        update.path = paths.back().c_str();
-        updates.push_back(update);
-      }
-    }
-    if (updates.empty()) return std::string();
-    if (auto st = upsert(options_.markdown_path, core::RenderStatusMarkdown(ledger, header)); !st) {
-      return st.error();
-    }
-
-    git_oid tree_oid;
-    if (int rc =
-            git_tree_create_updated(&tree_oid, repo, base->get(), updates.size(), updates.data());
-        rc != 0) {
-      return git::LastError(rc, "cannot build the status tree");
-    }
-    if (git_oid_equal(&tree_oid, git_tree_id(base->get())) != 0) return std::string();
-
-    git_tree* raw_tree = nullptr;
-    if (int rc = git_tree_lookup(&raw_tree, repo, &tree_oid); rc != 0) {
-      return git::LastError(rc, "cannot read the status tree");
-    }
-    git::Tree tree(raw_tree);
-    git_signature* raw_sig = nullptr;
-    if (int rc = git_signature_now(&raw_sig, options_.author_name.c_str(),
-                                   options_.author_email.c_str());
-        rc != 0) {
-      return git::LastError(rc, "invalid author");
-    }
-    git::Signature signature(raw_sig);
-    const git_commit* parents[1] = {tip->has_value() ? tip->value().get() : nullptr};
-    git_oid commit_oid;
-    if (int rc =
-            git_commit_create(&commit_oid, repo, nullptr, signature.get(), signature.get(), nullptr,
-                              text.c_str(), tree.get(), tip->has_value() ? 1 : 0, parents);
-        rc != 0) {
-      return git::LastError(rc, "cannot create the status commit");
-    }
-    const std::string commit_hex = git::OidHex(commit_oid);
-
-    if (options_.before_push) options_.before_push(attempt);
-    ++push_attempts_;
-    core::Status pushed = workspace_->PushCommit(commit_hex, options_.branch);
-    if (pushed) return commit_hex;
-    if (!pushed.error().IsConflict()) return pushed.error();
+    auto written = WriteOnce(changes, header, text, attempt);
+    if (!written) return written.error();
+    if (written->has_value()) return std::move(**written);
   }
   return core::Error::Conflict("gave up pushing " + options_.branch + " after " +
                                std::to_string(options_.max_push_attempts) +
                                " attempts: another writer keeps moving it");
+}
+
+core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
+    const ports::StatusChanges& changes, const core::StatusMarkdownHeader& header,
+    const std::string& text, int attempt) {
+  git_repository* repo = workspace_->repository();
+  auto tip = ReadTip(repo, options_.branch);
+  if (!tip) return tip.error();
+  auto base = tip->has_value() ? TreeOf(tip->value().get()) : EmptyTree(repo);
+  if (!base) return base.error();
+
+  StatusFiles files = ReadStatusFiles(repo, base->get());
+  core::Ledger ledger = files.records;  // every record after this commit, for STATUS.md
+  std::vector<std::string> refused;
+  bool foreign = false;
+  TreeEdits edits(repo);
+  for (const auto& [name, record] : changes) {
+    if (std::string why = RefusalOf(name, record, files, scope_, foreign); !why.empty()) {
+      refused.push_back(std::move(why));
+      continue;
+    }
+    std::string path = spec::StatusFilePath(name);
+    auto existing = ledger.find(name);
+    if (record) {
+      if (existing != ledger.end() && !core::MeaningfulChange(existing->second, *record)) continue;
+      if (auto st = edits.Upsert(std::move(path), spec::EncodeStatusYaml(*record)); !st) {
+        return st.error();
+      }
+      ledger.insert_or_assign(name, *record);
+    } else {
+      if (existing != ledger.end()) ledger.erase(existing);
+      if (BlobIdAt(base->get(), path)) edits.Remove(std::move(path));
+    }
+  }
+  // What could not be written is reported after what could is published: one job's bad name
+  // or unreadable file must not hold back every other job's status.
+  const auto done = [&](std::string commit) -> core::Result<std::optional<std::string>> {
+    if (!refused.empty()) return RefusedChanges(refused, foreign);
+    return std::optional<std::string>(std::move(commit));
+  };
+  if (edits.empty()) return done("");
+  if (auto st = edits.Upsert(options_.markdown_path, core::RenderStatusMarkdown(ledger, header));
+      !st) {
+    return st.error();
+  }
+  auto tree_oid = edits.Apply(base->get());
+  if (!tree_oid) return tree_oid.error();
+  if (git_oid_equal(&*tree_oid, git_tree_id(base->get())) != 0) return done("");
+  auto commit = CreateCommit(repo, *tree_oid, tip->has_value() ? tip->value().get() : nullptr,
+                             options_, text);
+  if (!commit) return commit.error();
+
+  if (options_.before_push) options_.before_push(attempt);
+  ++push_attempts_;
+  core::Status pushed = workspace_->PushCommit(*commit, options_.branch);
+  if (pushed) return done(*commit);
+  if (!pushed.error().IsConflict()) return pushed.error();
+  return std::optional<std::string>();  // refused: fetch and build again
 }
 
 core::Result<std::vector<ports::StatusHistoryEntry>> GitStatusStore::History(

@@ -7,7 +7,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/core/status_markdown.h"
@@ -36,7 +38,14 @@ class GitStatusStore : public ports::StatusStore {
  public:
   GitStatusStore(std::shared_ptr<GitWorkspace> workspace, GitStatusStoreOptions options);
 
-  // Fetches, then reads status/*.yaml at the tip of the remote branch.
+  // Fetches, then reads status/<name>.yaml at the tip of the remote branch: the records of
+  // `scope` (core::MatchLedger; records written before ledgers had owners are adopted), never
+  // another instance's. Everything else under status/ that is not a record named after its
+  // file (unreadable YAML, a record of another name, status/notes.txt, a folder, a link) is
+  // skipped and listed by SkippedFiles, with the job name when the path gives one. kFatal when
+  // the branch holds records of scope.instance for another cluster: two daemons of one
+  // instance on two clusters share this branch (the message names both clusters and the fix);
+  // the pass then fails, and the daemon is not ready until a person fixes the setup.
   core::Result<core::Ledger> ReadLedger(const ports::LedgerScope& scope) override;
   std::vector<ports::SkippedStatusFile> SkippedFiles() const override { return skipped_; }
 
@@ -45,6 +54,12 @@ class GitStatusStore : public ports::StatusStore {
   // only in bookkeeping (see core::MeaningfulChange) is left out, so passes that learn nothing
   // new commit nothing. STATUS.md's header takes the Spec-Commit trailer when
   // markdown_header.spec_commit is empty. kConflict when every push attempt was refused.
+  // A change is refused, and its file left untouched, when its name is not a valid job name
+  // (it would become a tree path), when the file there could not be read (a skipped file), or
+  // when the file holds the record of another instance or cluster than the written record's
+  // (for a deletion: the scope of the last ReadLedger). The other changes are still committed
+  // and pushed; then the refusals are returned as one error, kConflict when a file of another
+  // owner was in the way, else kInvalidInput.
   core::Result<std::string> Write(const ports::StatusChanges& changes,
                                   const ports::StatusCommit& message) override;
 
@@ -60,9 +75,16 @@ class GitStatusStore : public ports::StatusStore {
   static std::string FormatCommitMessage(const ports::StatusCommit& message);
 
  private:
+  // One build and push on the tip as fetched: the commit id ("" when nothing changed), or
+  // nullopt when the push was refused because another writer moved the branch.
+  core::Result<std::optional<std::string>> WriteOnce(const ports::StatusChanges& changes,
+                                                     const core::StatusMarkdownHeader& header,
+                                                     const std::string& text, int attempt);
+
   std::shared_ptr<GitWorkspace> workspace_;
   GitStatusStoreOptions options_;
   int push_attempts_ = 0;
+  ports::LedgerScope scope_;                       // of the last ReadLedger
   std::vector<ports::SkippedStatusFile> skipped_;  // by the last ReadLedger
 };
 

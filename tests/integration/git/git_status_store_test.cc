@@ -302,6 +302,256 @@ TEST_CASE("Same-branch mode: status lives on the watched branch and never become
   CHECK(ledger->count("a") == 1);
 }
 
+core::StatusRecord Owned(core::StatusRecord r, const std::string& instance,
+                         const std::string& cluster) {
+  r.instance = instance;
+  r.ray_cluster = cluster;
+  return r;
+}
+
+// A status file as written before ledgers had owners: no instance, no ray_cluster.
+std::string LegacyYaml(const core::StatusRecord& r) {
+  std::string text = spec::EncodeStatusYaml(r);
+  for (const char* key : {"instance: null\n", "ray_cluster: null\n"}) {
+    const size_t at = text.find(key);
+    REQUIRE(at != std::string::npos);
+    text.erase(at, std::string(key).size());
+  }
+  return text;
+}
+
+const ports::SkippedStatusFile* FindSkipped(const std::vector<ports::SkippedStatusFile>& files,
+                                            const std::string& path) {
+  for (const auto& f : files) {
+    if (f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+constexpr const char* kClusterA = "http://10.0.0.1:8265";
+constexpr const char* kClusterB = "http://10.0.0.2:8265";
+
+TEST_CASE("Files that are no usable status record are skipped and listed; the rest is read",
+          "[git][status][skipped]") {
+  Repo repo;
+  GitStatusStore store(repo.Workspace(), {});
+  const auto a = Record("a", Phase::kRunning, RayJobStatus::kRunning);
+  REQUIRE(store.Write({{"a", a}}, Message("a")).ok());
+  repo.person->Fetch();
+  repo.person->Write("status/b.yaml", "name: b\nphase: [Running\n");
+  repo.person->Write("status/notes.txt", "remember to buy milk\n");
+  repo.person->Write("status/c.yaml",
+                     spec::EncodeStatusYaml(Record("d", Phase::kRunning, RayJobStatus::kRunning)));
+  repo.person->Write("status/Not_A_Job.yaml", spec::EncodeStatusYaml(a));
+  repo.person->Write("status/sub/dir.yaml", spec::EncodeStatusYaml(a));
+  repo.person->CommitAndPush(kBranch, "a person's edits");
+
+  auto ledger = store.ReadLedger({});
+  REQUIRE(ledger.ok());
+  CHECK(ledger->size() == 1);
+  CHECK(ledger->at("a") == a);
+  const auto skipped = store.SkippedFiles();
+  CHECK(skipped.size() == 5);
+  const auto* b = FindSkipped(skipped, "status/b.yaml");
+  REQUIRE(b != nullptr);
+  CHECK(b->name == "b");
+  CHECK(b->problem.starts_with("not a status record: "));
+  const auto* notes = FindSkipped(skipped, "status/notes.txt");
+  REQUIRE(notes != nullptr);
+  CHECK(notes->name.empty());
+  const auto* c = FindSkipped(skipped, "status/c.yaml");
+  REQUIRE(c != nullptr);
+  CHECK(c->name == "c");
+  CHECK(c->problem == "holds the record of \"d\", not of \"c\"");
+  const auto* bad_name = FindSkipped(skipped, "status/Not_A_Job.yaml");
+  REQUIRE(bad_name != nullptr);
+  CHECK(bad_name->name.empty());
+  const auto* folder = FindSkipped(skipped, "status/sub");
+  REQUIRE(folder != nullptr);
+  CHECK(folder->problem == "a folder, not a status file");
+
+  // Nothing readable at all is still a ledger (empty), not an error: the jobs of the skipped
+  // files are the ones to freeze, not every job.
+  repo.person->Fetch();
+  repo.person->Remove("status/a.yaml");
+  repo.person->CommitAndPush(kBranch, "only garbage left");
+  auto garbage_only = store.ReadLedger({});
+  REQUIRE(garbage_only.ok());
+  CHECK(garbage_only->empty());
+  CHECK(store.SkippedFiles().size() == 5);
+}
+
+TEST_CASE("Write leaves files it could not read untouched and writes the other records",
+          "[git][status][skipped]") {
+  Repo repo;
+  GitStatusStore store(repo.Workspace(), {});
+  REQUIRE(store.Write({{"a", Record("a", Phase::kPending, RayJobStatus::kPending)}}, Message("a"))
+              .ok());
+  repo.person->Fetch();
+  const std::string broken = "name: b\nphase: [Running\n";
+  repo.person->Write("status/b.yaml", broken);
+  repo.person->Write("status/notes.txt", "keep me\n");
+  repo.person->CommitAndPush(kBranch, "a broken file");
+  REQUIRE(store.ReadLedger({}).ok());
+
+  const auto a = Record("a", Phase::kRunning, RayJobStatus::kRunning);
+  auto written = store.Write(
+      {{"a", a}, {"b", Record("b", Phase::kRunning, RayJobStatus::kRunning)}}, Message("a and b"));
+  REQUIRE_FALSE(written.ok());
+  CHECK(written.error().kind() == core::ErrorKind::kInvalidInput);
+  CHECK(written.error().message().find("status/b.yaml is left as it is") != std::string::npos);
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml") == spec::EncodeStatusYaml(a));
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/b.yaml") == broken);
+
+  auto deleted = store.Write({{"b", std::nullopt}}, Message("b deleted"));
+  REQUIRE_FALSE(deleted.ok());
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/b.yaml") == broken);
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/notes.txt") == "keep me\n");
+}
+
+TEST_CASE("Write refuses a name that is no job name and still records every other job",
+          "[git][status][skipped]") {
+  Repo repo;
+  GitStatusStore store(repo.Workspace(), {});
+  auto dotdot = Record("a", Phase::kPending, RayJobStatus::kPending);
+  dotdot.name = "../x";
+  auto nested = dotdot;
+  nested.name = "sub/dir";
+  const auto a = Record("a", Phase::kPending, RayJobStatus::kPending);
+  auto written = store.Write({{"../x", dotdot}, {"sub/dir", nested}, {"a", a}}, Message("three"));
+  REQUIRE_FALSE(written.ok());
+  CHECK(written.error().kind() == core::ErrorKind::kInvalidInput);
+  CHECK(written.error().message().find("\"../x\" is not a valid job name") != std::string::npos);
+  CHECK(written.error().message().find("\"sub/dir\" is not a valid job name") != std::string::npos);
+  CHECK(testing::ListFiles(repo.remote, kBranch) ==
+        std::vector<std::string>{"STATUS.md", "status/a.yaml"});
+
+  // A deletion by such a name touches nothing either.
+  auto removed = store.Write({{"../STATUS.md", std::nullopt}}, Message("remove"));
+  REQUIRE_FALSE(removed.ok());
+  CHECK(testing::ListFiles(repo.remote, kBranch) ==
+        std::vector<std::string>{"STATUS.md", "status/a.yaml"});
+}
+
+TEST_CASE("ReadLedger uses the records of its instance and cluster and adopts ownerless ones",
+          "[git][status][scope]") {
+  Repo repo;
+  repo.person->Write("status/legacy.yaml",
+                     LegacyYaml(Record("legacy", Phase::kSucceeded, RayJobStatus::kSucceeded)));
+  repo.person->Write(
+      "status/mine.yaml",
+      spec::EncodeStatusYaml(
+          Owned(Record("mine", Phase::kRunning, RayJobStatus::kRunning), "ray-gitops", kClusterA)));
+  repo.person->Write(
+      "status/theirs.yaml",
+      spec::EncodeStatusYaml(
+          Owned(Record("theirs", Phase::kRunning, RayJobStatus::kRunning), "team-b", kClusterB)));
+  repo.person->CommitAndPush(kBranch, "three owners");
+
+  GitStatusStore store(repo.Workspace(), {});
+  auto ledger = store.ReadLedger({"ray-gitops", kClusterA});
+  REQUIRE(ledger.ok());
+  CHECK(ledger->size() == 2);
+  CHECK(ledger->count("legacy") == 1);
+  CHECK(ledger->at("legacy").instance.empty());
+  CHECK(ledger->count("mine") == 1);
+  CHECK(ledger->count("theirs") == 0);
+  CHECK(store.SkippedFiles().empty());
+
+  auto other = store.ReadLedger({"team-b", kClusterB});
+  REQUIRE(other.ok());
+  CHECK(other->size() == 2);
+  CHECK(other->count("theirs") == 1);
+  CHECK(other->count("legacy") == 1);
+
+  auto everything = store.ReadLedger({});
+  REQUIRE(everything.ok());
+  CHECK(everything->size() == 3);
+}
+
+TEST_CASE("A branch with this instance's records of another cluster is refused, naming both",
+          "[git][status][scope]") {
+  Repo repo;
+  GitStatusStore store(repo.Workspace(), {});
+  REQUIRE(store
+              .Write({{"a", Owned(Record("a", Phase::kRunning, RayJobStatus::kRunning),
+                                  "ray-gitops", kClusterA)}},
+                     Message("a"))
+              .ok());
+  auto ledger = store.ReadLedger({"ray-gitops", kClusterB});
+  REQUIRE_FALSE(ledger.ok());
+  CHECK(ledger.error().kind() == core::ErrorKind::kFatal);
+  const std::string& message = ledger.error().message();
+  CHECK(message.find(kClusterA) != std::string::npos);
+  CHECK(message.find(kClusterB) != std::string::npos);
+  CHECK(message.find("status/a.yaml") != std::string::npos);
+  CHECK(message.find("--status-branch") != std::string::npos);
+  CHECK(message.find("`name:` in cluster.yaml") != std::string::npos);
+
+  // Another instance on that other cluster is not in the way of reading (its writes are).
+  auto other = store.ReadLedger({"team-b", kClusterB});
+  REQUIRE(other.ok());
+  CHECK(other->empty());
+}
+
+TEST_CASE("Write never overwrites or deletes a record of another instance or cluster",
+          "[git][status][scope]") {
+  Repo repo;
+  GitStatusStore first(repo.Workspace(), {});
+  const auto theirs =
+      Owned(Record("a", Phase::kRunning, RayJobStatus::kRunning), "ray-gitops", kClusterA);
+  REQUIRE(first.Write({{"a", theirs}}, Message("a of ray-gitops")).ok());
+  const auto before = testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml");
+
+  GitStatusStore second(repo.Workspace(), {});
+  REQUIRE(second.ReadLedger({"team-b", kClusterB}).ok());
+  const auto mine =
+      Owned(Record("a", Phase::kPending, RayJobStatus::kPending), "team-b", kClusterB);
+  const auto b = Owned(Record("b", Phase::kPending, RayJobStatus::kPending), "team-b", kClusterB);
+  auto written = second.Write({{"a", mine}, {"b", b}}, Message("a and b of team-b"));
+  REQUIRE_FALSE(written.ok());
+  CHECK(written.error().kind() == core::ErrorKind::kConflict);
+  CHECK(written.error().message().find("holds the record of instance ray-gitops on cluster " +
+                                       std::string(kClusterA)) != std::string::npos);
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml") == before);
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/b.yaml") == spec::EncodeStatusYaml(b));
+
+  // A deletion in team-b's name (its scope from ReadLedger) leaves the file too.
+  auto deleted = second.Write({{"a", std::nullopt}}, Message("a deleted"));
+  REQUIRE_FALSE(deleted.ok());
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml") == before);
+
+  // The same instance on another cluster may not take it over either.
+  auto other_cluster = Owned(mine, "ray-gitops", kClusterB);
+  REQUIRE_FALSE(second.Write({{"a", other_cluster}}, Message("a elsewhere")).ok());
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml") == before);
+}
+
+TEST_CASE("An ownerless record is adopted by its first writer and then belongs to it",
+          "[git][status][scope]") {
+  Repo repo;
+  const auto legacy = Record("a", Phase::kSucceeded, RayJobStatus::kSucceeded);
+  repo.person->Write("status/a.yaml", LegacyYaml(legacy));
+  repo.person->CommitAndPush(kBranch, "before owners");
+
+  GitStatusStore store(repo.Workspace(), {});
+  auto ledger = store.ReadLedger({"ray-gitops", kClusterA});
+  REQUIRE(ledger.ok());
+  const auto stamped = Owned(ledger->at("a"), "ray-gitops", kClusterA);
+  // Owner alone is a change worth one commit: until it is written, any reader adopts it.
+  CHECK(core::MeaningfulChange(ledger->at("a"), stamped));
+  auto written = store.Write({{"a", stamped}}, Message("adopt"));
+  REQUIRE(written.ok());
+  CHECK_FALSE(written->empty());
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml") ==
+        spec::EncodeStatusYaml(stamped));
+
+  GitStatusStore other(repo.Workspace(), {});
+  auto theirs = other.ReadLedger({"team-b", kClusterA});
+  REQUIRE(theirs.ok());
+  CHECK(theirs->empty());
+}
+
 TEST_CASE("The commit message puts subject, body and trailers in git's layout", "[git][status]") {
   ports::StatusCommit m;
   m.subject = "two\nlines";
