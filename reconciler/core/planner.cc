@@ -144,10 +144,9 @@ class Planner {
         }
       }
       if (rec == ledger_.end()) continue;
-      if (!rec->second.spec_hash.empty())
-        removed_by_hash_.try_emplace(rec->second.spec_hash, name, path);
+      removed_by_hash_.try_emplace(rec->second.spec_hash, name, path);
       for (const auto& a : rec->second.attempts) {
-        if (!a.spec_hash.empty()) removed_by_hash_.try_emplace(a.spec_hash, name, path);
+        removed_by_hash_.try_emplace(a.spec_hash, name, path);
       }
     }
     removed_by_hash_.erase("");
