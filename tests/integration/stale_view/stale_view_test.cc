@@ -1,0 +1,236 @@
+// DESIGN.md 3.2 on real Git repositories and the fake head: two daemons of one instance, each
+// with its own clone of one bare remote. A pass planned from commit N never stops or
+// resubmits anything because of a run the other daemon submitted from commit N+1, and a
+// commit removed by a force push leaves the branch as the truth.
+
+#include <git2.h>
+
+#include <catch2/catch.hpp>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "reconciler/adapters/git_desired_state_source.h"
+#include "reconciler/adapters/git_status_store.h"
+#include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/engine/reconcile_pass.h"
+#include "tests/support/fake_ray_server.h"
+#include "tests/support/fast_client_options.h"
+#include "tests/support/git_test_repo.h"
+
+namespace rg {
+namespace {
+
+using core::RayJobStatus;
+using testing::FakeRayServer;
+
+// Ray as one daemon reaches it; `before_next_list` runs once, just before the next
+// GET /api/jobs/ is sent: the window in which a slow listing lets the world move on.
+class GatedJobServer : public ports::JobServer {
+ public:
+  explicit GatedJobServer(const std::string& address)
+      : inner_(testing::FastClientOptions(address)) {}
+  std::function<void()> before_next_list;
+
+  core::Result<core::RayVersion> Version() override { return inner_.Version(); }
+  core::Result<std::string> Submit(const core::Value& body) override { return inner_.Submit(body); }
+  core::Result<core::RayJob> Get(std::string_view id) override { return inner_.Get(id); }
+  core::Result<std::vector<core::RayJob>> List() override {
+    if (auto hook = std::exchange(before_next_list, nullptr)) hook();
+    return inner_.List();
+  }
+  core::Result<bool> Stop(std::string_view id) override { return inner_.Stop(id); }
+  core::Result<bool> Delete(std::string_view id) override { return inner_.Delete(id); }
+  core::Result<std::string> Logs(std::string_view id) override { return inner_.Logs(id); }
+  core::Result<std::string> ClusterStatus() override { return inner_.ClusterStatus(); }
+
+ private:
+  adapters::RayHttpJobServer inner_;
+};
+
+// One daemon: its clone (under its own cache dir), its source, its status store, its client.
+class Daemon {
+ public:
+  Daemon(const std::string& remote, const std::string& cache_dir, const std::string& ray)
+      : ray_address_(ray), server_(ray) {
+    adapters::GitWorkspaceOptions options;
+    options.repo = remote;
+    options.cache_dir = cache_dir;
+    auto ws = adapters::GitWorkspace::Open(options);
+    if (!ws.ok()) throw std::runtime_error(ws.error().ToString());
+    workspace_ = *ws;
+    source_ = std::make_unique<adapters::GitDesiredStateSource>(workspace_,
+                                                                adapters::GitDesiredStateOptions{});
+    store_ =
+        std::make_unique<adapters::GitStatusStore>(workspace_, adapters::GitStatusStoreOptions{});
+  }
+
+  engine::PassResult Pass() {
+    engine::ReconcileDeps deps;
+    deps.source = source_.get();
+    deps.server = &server_;
+    deps.store = store_.get();
+    engine::ReconcileOptions options;
+    options.ref = "main";
+    options.ray_address = ray_address_;
+    options.now_ms = now_ms_ += 1000;
+    return engine::RunReconcilePass(deps, options);
+  }
+
+  GatedJobServer& server() { return server_; }
+  ports::StatusStore& store() { return *store_; }
+
+ private:
+  std::string ray_address_;
+  GatedJobServer server_;
+  std::shared_ptr<adapters::GitWorkspace> workspace_;
+  std::unique_ptr<adapters::GitDesiredStateSource> source_;
+  std::unique_ptr<adapters::GitStatusStore> store_;
+  int64_t now_ms_ = 1'800'000'000'000;
+};
+
+std::string Spec(const std::string& command) {
+  return "workload: custom\nentrypoint: " + command + "\n";
+}
+
+std::string Actions(const engine::PassResult& r) {
+  std::string out;
+  for (const auto& a : r.plan.actions) {
+    out += a.kind == core::ActionKind::kStop ? "stop " : "submit ";
+    out += a.name + "@" + std::to_string(a.attempt) + ";";
+  }
+  return out;
+}
+
+// Moves refs/heads/<branch> of the bare repository at `path` to `commit`, whatever it was.
+void ForcePush(const std::string& path, const std::string& branch, const std::string& commit) {
+  git_libgit2_init();
+  git_repository* repo = nullptr;
+  git_oid oid;
+  git_reference* ref = nullptr;
+  const int rc = git_repository_open_bare(&repo, path.c_str()) != 0 ||
+                 git_oid_fromstr(&oid, commit.c_str()) != 0 ||
+                 git_reference_create(&ref, repo, ("refs/heads/" + branch).c_str(), &oid, 1,
+                                      "force push") != 0;
+  git_reference_free(ref);
+  git_repository_free(repo);
+  git_libgit2_shutdown();
+  if (rc != 0) throw std::runtime_error("cannot force-push " + branch);
+}
+
+// A bare remote, a person who pushes to it, the fake head and two daemons (A and B).
+struct World {
+  testing::TempDir tmp;
+  std::string remote = tmp.Sub("remote.git");
+  FakeRayServer ray;
+  std::unique_ptr<testing::GitTestClone> person;
+  std::unique_ptr<Daemon> a, b;
+
+  World() {
+    testing::InitBareRepository(remote);
+    person = std::make_unique<testing::GitTestClone>(remote, tmp.Sub("person.git"));
+    person->Write("cluster.yaml", "address: " + ray.address() + "\n");
+    person->Write("jobs/j.yaml", Spec("sleep 300"));
+    person->CommitAndPush("main", "v1");
+    a = std::make_unique<Daemon>(remote, tmp.Sub("cache-a"), ray.address());
+    b = std::make_unique<Daemon>(remote, tmp.Sub("cache-b"), ray.address());
+  }
+
+  // The person edits the spec (v2) and daemon B applies it: v1 stopped, v2 submitted.
+  std::string PushAndApplyV2() {
+    person->Write("jobs/j.yaml", Spec("sleep 299"));
+    const std::string commit = person->CommitAndPush("main", "v2");
+    const engine::PassResult r = b->Pass();
+    REQUIRE(r.spec_commit == commit);
+    REQUIRE(Actions(r) == "stop j@0;submit j@0;");
+    ray.Tick();
+    return commit;
+  }
+
+  // Ray's active runs of j, by spec hash label.
+  std::vector<std::string> ActiveHashes() {
+    std::vector<std::string> out;
+    adapters::RayHttpJobServer client(testing::FastClientOptions(ray.address()));
+    const core::Result<std::vector<core::RayJob>> jobs = client.List();
+    REQUIRE(jobs.ok());
+    for (const auto& job : *jobs) {
+      if (job.status == RayJobStatus::kPending || job.status == RayJobStatus::kRunning) {
+        out.push_back(job.metadata.at("gitops.spec-hash") + "@" +
+                      job.metadata.at("gitops.attempt"));
+      }
+    }
+    return out;
+  }
+};
+
+TEST_CASE(
+    "a pass from commit N that lists Ray after another daemon applied N+1 stops nothing "
+    "newer",
+    "[stale]") {
+  World w;
+  REQUIRE(Actions(w.b->Pass()) == "submit j@0;");
+  w.ray.Tick();
+  const std::vector<std::string> v1_running = w.ActiveHashes();
+  REQUIRE(v1_running.size() == 1);
+
+  // A fetches N; while its GET /api/jobs/ is slow, N+1 is pushed and B applies it.
+  std::string n1;
+  w.a->server().before_next_list = [&] { n1 = w.PushAndApplyV2(); };
+  const engine::PassResult r = w.a->Pass();
+  REQUIRE_FALSE(n1.empty());
+  CHECK(r.errors.empty());
+  CHECK_FALSE(r.stale);
+  CHECK(r.loads == 2);         // it fetched again ...
+  CHECK(r.spec_commit == n1);  // ... and planned from N+1
+  CHECK(r.plan.actions.empty());
+  CHECK(r.outcomes.empty());
+
+  // v2 runs alone; v1 was not brought back, and the ledger still says v2.
+  w.ray.Tick();
+  const std::vector<std::string> active = w.ActiveHashes();
+  REQUIRE(active.size() == 1);
+  CHECK(active[0] != v1_running[0]);
+  auto ledger = w.b->store().ReadLedger({});
+  REQUIRE(ledger.ok());
+  CHECK(ledger->at("j").attempt == 0);
+  CHECK(ledger->at("j").spec_hash + "@0" == active[0]);
+}
+
+TEST_CASE("a run's commit removed by a force push: after a fresh fetch the branch is the truth",
+          "[stale]") {
+  World w;
+  const std::string n = testing::BranchTip(w.remote, "main");
+  REQUIRE(Actions(w.b->Pass()) == "submit j@0;");
+  w.ray.Tick();
+  w.PushAndApplyV2();
+  ForcePush(w.remote, "main", n);  // v2 is taken back by rewriting the branch
+
+  SECTION("a daemon that has the removed commit (a descendant of the tip)") {
+    const engine::PassResult r = w.b->Pass();
+    CHECK(r.errors.empty());
+    CHECK_FALSE(r.stale);
+    CHECK(r.loads == 2);
+    CHECK(r.spec_commit == n);
+    CHECK(Actions(r) == "stop j@0;submit j@1;");  // v2 stopped, v1 restored
+    // Known to be off the branch now: no further fetch on the next pass.
+    w.ray.Tick();
+    const engine::PassResult next = w.b->Pass();
+    CHECK(next.loads == 1);
+    CHECK(next.plan.actions.empty());
+  }
+  SECTION("a daemon that never saw the removed commit") {
+    const engine::PassResult r = w.a->Pass();
+    CHECK(r.errors.empty());
+    CHECK_FALSE(r.stale);
+    CHECK(r.loads == 2);
+    CHECK(r.spec_commit == n);
+    CHECK(Actions(r) == "stop j@0;submit j@1;");
+  }
+}
+
+}  // namespace
+}  // namespace rg
