@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "reconciler/adapters/git_common.h"
+#include "reconciler/spec/spec_entry.h"
 
 namespace rg::adapters {
 namespace {
@@ -31,13 +32,27 @@ struct BlobAt {
   git_oid oid;
 };
 
+struct RejectedAt {
+  std::string path;
+  spec::EntryKind kind;
+};
+
 struct WalkState {
   std::string prefix;  // the walked subtree's path, with a trailing '/' unless empty
   std::string jobs_dir;
   std::string excluded_dir;
   std::string cluster_file;
   std::vector<BlobAt> blobs;
+  std::vector<RejectedAt> rejected;  // links and submodules: never read, each an invalid spec
 };
+
+// What a tree entry that is not a regular file is; nullopt for a blob or a folder.
+std::optional<spec::EntryKind> IrregularKind(const git_tree_entry* entry) {
+  const git_filemode_t mode = git_tree_entry_filemode(entry);
+  if (mode == GIT_FILEMODE_LINK) return spec::EntryKind::kSymlink;
+  if (mode == GIT_FILEMODE_COMMIT) return spec::EntryKind::kSubmodule;
+  return std::nullopt;
+}
 
 int CollectSpec(const char* root, const git_tree_entry* entry, void* payload) {
   auto* state = static_cast<WalkState*>(payload);
@@ -52,10 +67,17 @@ int CollectSpec(const char* root, const git_tree_entry* entry, void* payload) {
     }
     return 0;
   }
-  const git_filemode_t mode = git_tree_entry_filemode(entry);
-  if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) return 0;
   std::string path = dir + name;
   if (IsUnder(path, state->excluded_dir) || path == state->cluster_file) return 0;
+  if (std::optional<spec::EntryKind> kind = IrregularKind(entry)) {
+    // A link's blob is its target's path: it is never read, whatever the entry is named.
+    if (spec::IsUnderJobsDir(path, state->jobs_dir)) {
+      state->rejected.push_back({std::move(path), *kind});
+    }
+    return 0;
+  }
+  const git_filemode_t mode = git_tree_entry_filemode(entry);
+  if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) return 0;
   if (!spec::IsSpecPath(path, state->jobs_dir)) return 0;
   state->blobs.push_back({std::move(path), *git_tree_entry_id(entry)});
   return 0;
@@ -73,6 +95,26 @@ core::Result<std::string> ReadSpecBlob(git_repository* repo, const git_oid& oid,
   const auto* data = static_cast<const char*>(git_blob_rawcontent(blob.get()));
   const auto size = static_cast<size_t>(git_blob_rawsize(blob.get()));
   return std::string(data, std::min(size, spec::kMaxSpecFileBytes + 1));
+}
+
+// Something other than a folder at the jobs folder's path or at a folder above it (a link, a
+// submodule, a file); nullopt when the path is a folder or holds nothing.
+std::optional<core::Diagnostic> JobsDirProblem(git_tree* root, const std::string& jobs_dir) {
+  for (size_t end = jobs_dir.find('/');; end = jobs_dir.find('/', end + 1)) {
+    const std::string prefix = jobs_dir.substr(0, end);
+    git_tree_entry* raw = nullptr;
+    if (git_tree_entry_bypath(&raw, root, prefix.c_str()) != 0) {
+      git_error_clear();
+      return std::nullopt;
+    }
+    git::TreeEntry entry(raw);
+    if (git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE) {
+      const spec::EntryKind kind =
+          IrregularKind(entry.get()).value_or(spec::EntryKind::kNotRegular);
+      return core::Diagnostic{prefix, 0, 0, spec::EntryMessage(kind, spec::EntryRole::kJobsDir)};
+    }
+    if (end == std::string::npos) return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -155,7 +197,9 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
   git_tree_entry* raw_entry = nullptr;
   if (git_tree_entry_bypath(&raw_entry, tree.get(), options_.cluster_file.c_str()) == 0) {
     git::TreeEntry entry(raw_entry);
-    if (git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB) {
+    if (std::optional<spec::EntryKind> kind = IrregularKind(entry.get())) {
+      cluster = spec::RejectedClusterEntry(options_.cluster_file, *kind);
+    } else if (git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB) {
       const git_oid& oid = *git_tree_entry_id(entry.get());
       const std::string key = git::OidHex(oid);
       auto it = cluster_cache_.find(key);
@@ -182,6 +226,10 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
   git::Tree jobs_tree;
   git_tree* walk_root = tree.get();
   if (!options_.jobs_dir.empty()) {
+    if (std::optional<core::Diagnostic> problem = JobsDirProblem(tree.get(), options_.jobs_dir)) {
+      // Read as "no specs", it would stop every run as removed.
+      return core::Error::InvalidInput(problem->ToString() + " (in " + resolved->commit + ")");
+    }
     walk.prefix = options_.jobs_dir + "/";
     walk_root = nullptr;
     if (git_tree_entry_bypath(&raw_entry, tree.get(), options_.jobs_dir.c_str()) == 0) {
@@ -203,7 +251,10 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
 
   std::map<std::string, CachedSpec> next_spec_cache;
   std::vector<spec::LoadedSpecFile> files;
-  files.reserve(walk.blobs.size());
+  files.reserve(walk.blobs.size() + walk.rejected.size());
+  for (const RejectedAt& entry : walk.rejected) {
+    files.push_back(spec::RejectedSpecEntry(entry.path, options_.jobs_dir, entry.kind));
+  }
   for (const BlobAt& blob : walk.blobs) {
     std::string key = git::OidHex(blob.oid);
     key += '\0';

@@ -22,7 +22,9 @@ std::optional<RepoFile> ResolveRepoFile(const std::string& repo_dir, const std::
   const fs::path repo = fs::absolute(repo_dir, ec).lexically_normal();
   const fs::path given(file);
   fs::path full = given.is_absolute() ? given : repo / given;
-  if (!given.is_absolute() && !fs::exists(full, ec) && fs::exists(given, ec)) {
+  // symlink_status: a link counts as there (even a dangling one) and is never followed.
+  auto there = [&ec](const fs::path& p) { return fs::exists(fs::symlink_status(p, ec)); };
+  if (!given.is_absolute() && !there(full) && there(given)) {
     full = fs::absolute(given, ec);
   }
   full = full.lexically_normal();

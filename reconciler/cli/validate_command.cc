@@ -35,14 +35,42 @@ struct SelectedFile {
   std::optional<core::Diagnostic> problem;
 };
 
-SelectedFile SelectFile(const std::string& file, const ValidateOptions& options) {
+// The first component of `relative` (from the repository down) that is a symbolic link; empty
+// when there is none.
+std::string FirstLinkAlong(const fs::path& repo, const std::string& relative) {
+  fs::path at = repo;
+  fs::path walked;
+  for (const fs::path& part : fs::path(relative)) {
+    at /= part;
+    walked /= part;
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(at, ec))) return walked.generic_string();
+  }
+  return "";
+}
+
+// `known`: every path the repository read reported on (specs valid or not, links and
+// submodules among them, and the cluster file). A FILE is never opened here: what is known
+// was read without following links, and anything else is only described.
+SelectedFile SelectFile(const std::string& file, const ValidateOptions& options,
+                        const std::set<std::string>& known) {
   const std::optional<RepoFile> resolved = ResolveRepoFile(options.repo, file);
   if (!resolved) {
     return {"", core::Diagnostic{file, 0, 0, "not inside the repository " + options.repo}};
   }
   const std::string& relative = resolved->relative;
+  if (known.contains(relative)) return {relative, std::nullopt};
+  // Inside a link or a submodule that is itself an error: that error is the answer.
+  for (fs::path up = fs::path(relative).parent_path(); !up.empty(); up = up.parent_path()) {
+    if (known.contains(up.generic_string())) return {up.generic_string(), std::nullopt};
+  }
   std::error_code ec;
-  if (!fs::is_regular_file(resolved->full, ec)) {
+  const std::string link = FirstLinkAlong(fs::absolute(options.repo, ec), relative);
+  if (!link.empty() && link != relative) {
+    return {relative,
+            core::Diagnostic{file, 0, 0, link + " is a symbolic link; nothing is read through it"}};
+  }
+  if (!fs::exists(fs::symlink_status(resolved->full, ec))) {
     return {relative, core::Diagnostic{file, 0, 0, "file not found"}};
   }
   if (relative != options.cluster_file && !spec::IsSpecPath(relative, options.jobs_dir)) {
@@ -51,7 +79,15 @@ SelectedFile SelectFile(const std::string& file, const ValidateOptions& options)
                                        "under " +
                                            options.jobs_dir + "/)"}};
   }
-  return {relative, std::nullopt};
+  return {relative, core::Diagnostic{file, 0, 0, "is not a regular file"}};
+}
+
+// Every path the state reports on, valid or not.
+std::set<std::string> KnownPaths(const core::DesiredState& state, const std::string& cluster) {
+  std::set<std::string> known{cluster};
+  for (const auto& job : state.jobs) known.insert(job.path);
+  for (const auto& bad : state.invalid) known.insert(bad.path);
+  return known;
 }
 
 int RunValidate(const ValidateOptions& options) {
@@ -62,9 +98,10 @@ int RunValidate(const ValidateOptions& options) {
 
   if (!options.files.empty()) {
     std::set<std::string> selected{options.cluster_file};
+    const std::set<std::string> known = KnownPaths(state, options.cluster_file);
     core::Diagnostics argument_problems;
     for (const auto& file : options.files) {
-      SelectedFile choice = SelectFile(file, options);
+      SelectedFile choice = SelectFile(file, options, known);
       if (choice.problem) {
         argument_problems.push_back(*choice.problem);
       } else {

@@ -1,12 +1,17 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <system_error>
 #include <utility>
 
 #include "reconciler/core/identity.h"
 #include "reconciler/spec/loaded_job_spec.h"
+#include "reconciler/spec/spec_entry.h"
 #include "reconciler/spec/spec_loader.h"
 
 namespace rg::spec {
@@ -42,6 +47,120 @@ void SortByPosition(core::Diagnostics& diagnostics) {
   });
 }
 
+// The name an invalid spec's status record is written under: its own when valid, else one made
+// from its path, so that a record's path is always status/<valid name>.yaml (never a path like
+// "../x" that breaks the status commit, or "sub/dir" that the ledger never reads back).
+std::string RecordName(const std::string& name, const std::string& path) {
+  if (core::IsValidJobName(name)) return name;
+  return "invalid-" + core::Sha256Hex(path).substr(0, 10);
+}
+
+LoadedSpecFile InvalidEntry(const std::string& path, std::string_view jobs_dir,
+                            std::string message) {
+  LoadedJobSpec spec;
+  spec.name = core::DefaultJobName(path, jobs_dir);
+  spec.parsed.diagnostics.push_back({path, 0, 0, std::move(message)});
+  return {path, std::make_shared<const LoadedJobSpec>(std::move(spec))};
+}
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Reads at most kMaxSpecFileBytes + 1 bytes (enough for the loader to reject a larger file) of
+// a regular file. O_NOFOLLOW: a link put in place after the walk looked is refused, not
+// followed; O_NONBLOCK: a FIFO put there cannot hang the read.
+std::optional<std::string> ReadRegularFileBounded(const fs::path& path) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  std::string content(kMaxSpecFileBytes + 1, '\0');
+  size_t used = 0;
+  while (used < content.size()) {
+    const ssize_t n = ::read(fd.get(), content.data() + used, content.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  content.resize(used);
+  return content;
+}
+
+// The first of `relative`'s components (from the root down) that is a symbolic link, as a
+// '/'-separated path relative to root; empty when there is none.
+std::string FirstLinkAlong(const fs::path& root, std::string_view relative) {
+  fs::path at = root;
+  fs::path walked;
+  for (const fs::path& part : fs::path(relative)) {
+    at /= part;
+    walked /= part;
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(at, ec))) return walked.generic_string();
+  }
+  return "";
+}
+
+std::optional<Parsed<core::RayConfig>> ReadClusterFromDirectory(const fs::path& root,
+                                                                const std::string& path) {
+  auto rejected = [&](const std::string& where, EntryKind kind) {
+    Parsed<core::RayConfig> out = RejectedClusterEntry(path, kind);
+    if (where != path) out.diagnostics.front().message.insert(0, where + " ");
+    return out;
+  };
+  if (std::string link = FirstLinkAlong(root, path); !link.empty()) {
+    return rejected(link, EntryKind::kSymlink);
+  }
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(root / path, ec);
+  if (!fs::exists(status)) return std::nullopt;
+  if (!fs::is_regular_file(status)) return rejected(path, EntryKind::kNotRegular);
+  std::optional<std::string> content = ReadRegularFileBounded(root / path);
+  if (!content)
+    return Parsed<core::RayConfig>{std::nullopt, {{path, 0, 0, "cannot read the file"}}};
+  return LoadRayConfig(*content, path);
+}
+
+struct JobsListing {
+  std::vector<LoadedSpecFile> files;        // parsed specs and rejected entries
+  std::optional<core::Diagnostic> problem;  // the folder itself is a link, a file, or unlistable
+};
+
+// One entry met by the walk of the jobs folder: parsed, rejected, or skipped.
+void AddJobsEntry(const fs::directory_entry& entry, const std::string& relative,
+                  std::string_view jobs_dir, JobsListing& out) {
+  std::error_code ec;
+  const fs::file_status status = entry.symlink_status(ec);
+  if (fs::is_symlink(status)) {
+    out.files.push_back(RejectedSpecEntry(relative, jobs_dir, EntryKind::kSymlink));
+    return;
+  }
+  if (fs::is_directory(status)) {
+    if (fs::exists(fs::symlink_status(entry.path() / ".git", ec))) {
+      out.files.push_back(RejectedSpecEntry(relative, jobs_dir, EntryKind::kSubmodule));
+    }
+    return;
+  }
+  if (!IsSpecPath(relative, jobs_dir)) return;
+  if (!fs::is_regular_file(status)) {
+    out.files.push_back(RejectedSpecEntry(relative, jobs_dir, EntryKind::kNotRegular));
+  } else if (std::optional<std::string> content = ReadRegularFileBounded(entry.path())) {
+    out.files.push_back({relative, ParseSpecFileForDesiredState(*content, relative, jobs_dir)});
+  } else {
+    out.files.push_back(InvalidEntry(relative, jobs_dir, "cannot read the file"));
+  }
+}
+
 core::DesiredState Assemble(const std::string& cluster_path,
                             const std::optional<SourceFile>& cluster_file,
                             const std::vector<SourceFile>& spec_files, std::string_view jobs_dir) {
@@ -55,15 +174,39 @@ core::DesiredState Assemble(const std::string& cluster_path,
   return CheckDesiredStateSet(cluster, cluster_path, loaded);
 }
 
-// Reads at most kMaxSpecFileBytes + 1 bytes: enough for the loader to reject a larger file.
-std::optional<std::string> ReadFileBounded(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string content(kMaxSpecFileBytes + 1, '\0');
-  in.read(content.data(), static_cast<std::streamsize>(content.size()));
-  if (in.bad()) return std::nullopt;
-  content.resize(static_cast<size_t>(in.gcount()));
-  return content;
+// Every entry under <root>/<jobs_dir> but the cluster file (which may sit there) and hidden ones.
+JobsListing ListJobsDirectory(const fs::path& root, std::string_view jobs_dir,
+                              const std::string& cluster_file) {
+  JobsListing out;
+  const std::string dir(TrimSlashes(jobs_dir));
+  if (std::string link = FirstLinkAlong(root, dir); !link.empty()) {
+    out.problem = {link, 0, 0, EntryMessage(EntryKind::kSymlink, EntryRole::kJobsDir)};
+    return out;
+  }
+  const fs::path jobs_root = dir.empty() ? root : root / dir;
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(jobs_root, ec);
+  if (!fs::exists(status)) return out;
+  if (!fs::is_directory(status)) {
+    out.problem = {dir, 0, 0, EntryMessage(EntryKind::kNotRegular, EntryRole::kJobsDir)};
+    return out;
+  }
+  // Links to folders are not descended into (no follow_directory_symlink): each is an entry.
+  fs::recursive_directory_iterator it(jobs_root, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().filename().string().starts_with('.')) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    const std::string relative = it->path().lexically_relative(root).generic_string();
+    if (relative == cluster_file) continue;
+    const size_t before = out.files.size();
+    AddJobsEntry(*it, relative, jobs_dir, out);
+    // A folder that became an entry is a submodule: nothing in it is read.
+    if (out.files.size() > before) it.disable_recursion_pending();
+  }
+  if (ec) out.problem = {dir, 0, 0, "cannot list the directory: " + ec.message()};
+  return out;
 }
 
 }  // namespace
@@ -146,7 +289,8 @@ core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConf
       continue;
     }
     SortByPosition(spec.parsed.diagnostics);
-    state.invalid.push_back({files[i]->path, spec.name, std::move(spec.parsed.diagnostics)});
+    state.invalid.push_back({files[i]->path, RecordName(spec.name, files[i]->path),
+                             std::move(spec.parsed.diagnostics)});
   }
   return state;
 }
@@ -157,7 +301,7 @@ core::DesiredState LoadDesiredState(const std::optional<SourceFile>& cluster_fil
   return Assemble("cluster.yaml", cluster_file, spec_files, jobs_dir);
 }
 
-bool IsSpecPath(std::string_view path, std::string_view jobs_dir) {
+bool IsUnderJobsDir(std::string_view path, std::string_view jobs_dir) {
   jobs_dir = TrimSlashes(jobs_dir);
   while (path.starts_with("./")) path.remove_prefix(2);
   if (!jobs_dir.empty()) {
@@ -167,61 +311,56 @@ bool IsSpecPath(std::string_view path, std::string_view jobs_dir) {
     }
     path.remove_prefix(jobs_dir.size() + 1);
   }
-  if (path.empty() || HasHiddenComponent(path)) return false;
-  return path.ends_with(".yaml") || path.ends_with(".yml");
+  return !path.empty() && !HasHiddenComponent(path);
+}
+
+bool IsSpecPath(std::string_view path, std::string_view jobs_dir) {
+  return IsUnderJobsDir(path, jobs_dir) && (path.ends_with(".yaml") || path.ends_with(".yml"));
+}
+
+std::string EntryMessage(EntryKind kind, EntryRole role) {
+  std::string rule;
+  switch (role) {
+    case EntryRole::kSpec:
+      rule = "specs must be regular files";
+      break;
+    case EntryRole::kClusterFile:
+      rule = "the cluster file must be a regular file";
+      break;
+    case EntryRole::kJobsDir:
+      rule = "the jobs folder must be a folder of this repository";
+      break;
+  }
+  switch (kind) {
+    case EntryKind::kSymlink:
+      return "is a symbolic link; " + rule + " (links are never followed)";
+    case EntryKind::kSubmodule:
+      return "is a Git submodule; " + rule + " (nothing in a submodule is read)";
+    case EntryKind::kNotRegular:
+      break;
+  }
+  return role == EntryRole::kJobsDir ? "is not a folder; " + rule
+                                     : "is not a regular file; " + rule;
+}
+
+LoadedSpecFile RejectedSpecEntry(const std::string& path, std::string_view jobs_dir,
+                                 EntryKind kind) {
+  return InvalidEntry(path, jobs_dir, EntryMessage(kind, EntryRole::kSpec));
+}
+
+Parsed<core::RayConfig> RejectedClusterEntry(const std::string& path, EntryKind kind) {
+  return {std::nullopt, {{path, 0, 0, EntryMessage(kind, EntryRole::kClusterFile)}}};
 }
 
 core::DesiredState LoadDesiredStateFromDirectory(const std::string& repo_dir,
                                                  const std::string& cluster_file,
                                                  const std::string& jobs_dir) {
   const fs::path root(repo_dir);
-  std::optional<SourceFile> cluster;
-  std::optional<core::Diagnostic> cluster_read_error;
-  std::error_code ec;
-  if (fs::exists(root / cluster_file, ec)) {
-    if (auto content = ReadFileBounded(root / cluster_file)) {
-      cluster = SourceFile{cluster_file, std::move(*content)};
-    } else {
-      cluster_read_error = core::Diagnostic{cluster_file, 0, 0, "cannot read the file"};
-    }
-  }
-
-  std::vector<SourceFile> specs;
-  std::vector<core::InvalidSpec> unreadable;
-  const fs::path jobs_root = root / std::string(TrimSlashes(jobs_dir));
-  std::error_code list_ec;
-  if (fs::is_directory(jobs_root, ec)) {
-    fs::recursive_directory_iterator it(jobs_root, fs::directory_options::skip_permission_denied,
-                                        list_ec);
-    for (; !list_ec && it != fs::recursive_directory_iterator(); it.increment(list_ec)) {
-      std::error_code entry_ec;
-      const std::string name = it->path().filename().string();
-      if (name.starts_with('.')) {
-        if (it->is_directory(entry_ec)) it.disable_recursion_pending();
-        continue;
-      }
-      if (!it->is_regular_file(entry_ec)) continue;
-      const std::string relative = it->path().lexically_relative(root).generic_string();
-      if (!IsSpecPath(relative, jobs_dir)) continue;
-      if (auto content = ReadFileBounded(it->path())) {
-        specs.push_back({relative, std::move(*content)});
-      } else {
-        unreadable.push_back({relative,
-                              core::DefaultJobName(relative, jobs_dir),
-                              {{relative, 0, 0, "cannot read the file"}}});
-      }
-    }
-  }
-
-  core::DesiredState state = Assemble(cluster_file, cluster, specs, jobs_dir);
-  if (cluster_read_error) state.cluster_diagnostics = {*cluster_read_error};
-  if (list_ec) {
-    state.cluster_diagnostics.push_back(
-        {jobs_dir, 0, 0, "cannot list the directory: " + list_ec.message()});
-  }
-  for (auto& bad : unreadable) state.invalid.push_back(std::move(bad));
-  std::stable_sort(state.invalid.begin(), state.invalid.end(),
-                   [](const auto& a, const auto& b) { return a.path < b.path; });
+  const std::optional<Parsed<core::RayConfig>> cluster =
+      ReadClusterFromDirectory(root, cluster_file);
+  JobsListing listing = ListJobsDirectory(root, jobs_dir, cluster_file);
+  core::DesiredState state = CheckDesiredStateSet(cluster, cluster_file, listing.files);
+  if (listing.problem) state.cluster_diagnostics.push_back(std::move(*listing.problem));
   return state;
 }
 

@@ -372,12 +372,13 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
     }
     if (key == "workload") continue;  // read above: the other fields depend on it
     if (key == "name") {
-      if (value.is_string()) {
+      // Only a valid name is kept: an invalid one ("../x", "sub/dir") would become a status
+      // file's path, so the file keeps the name derived from its path.
+      if (value.is_string() && core::IsValidJobName(value.scalar.as_string())) {
         out.name = value.scalar.as_string();
         out.name_is_explicit = true;
         out.name_pos = value.pos;
-      }
-      if (!value.is_string() || !core::IsValidJobName(value.scalar.as_string())) {
+      } else {
         reader.TypeError(key,
                          "1 to 63 characters of [a-z0-9._-] starting and ending with a letter "
                          "or digit",
@@ -491,7 +492,8 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
   if (custom && FindEntry(*root, "entrypoint") == nullptr) {
     reader.Error(root->pos, "missing required key \"entrypoint\" (workload custom needs it)");
   }
-  if (!out.name_is_explicit && !core::IsValidJobName(out.name)) {
+  // A name written but invalid has its own error; the derived one is then beside the point.
+  if (FindEntry(*root, "name") == nullptr && !core::IsValidJobName(out.name)) {
     reader.Error({1, 1}, "the name derived from the path (\"" + out.name +
                              "\") is not a valid job name; set name: explicitly");
   }

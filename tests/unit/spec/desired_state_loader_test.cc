@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
+#include "reconciler/core/identity.h"
 #include "reconciler/spec/spec_loader.h"
 #include "tests/unit/spec/diagnostic_messages.h"
 
@@ -100,6 +102,57 @@ TEST_CASE("an invalid spec still owns its name: a valid spec with the same name 
   CHECK(Messages(Invalid(state, "jobs/good.yaml").diagnostics) ==
         std::vector<std::string>{"jobs/good.yaml:3:7: error: name \"x\" is also used by "
                                  "jobs/bad.yaml"});
+}
+
+TEST_CASE("an invalid explicit name never names the record: the derived name stands in") {
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/team/dots.yaml", "workload: custom\nname: \"../x\"\nentrypoint: echo\n"},
+                 {"jobs/team/slash.yaml", "workload: custom\nname: sub/dir\nentrypoint: echo\n"},
+                 {"jobs/ok.yaml", "workload: custom\nentrypoint: echo\n"}});
+  CHECK(JobPaths(state) == std::vector<std::string>{"jobs/ok.yaml"});
+  REQUIRE(state.invalid.size() == 2);
+  CHECK(Invalid(state, "jobs/team/dots.yaml").name == "team-dots");
+  CHECK(Invalid(state, "jobs/team/slash.yaml").name == "team-slash");
+  CHECK(Messages(Invalid(state, "jobs/team/dots.yaml").diagnostics) ==
+        std::vector<std::string>{"jobs/team/dots.yaml:2:7: error: name must be 1 to 63 characters "
+                                 "of [a-z0-9._-] starting and ending with a letter or digit (got "
+                                 "\"../x\")"});
+  CHECK(Messages(Invalid(state, "jobs/team/slash.yaml").diagnostics) ==
+        std::vector<std::string>{"jobs/team/slash.yaml:2:7: error: name must be 1 to 63 "
+                                 "characters of [a-z0-9._-] starting and ending with a letter or "
+                                 "digit (got \"sub/dir\")"});
+}
+
+TEST_CASE("a record name made from the path stands in when the derived name is invalid too") {
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/Bad Name.yaml", "workload: custom\nname: ../x\nentrypoint: echo\n"},
+                 {"jobs/Other Bad.yaml", "workload: custom\nentrypoint: echo\n"},
+                 {"jobs/" + std::string(70, 'a') + ".yaml", "workload: custom\n"}});
+  REQUIRE(state.invalid.size() == 3);
+  std::vector<std::string> names;
+  for (const auto& bad : state.invalid) {
+    INFO(bad.path << " -> " << bad.name);
+    CHECK(core::IsValidJobName(bad.name));
+    CHECK(bad.name.starts_with("invalid-"));
+    names.push_back(bad.name);
+  }
+  std::sort(names.begin(), names.end());
+  CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
+  // The same path gives the same name on every load, so its record is found again.
+  const core::DesiredState again = LoadDesiredState(
+      kCluster, {{"jobs/Bad Name.yaml", "workload: custom\nname: ../x\nentrypoint: echo 2\n"}});
+  CHECK(again.invalid.at(0).name == Invalid(state, "jobs/Bad Name.yaml").name);
+  // Only the name's own error: "set name: explicitly" would be wrong where a name is set.
+  CHECK(Invalid(state, "jobs/Bad Name.yaml").diagnostics.size() == 1);
+}
+
+TEST_CASE("a file whose explicit name is invalid still owns its derived name") {
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/a.yaml", "workload: custom\nname: A\nentrypoint: echo\n"},
+                 {"jobs/b.yaml", "workload: custom\nname: a\nentrypoint: echo\n"}});
+  CHECK(state.jobs.empty());
+  CHECK(Messages(Invalid(state, "jobs/b.yaml").diagnostics) ==
+        std::vector<std::string>{"jobs/b.yaml:2:7: error: name \"a\" is also used by jobs/a.yaml"});
 }
 
 TEST_CASE("specs pinning the same submission id are all invalid") {

@@ -1,0 +1,47 @@
+#pragma once
+// Entries of a desired-state repository that are not regular files: symbolic links, Git
+// submodules and, on disk, anything else (a FIFO, a device). Such an entry is never read and
+// never followed, in a commit or on disk, so a link cannot make `validate` print another file
+// or a pass read one. Each is an error with the same words on disk and in a commit; under the
+// jobs folder it is an invalid spec, so its job is frozen (nothing submitted or stopped).
+//
+// Which entries count: under the jobs folder, every link and every submodule outside hidden
+// folders, whatever its name (a link or a submodule can hold a folder of specs that would be
+// skipped without a word); other entries only when named *.yaml or *.yml. The cluster file and
+// the jobs folder itself (and each folder above it) must be a regular file and folders.
+
+#include <string>
+#include <string_view>
+
+#include "reconciler/core/diagnostic.h"
+#include "reconciler/core/spec_model.h"
+#include "reconciler/spec/spec_loader.h"
+
+namespace rg::spec {
+
+enum class EntryKind {
+  kSymlink,
+  kSubmodule,   // a gitlink in a commit; on disk, a folder holding .git
+  kNotRegular,  // anything else where a regular file (or, for the jobs folder, a folder) belongs
+};
+
+enum class EntryRole { kSpec, kClusterFile, kJobsDir };
+
+// "is a symbolic link; specs must be regular files (links are never followed)" and the like:
+// the message of a diagnostic at the entry's path.
+std::string EntryMessage(EntryKind kind, EntryRole role);
+
+// True for every path under jobs_dir with no hidden component, whatever its extension: the
+// entries whose links and submodules are errors.
+bool IsUnderJobsDir(std::string_view path, std::string_view jobs_dir);
+
+// An invalid spec for an entry under jobs_dir that is not a regular file: one diagnostic at its
+// path, and the name derived from the path, for CheckDesiredStateSet.
+LoadedSpecFile RejectedSpecEntry(const std::string& path, std::string_view jobs_dir,
+                                 EntryKind kind);
+
+// The cluster file when it is not a regular file, as CheckDesiredStateSet takes it: invalid,
+// one diagnostic at `path`.
+Parsed<core::RayConfig> RejectedClusterEntry(const std::string& path, EntryKind kind);
+
+}  // namespace rg::spec
