@@ -193,10 +193,10 @@ void ConnectionGate::AcceptAll() {
     std::string peer = PeerAddress(addr);
     if (open_ >= limits_.max_connections ||
         per_client_[peer] >= limits_.max_connections_per_client) {
+      if (callbacks_.refused) callbacks_.refused("too_many_connections", 503, nullptr);
       SendCanned(fd, 503);
       close(fd);
       if (per_client_[peer] == 0) per_client_.erase(peer);
-      if (callbacks_.refused) callbacks_.refused("too_many_connections", 503, nullptr);
       continue;
     }
     ++open_;
@@ -262,8 +262,9 @@ void ConnectionGate::Admit(Conn& c, size_t head_size) {
 }
 
 void ConnectionGate::Refuse(Conn& c, int status, std::string_view reason, const RequestHead* head) {
-  SendCanned(c.fd, status);
+  // Counted before the answer is sent, so a client that has its answer sees the count.
   if (callbacks_.refused) callbacks_.refused(reason, status, head);
+  SendCanned(c.fd, status);
   StartClosing(c);
 }
 
