@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -35,10 +36,44 @@ bool SameBranch(const std::string& ref, const std::string& branch) {
   return ref == branch || ref == "refs/heads/" + branch;
 }
 
+// DESIGN.md 2.2: ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$ (it becomes part of a branch name).
+bool IsValidInstanceName(std::string_view name) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (name.empty() || name.size() > 63 || !alnum(name.front()) || !alnum(name.back())) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
 }  // namespace
 
+std::string DefaultStatusBranch(std::string_view instance) {
+  std::string branch(adapters::kDefaultStatusBranch);
+  if (instance != kDefaultInstance) branch += "-" + std::string(instance);
+  return branch;
+}
+
+std::string RepoCredentialProblem(std::string_view repo) {
+  const std::string stripped = core::StripUrlCredentials(repo);
+  if (stripped == repo) return "";
+  return "--repo: the URL holds credentials, which never come from the command line (they show "
+         "in the process list, shell history and CI logs); give --repo " +
+         stripped + " and put the token in a file named by --git-token-file";
+}
+
 void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_artifacts) {
-  cmd->add_option("--repo", o->repo, "desired-state repository: a local path or a URL")->required();
+  // Checked as the flag is parsed, so that nothing runs with it; exit status 1 as for any error.
+  cmd->add_option_function<std::string>(
+         "--repo",
+         [o](const std::string& repo) {
+           if (std::string problem = RepoCredentialProblem(repo); !problem.empty()) {
+             throw CLI::ValidationError(problem, 1);
+           }
+           o->repo = repo;
+         },
+         "desired-state repository: a local path or a URL (no credentials in it: an HTTPS "
+         "token comes from --git-token-file)")
+      ->required();
   if (with_ref) {
     cmd->add_option("--ref", o->ref, "branch, tag or commit to read (default: the remote's HEAD)");
   }
@@ -46,7 +81,19 @@ void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_arti
   cmd->add_option("--git-token-file", o->git_token_file, "file holding an HTTPS token");
   cmd->add_option("--git-ssh-key", o->git_ssh_key, "SSH private key (else the SSH agent)");
   cmd->add_option("--status-branch", o->status_branch, "branch the status is written to");
-  cmd->add_option("--instance", o->instance, "this reconciler's gitops.managed-by name");
+  cmd->add_option_function<std::string>(
+      "--instance",
+      [o](const std::string& instance) {
+        if (!IsValidInstanceName(instance)) {
+          throw CLI::ValidationError(
+              "--instance must be 1 to 63 characters of [a-z0-9-] starting and ending with a "
+              "letter or digit (got \"" +
+                  instance + "\")",
+              1);
+        }
+        o->instance = instance;
+      },
+      "this reconciler's gitops.managed-by name (default ray-gitops)");
   cmd->add_option("--cluster-file", o->cluster_file, "path of the cluster file in the repo");
   cmd->add_option("--jobs-dir", o->jobs_dir, "folder of the JobSpecs in the repo");
   if (with_artifacts) {

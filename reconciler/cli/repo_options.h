@@ -28,16 +28,29 @@ class Option;
 
 namespace rg::cli {
 
+inline constexpr std::string_view kDefaultInstance = "ray-gitops";
+
+// The status branch of `instance` when --status-branch is not given (DESIGN.md 4): the default
+// instance keeps ray-gitops/status, any other writes ray-gitops/status-<instance>, so instances
+// and clusters sharing a repository each keep their own ledger. (Not ray-gitops/status/<i>:
+// Git cannot hold ray-gitops/status as a branch and as a folder of branches at once.)
+std::string DefaultStatusBranch(std::string_view instance);
+
+// Why `repo` may not be given on the command line, or empty when it may: a URL holding
+// credentials (anything but a bare SSH user name; see core::StripUrlCredentials). The message
+// names --git-token-file and never repeats the credential.
+std::string RepoCredentialProblem(std::string_view repo);
+
 struct RepoOptions {
-  std::string repo;            // --repo DIR|URL (required)
+  std::string repo;            // --repo DIR|URL (required; refused with credentials in it)
   std::string ref = "HEAD";    // --ref: the remote's default branch unless given
   std::string cache_dir;       // --cache-dir (default $XDG_CACHE_HOME/ray-gitops)
   std::string git_token_file;  // --git-token-file
   std::string git_ssh_key;     // --git-ssh-key
-  std::string status_branch = "ray-gitops/status";  // --status-branch
-  std::string instance = "ray-gitops";              // --instance
-  std::string cluster_file = "cluster.yaml";        // --cluster-file
-  std::string jobs_dir = "jobs";                    // --jobs-dir
+  std::string status_branch = "ray-gitops/status";  // --status-branch, else DefaultStatusBranch
+  std::string instance = std::string(kDefaultInstance);  // --instance
+  std::string cluster_file = "cluster.yaml";             // --cluster-file
+  std::string jobs_dir = "jobs";                         // --jobs-dir
   std::string artifacts_root;  // --artifacts-root (default: cluster.yaml's shared_root)
   bool no_artifacts = false;   // --no-artifacts
 };
