@@ -15,9 +15,16 @@ namespace {
 
 using core::SourcePos;
 
-constexpr std::array<std::string_view, 8> kClusterKeys = {
-    "address",           "shared_root",          "entrypoint_num_cpus", "entrypoint_num_gpus",
-    "entrypoint_memory", "entrypoint_resources", "runtime_env",         "user_code_path",
+constexpr std::array<std::string_view, 9> kClusterKeys = {
+    "name",
+    "address",
+    "shared_root",
+    "entrypoint_num_cpus",
+    "entrypoint_num_gpus",
+    "entrypoint_memory",
+    "entrypoint_resources",
+    "runtime_env",
+    "user_code_path",
 };
 
 constexpr std::array<std::string_view, 24> kJobKeys = {
@@ -276,7 +283,21 @@ Parsed<core::RayConfig> LoadRayConfig(std::string_view text, const std::string& 
       continue;
     }
     config.positions[key] = entry.key_pos;
-    if (key == "address") {
+    if (key == "name") {
+      // The cluster's identity in the ledger (DESIGN.md 4): it is written into every status
+      // file and compared as is, so a line break or an edge space could never match by eye.
+      const std::string name = value.is_string() ? value.scalar.as_string() : std::string();
+      const bool ok = !name.empty() && name.size() <= 253 && name.front() != ' ' &&
+                      name.back() != ' ' && std::none_of(name.begin(), name.end(), [](char c) {
+                        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                      });
+      if (ok) {
+        config.name = name;
+      } else {
+        reader.TypeError(key, "1 to 253 characters without control characters or edge spaces",
+                         value);
+      }
+    } else if (key == "address") {
       has_address = true;
       const bool url = value.is_string() && (value.scalar.as_string().starts_with("http://") ||
                                              value.scalar.as_string().starts_with("https://"));

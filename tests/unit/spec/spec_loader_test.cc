@@ -223,6 +223,28 @@ TEST_CASE("a valid cluster.yaml fills every field, env var values as the text wr
   CHECK(config.positions.at("runtime_env").column == 1);
 }
 
+TEST_CASE("cluster.yaml's name, the cluster's identity in the ledger, is kept as written") {
+  for (const std::string name : {"prod", "prod-a100 (east)", "raycluster.ray.svc:8265"}) {
+    Parsed<core::RayConfig> parsed =
+        LoadRayConfig("name: \"" + name + "\"\naddress: http://h:1\n", "cluster.yaml");
+    REQUIRE(Messages(parsed.diagnostics) == std::vector<std::string>{});
+    CHECK(parsed.value->name == name);
+  }
+  CHECK_FALSE(LoadRayConfig("address: http://h:1\n", "cluster.yaml").value->name.has_value());
+
+  const std::string must =
+      "name must be 1 to 253 characters without control characters or edge spaces";
+  CHECK(ClusterErrors("name: \"\"\naddress: http://h:1\n") ==
+        std::vector<std::string>{"cluster.yaml:1:7: error: " + must + " (got \"\")"});
+  CHECK(ClusterErrors("name: 3\naddress: http://h:1\n").size() == 1);
+  CHECK(ClusterErrors("name: [a]\naddress: http://h:1\n").size() == 1);
+  CHECK(ClusterErrors("name: \"a\\nb\"\naddress: http://h:1\n").size() == 1);
+  CHECK(ClusterErrors("name: \"a\\tb\"\naddress: http://h:1\n").size() == 1);
+  CHECK(ClusterErrors("name: \" prod\"\naddress: http://h:1\n").size() == 1);
+  CHECK(ClusterErrors("name: " + std::string(254, 'x') + "\naddress: http://h:1\n").size() == 1);
+  CHECK(ClusterErrors("name: " + std::string(253, 'x') + "\naddress: http://h:1\n").empty());
+}
+
 TEST_CASE("a valid JobSpec fills every field and where each was written") {
   const core::JobSpec spec = LoadValidJob(
       "# a comment\n"
