@@ -80,10 +80,13 @@ void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_arti
   cmd->add_option("--cache-dir", o->cache_dir, "where the clone is kept");
   cmd->add_option("--git-token-file", o->git_token_file, "file holding an HTTPS token");
   cmd->add_option("--git-ssh-key", o->git_ssh_key, "SSH private key (else the SSH agent)");
-  cmd->add_option("--status-branch", o->status_branch, "branch the status is written to");
+  CLI::Option* status_branch = cmd->add_option(
+      "--status-branch", o->status_branch,
+      "branch the status is written to (default: ray-gitops/status for the default instance, "
+      "ray-gitops/status-<instance> for any other)");
   cmd->add_option_function<std::string>(
       "--instance",
-      [o](const std::string& instance) {
+      [o, status_branch](const std::string& instance) {
         if (!IsValidInstanceName(instance)) {
           throw CLI::ValidationError(
               "--instance must be 1 to 63 characters of [a-z0-9-] starting and ending with a "
@@ -92,6 +95,8 @@ void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_arti
               1);
         }
         o->instance = instance;
+        // An explicit --status-branch wins; callbacks run after the whole line is parsed.
+        if (status_branch->count() == 0) o->status_branch = DefaultStatusBranch(instance);
       },
       "this reconciler's gitops.managed-by name (default ray-gitops)");
   cmd->add_option("--cluster-file", o->cluster_file, "path of the cluster file in the repo");
