@@ -50,6 +50,16 @@ void SetRayFields(core::StatusRecord& rec, const core::RayJob& job) {
   rec.driver_exit_code = job.driver_exit_code;
 }
 
+// The cluster whose ledger the records are in: the same RayClusterName the pass reads the
+// ledger for, so that what it writes it reads back as its own.
+std::string LedgerCluster(const StatusInputs& in) {
+  if (!in.ray_cluster.empty()) return in.ray_cluster;
+  if (in.desired != nullptr && in.desired->cluster) {
+    return core::RayClusterName(*in.desired->cluster, in.ray_address);
+  }
+  return core::StripUrlCredentials(in.ray_address);
+}
+
 void ClearRayFields(core::StatusRecord& rec) {
   rec.status = core::RayJobStatus::kUnknown;
   rec.error_type.reset();
@@ -72,6 +82,7 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
   StatusUpdate update;
   const core::Ledger empty_ledger;
   const core::Ledger& ledger = in.ledger != nullptr ? *in.ledger : empty_ledger;
+  const std::string ray_cluster = LedgerCluster(in);
 
   // What this pass did, per submission id.
   std::map<std::string, const ActionOutcome*, std::less<>> submitted;  // ok submits
@@ -101,6 +112,8 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
     core::StatusRecord rec;
     if (old != ledger.end()) rec = old->second;
     rec.name = jp.name;
+    rec.instance = in.instance;
+    rec.ray_cluster = ray_cluster;
     if (!jp.spec_path.empty()) rec.spec_path = jp.spec_path;
     rec.spec_commit = in.spec_commit;
     rec.phase = jp.phase;

@@ -26,13 +26,17 @@ struct StatusInputs {
   bool ray_jobs_complete = true;
   std::vector<ActionOutcome> outcomes;  // empty on a dry run
   std::string instance = "ray-gitops";
+  // The cluster whose ledger this is (core::RayClusterName); empty: the one the desired
+  // state's cluster file and ray_address give, which is what the pass reads the ledger for.
+  std::string ray_cluster;
   std::string spec_commit;
   std::string ray_address;  // credentials stripped; the dashboard links start with it
   int64_t now_ms = 0;       // when this pass ran: the time a stop it sent is recorded with
 };
 
-// The record every planned job should have now, by name; names whose record is to be
-// deleted (JobPlan::forget) map to nothing and are listed in `forget`.
+// The record every planned job should have now, by name, stamped with the ledger's owner
+// (instance and ray_cluster: a record written before ledgers had owners gets them here); names
+// whose record is to be deleted (JobPlan::forget) map to nothing and are listed in `forget`.
 struct StatusUpdate {
   std::map<std::string, core::StatusRecord, std::less<>> records;
   std::vector<std::string> forget;  // only names the ledger holds

@@ -1,0 +1,80 @@
+// Step 6's records: whose ledger they are in (instance and cluster).
+
+#include "reconciler/engine/status_update.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+namespace rg::engine {
+namespace {
+
+using core::Phase;
+
+core::JobPlan Planned(const std::string& name, Phase phase) {
+  core::JobPlan jp;
+  jp.name = name;
+  jp.spec_path = "jobs/" + name + ".yaml";
+  jp.phase = phase;
+  return jp;
+}
+
+struct Inputs {
+  core::DesiredState desired;
+  core::Plan plan;
+  core::Ledger ledger;
+  StatusInputs in;
+
+  Inputs() {
+    desired.cluster = core::RayConfig{};
+    desired.cluster->address = "http://10.0.0.1:8265";
+    plan.jobs = {Planned("a", Phase::kRunning)};
+    in.desired = &desired;
+    in.plan = &plan;
+    in.ledger = &ledger;
+    in.instance = "team-b";
+    in.ray_address = "https://user:secret@ray.example:8265";
+  }
+};
+
+TEST_CASE("records name their instance and the cluster the ledger was read for",
+          "[status_update]") {
+  Inputs x;
+  SECTION("the Ray address in use, without credentials, when cluster.yaml has no name") {
+    const auto update = BuildStatusUpdate(x.in);
+    REQUIRE(update.records.count("a") == 1);
+    CHECK(update.records.at("a").instance == "team-b");
+    CHECK(update.records.at("a").ray_cluster == "https://ray.example:8265");
+  }
+  SECTION("cluster.yaml's name") {
+    x.desired.cluster->name = "prod";
+    CHECK(BuildStatusUpdate(x.in).records.at("a").ray_cluster == "prod");
+  }
+  SECTION("an explicit ray_cluster") {
+    x.desired.cluster->name = "prod";
+    x.in.ray_cluster = "given";
+    CHECK(BuildStatusUpdate(x.in).records.at("a").ray_cluster == "given");
+  }
+}
+
+TEST_CASE("an ownerless ledger record is stamped, which makes a one-time commit",
+          "[status_update]") {
+  Inputs x;
+  core::StatusRecord legacy;
+  legacy.name = "a";
+  legacy.spec_path = "jobs/a.yaml";
+  legacy.phase = Phase::kRunning;
+  x.ledger["a"] = legacy;
+  const auto update = BuildStatusUpdate(x.in);
+  const auto diff = DiffAgainstLedger(update, x.ledger);
+  REQUIRE(diff.changes.count("a") == 1);
+  REQUIRE(diff.transitions.size() == 1);
+  CHECK(diff.transitions[0] ==
+        "a: Running, now in the ledger of team-b on https://ray.example:8265");
+
+  // Once stamped, the same pass again changes nothing.
+  x.ledger["a"] = *diff.changes.at("a");
+  CHECK(DiffAgainstLedger(BuildStatusUpdate(x.in), x.ledger).changes.empty());
+}
+
+}  // namespace
+}  // namespace rg::engine
