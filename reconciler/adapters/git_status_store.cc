@@ -378,11 +378,15 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
     std::string path = spec::StatusFilePath(name);
     auto existing = ledger.find(name);
     if (record) {
-      if (existing != ledger.end() && !core::MeaningfulChange(existing->second, *record)) continue;
-      if (auto st = edits.Upsert(std::move(path), spec::EncodeStatusYaml(*record)); !st) {
+      // Another writer of this ledger (a second replica) may have recorded more since this
+      // pass read it: what either knew is kept (core::MergeRecords).
+      const core::StatusRecord merged =
+          existing != ledger.end() ? core::MergeRecords(existing->second, *record) : *record;
+      if (existing != ledger.end() && !core::MeaningfulChange(existing->second, merged)) continue;
+      if (auto st = edits.Upsert(std::move(path), spec::EncodeStatusYaml(merged)); !st) {
         return st.error();
       }
-      ledger.insert_or_assign(name, *record);
+      ledger.insert_or_assign(name, merged);
     } else {
       if (existing != ledger.end()) ledger.erase(existing);
       if (BlobIdAt(base->get(), path)) edits.Remove(std::move(path));

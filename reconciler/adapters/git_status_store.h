@@ -52,7 +52,10 @@ class GitStatusStore : public ports::StatusStore {
   // Builds on the tip as last fetched (ReadLedger earlier in the pass fetched it) and fetches
   // again only after a refused push. A change whose record differs from the one on the branch
   // only in bookkeeping (see core::MeaningfulChange) is left out, so passes that learn nothing
-  // new commit nothing. STATUS.md's header takes the Spec-Commit trailer when
+  // new commit nothing. A record is joined with the one on the tip (core::MergeRecords), so a
+  // second writer of this ledger that recorded more meanwhile loses nothing: a run it saw end
+  // is not turned back into an active one, an attempt it added is kept.
+  // STATUS.md's header takes the Spec-Commit trailer when
   // markdown_header.spec_commit is empty. kConflict when every push attempt was refused.
   // A change is refused, and its file left untouched, when its name is not a valid job name
   // (it would become a tree path), when the file there could not be read (a skipped file), or

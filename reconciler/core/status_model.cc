@@ -1,5 +1,6 @@
 #include "reconciler/core/status_model.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <chrono>
@@ -23,6 +24,25 @@ constexpr std::array<std::pair<Phase, std::string_view>, 12> kPhaseNames{{
     {Phase::kRemoved, "Removed"},
     {Phase::kStopping, "Stopping"},
 }};
+
+// How far a run has got in Ray: statuses only ever move up this order.
+int Progress(RayJobStatus s) {
+  if (IsTerminal(s)) return 2;
+  return s == RayJobStatus::kRunning ? 1 : 0;
+}
+
+// Of two records of one attempt, the one that saw it later, with what the other knew of
+// ray-gitops' own stops.
+AttemptRecord MergeAttempt(const AttemptRecord& theirs, const AttemptRecord& ours) {
+  const bool theirs_later = Progress(theirs.status) > Progress(ours.status);
+  AttemptRecord out = theirs_later ? theirs : ours;
+  const AttemptRecord& other = theirs_later ? ours : theirs;
+  if (out.stop_reason.empty()) out.stop_reason = other.stop_reason;
+  if (other.stop_sent_ms && (!out.stop_sent_ms || *other.stop_sent_ms > *out.stop_sent_ms)) {
+    out.stop_sent_ms = other.stop_sent_ms;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -70,6 +90,22 @@ bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after) {
          before.end_time_ms != after.end_time_ms ||
          before.driver_exit_code != after.driver_exit_code || before.errors != after.errors ||
          before.attempts != after.attempts;
+}
+
+StatusRecord MergeRecords(const StatusRecord& theirs, const StatusRecord& ours) {
+  const bool same_run = !ours.submission_id.empty() && ours.submission_id == theirs.submission_id;
+  StatusRecord out = same_run && Progress(theirs.status) > Progress(ours.status) ? theirs : ours;
+  out.attempts.clear();
+  for (const AttemptRecord& mine : ours.attempts) {
+    const AttemptRecord* other = theirs.FindAttempt(mine.submission_id);
+    out.attempts.push_back(other != nullptr ? MergeAttempt(*other, mine) : mine);
+  }
+  // Attempts only the other writer knew are newer than this writer's view: they go last, so
+  // the list stays oldest first.
+  for (const AttemptRecord& other : theirs.attempts) {
+    if (ours.FindAttempt(other.submission_id) == nullptr) out.attempts.push_back(other);
+  }
+  return out;
 }
 
 std::string DescribeTransition(const StatusRecord* before, const StatusRecord* after) {

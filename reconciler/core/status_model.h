@@ -114,6 +114,13 @@ LedgerMatch MatchLedger(const StatusRecord& record, std::string_view instance,
 // bookkeeping only. Decides whether a pass commits.
 bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after);
 
+// What two writers of one ledger (two replicas of an instance) recorded for one job, joined
+// (DESIGN.md 4): attempts are joined by submission id, and of two records of one attempt the
+// later in (PENDING < RUNNING < ended) wins, so a finished status never turns back into an
+// active one; a stop reason or stop time either knew is kept. The rest is `ours` (the writer's
+// current view), unless both name the same latest attempt and `theirs` saw it later.
+StatusRecord MergeRecords(const StatusRecord& theirs, const StatusRecord& ours);
+
 // "ppo-qwen: Pending -> Running (ppo-qwen-3f2a1c9b0e)"; for a new record "ppo-qwen: new ->
 // Pending (...)"; for a deleted record "ppo-qwen: Removed -> deleted"; for a record without an
 // owner that gets one and keeps its phase "ppo-qwen: Running, now in the ledger of ray-gitops

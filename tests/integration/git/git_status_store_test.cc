@@ -214,6 +214,40 @@ TEST_CASE("A push race is resolved by re-applying the changes on the new tip", "
   CHECK(ledger->at("a") == mine);
 }
 
+TEST_CASE("A push race with a second replica loses nothing the other one recorded",
+          "[git][status]") {
+  Repo repo;
+  auto running = Record("a", Phase::kRunning, RayJobStatus::kRunning);
+  {
+    GitStatusStore setup(repo.Workspace(), {});
+    REQUIRE(setup.Write({{"a", running}}, Message("a: new -> Running")).ok());
+  }
+  testing::GitTestClone other(repo.remote, repo.tmp.Sub("other.git"));
+  auto succeeded = Record("a", Phase::kSucceeded, RayJobStatus::kSucceeded);
+  succeeded.end_time_ms = 1795000100000;
+
+  GitStatusStoreOptions options;
+  options.before_push = [&](int attempt) {
+    if (attempt != 0) return;
+    // The other replica records the run's end between our build and our push.
+    other.Fetch();
+    other.Write("status/a.yaml", spec::EncodeStatusYaml(succeeded));
+    other.CommitAndPush(kBranch, "a: Running -> Succeeded");
+  };
+  GitStatusStore store(repo.Workspace(), options);
+  REQUIRE(store.ReadLedger({}).ok());
+  // Our older view of the same run, with a message the other replica did not have.
+  auto ours = running;
+  ours.message = "still running, as this replica last saw it";
+  REQUIRE(store.Write({{"a", ours}}, Message("a: message")).ok());
+
+  auto ledger = store.ReadLedger({});
+  REQUIRE(ledger.ok());
+  CHECK(ledger->at("a").phase == Phase::kSucceeded);
+  CHECK(ledger->at("a").status == RayJobStatus::kSucceeded);
+  CHECK(ledger->at("a").attempts.at(0).status == RayJobStatus::kSucceeded);
+}
+
 TEST_CASE("A writer that keeps losing the race gives up with kConflict", "[git][status]") {
   Repo repo;
   testing::GitTestClone other(repo.remote, repo.tmp.Sub("other.git"));

@@ -87,5 +87,59 @@ TEST_CASE("giving an ownerless record its owner is a change, described as such")
   CHECK(DescribeTransition(&owned, &after) == "ppo-qwen: Succeeded -> Lost");
 }
 
+AttemptRecord Attempt(const std::string& id, int number, RayJobStatus status) {
+  AttemptRecord a;
+  a.submission_id = id;
+  a.attempt = number;
+  a.status = status;
+  a.phase = status == RayJobStatus::kRunning ? Phase::kRunning : Phase::kPending;
+  return a;
+}
+
+TEST_CASE("two writers' records of one job merge: attempts joined, a finished run stays ended") {
+  StatusRecord theirs;  // a replica that saw the run end and its stop reason
+  theirs.name = "x";
+  theirs.phase = Phase::kSucceeded;
+  theirs.submission_id = "x-1";
+  theirs.status = RayJobStatus::kSucceeded;
+  theirs.attempts = {Attempt("x-0", 0, RayJobStatus::kFailed),
+                     Attempt("x-1", 1, RayJobStatus::kSucceeded)};
+  theirs.attempts[0].stop_reason = "replaced";
+  theirs.attempts[0].stop_sent_ms = 5;
+  StatusRecord ours = theirs;  // this writer's older view of the same run
+  ours.phase = Phase::kRunning;
+  ours.status = RayJobStatus::kRunning;
+  ours.attempts = {Attempt("x-0", 0, RayJobStatus::kFailed),
+                   Attempt("x-1", 1, RayJobStatus::kRunning)};
+
+  const StatusRecord merged = MergeRecords(theirs, ours);
+  CHECK(merged.phase == Phase::kSucceeded);
+  CHECK(merged.status == RayJobStatus::kSucceeded);
+  REQUIRE(merged.attempts.size() == 2);
+  CHECK(merged.attempts[0].stop_reason == "replaced");
+  CHECK(merged.attempts[0].stop_sent_ms == 5);
+  CHECK(merged.attempts[1].status == RayJobStatus::kSucceeded);
+  // The other way round gives the same run state: order of writers does not matter.
+  CHECK(MergeRecords(ours, theirs).status == RayJobStatus::kSucceeded);
+
+  // An attempt only the other writer knew is kept, last; a newer run of ours stays ours.
+  StatusRecord newer = ours;
+  newer.submission_id = "x-2";
+  newer.phase = Phase::kPending;
+  newer.status = RayJobStatus::kPending;
+  newer.attempts = {Attempt("x-0", 0, RayJobStatus::kFailed),
+                    Attempt("x-2", 0, RayJobStatus::kPending)};
+  const StatusRecord joined = MergeRecords(theirs, newer);
+  CHECK(joined.submission_id == "x-2");
+  CHECK(joined.phase == Phase::kPending);
+  REQUIRE(joined.attempts.size() == 3);
+  CHECK(joined.attempts[1].submission_id == "x-2");
+  CHECK(joined.attempts[2].submission_id == "x-1");
+  CHECK(joined.attempts[2].status == RayJobStatus::kSucceeded);
+
+  // One writer alone: merging its previous record changes nothing it did not change.
+  CHECK(MergeRecords(ours, theirs) == theirs);
+}
+
 }  // namespace
 }  // namespace rg::core
