@@ -1,7 +1,8 @@
 // `ray-gitops run`: the daemon (DESIGN.md 7). Reconcile passes on a timer and on triggers
 // (webhook, POST /api/v1/sync), the HTTP endpoints, and a graceful shutdown: the first
-// SIGTERM/SIGINT lets the pass in flight finish its current action and record status, then the
-// process exits 0; a second one exits at once (128 + the signal).
+// SIGTERM/SIGINT starts no new pass or action and cancels the Git transfer in flight at once;
+// a Ray call in flight is awaited up to 10 s, then abandoned; the pass records status and the
+// process exits 0, within 15 s in any case. A second signal exits at once (128 + the signal).
 
 #include <pthread.h>
 #include <signal.h>
@@ -13,8 +14,11 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <thread>
 
+#include "reconciler/adapters/git_transport.h"
+#include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/system_clock.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/repo_options.h"
@@ -33,6 +37,8 @@ struct RunFlags {
   std::string branch;  // --branch: empty = the remote's default branch
   std::string interval = "15s";
   std::string max_backoff = "5m";
+  std::string pass_deadline = "5m";
+  std::string git_timeout = "60s";
   std::string listen = std::string(server::kDefaultListenAddress);
   bool listen_any = false;
   std::string webhook_secret_file;
@@ -118,24 +124,42 @@ std::string DefaultBranch(ports::DesiredStateSource& source) {
   return head->ref.substr(kHeads.size());
 }
 
-// Waits for SIGTERM/SIGINT on its own thread (the signals are blocked everywhere else): the
-// first asks the loop to stop, a second ends the process at once.
-class ShutdownSignals {
+// Shutdown timings (DESIGN.md 7), counted from the first signal.
+constexpr int64_t kRayGraceMs = 10'000;  // then the Ray calls in flight are abandoned
+constexpr int64_t kExitByMs = 14'000;    // then the process exits 0 whatever still runs
+
+// The daemon's signal thread (SIGTERM and SIGINT are blocked everywhere else). The first
+// signal asks the loop to stop and cancels the Git transfers in flight; after kRayGraceMs it
+// abandons the Ray calls (and cuts any Git transfer begun since, such as a stalled status
+// push); at kExitByMs it ends the process with 0. A second signal ends it at once. Every tick
+// it also refreshes the loop's live gauges and logs a pass that outlasts its deadline.
+class ShutdownWatch {
  public:
-  explicit ShutdownSignals(engine::ReconcileLoop& loop) : loop_(loop) {
-    thread_ = std::thread([this]() { Wait(); });
+  ShutdownWatch() {
+    thread_ = std::thread([this]() { Watch(); });
   }
-  ~ShutdownSignals() {
+  ~ShutdownWatch() {
     done_ = true;
     thread_.join();
   }
-  ShutdownSignals(const ShutdownSignals&) = delete;
-  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
+  ShutdownWatch(const ShutdownWatch&) = delete;
+  ShutdownWatch& operator=(const ShutdownWatch&) = delete;
 
   // REQUIRES: called before any other thread starts, so every thread inherits the mask.
   static void Block() {
     sigset_t set = Set();
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+
+  // From now on a signal stops `loop` (at once, when one came already); null detaches it.
+  void Attach(engine::ReconcileLoop* loop) {
+    std::lock_guard<std::mutex> lock(mu_);
+    loop_ = loop;
+    if (signalled_ && loop_ != nullptr) loop_->RequestStop();
+  }
+  bool signalled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return signalled_;
   }
 
  private:
@@ -147,42 +171,92 @@ class ShutdownSignals {
     return set;
   }
 
-  void Wait() {
+  void Watch() {
     const sigset_t set = Set();
-    const timespec tick{0, 200'000'000};  // how often `done_` is looked at
-    int received = 0;
+    const timespec tick{0, 200'000'000};
     while (!done_) {
       const int sig = sigtimedwait(&set, nullptr, &tick);
-      if (sig < 0) continue;  // EAGAIN (the tick) or EINTR
-      const std::string name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-      if (++received == 1) {
-        LogEvent("info",
-                 "shutting down: no new pass; the pass in flight ends after its "
-                 "current action",
-                 {{"signal", name}});
-        loop_.RequestStop();
-      } else {
-        LogEvent("warn", "second signal: exiting at once", {{"signal", name}});
-        std::_Exit(128 + sig);
-      }
+      if (sig > 0) OnSignal(sig);
+      OnTick();
     }
   }
 
-  engine::ReconcileLoop& loop_;
+  void OnSignal(int sig) {
+    const std::string name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    std::lock_guard<std::mutex> lock(mu_);
+    if (signalled_) {
+      LogEvent("warn", "second signal: exiting at once", {{"signal", name}});
+      std::_Exit(128 + sig);
+    }
+    signalled_ = true;
+    since_ = std::chrono::steady_clock::now();
+    LogEvent("info",
+             "shutting down: no new pass or action; Git transfers in flight are cancelled, a "
+             "Ray call in flight is awaited up to 10 s",
+             {{"signal", name}});
+    adapters::CancelGitTransfers();
+    if (loop_ != nullptr) loop_->RequestStop();
+  }
+
+  void OnTick() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (loop_ != nullptr) {
+      if (std::string late = loop_->PublishLiveMetrics(); !late.empty()) {
+        LogEvent("warn", "not ready: " + late);
+      }
+    }
+    if (!signalled_) return;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - since_)
+                        .count();
+    if (ms >= kRayGraceMs && !abandoned_) {
+      abandoned_ = true;
+      LogEvent("warn",
+               "a call in flight did not end within 10 s of the signal: abandoned (a submitted "
+               "run is adopted by its id at the next start)");
+      adapters::AbandonRayCalls();
+      adapters::CancelGitTransfers();
+    }
+    if (ms >= kExitByMs) {
+      LogEvent("warn", "the pass in flight did not end within 14 s of the signal: exiting");
+      std::_Exit(0);
+    }
+  }
+
+  std::mutex mu_;
+  engine::ReconcileLoop* loop_ = nullptr;  // guarded by mu_
+  bool signalled_ = false;
+  bool abandoned_ = false;
+  std::chrono::steady_clock::time_point since_;
   std::atomic<bool> done_{false};
   std::thread thread_;
 };
 
+struct Timings {
+  int64_t interval_ms = 0;
+  int64_t max_backoff_ms = 0;
+  int64_t pass_deadline_ms = 0;
+  int64_t git_timeout_ms = 0;
+};
+
+std::optional<Timings> ParseTimings(const RunFlags& flags) {
+  const auto interval = ParseDurationMs(flags.interval);
+  const auto max_backoff = ParseDurationMs(flags.max_backoff);
+  const auto pass_deadline = ParseDurationMs(flags.pass_deadline);
+  const auto git_timeout = ParseDurationMs(flags.git_timeout);
+  if (!interval || !max_backoff || !pass_deadline || !git_timeout) {
+    LogEvent("error",
+             "--interval, --max-backoff, --pass-deadline and --git-timeout take a positive "
+             "duration such as 500ms, 15s, 2m or 1h");
+    return std::nullopt;
+  }
+  return Timings{*interval, *max_backoff, *pass_deadline, *git_timeout};
+}
+
 int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   ConfigureLogging(global);
-  const std::optional<int64_t> interval_ms = ParseDurationMs(flags.interval);
-  const std::optional<int64_t> max_backoff_ms = ParseDurationMs(flags.max_backoff);
-  if (!interval_ms || !max_backoff_ms) {
-    LogEvent("error",
-             "--interval and --max-backoff take a positive duration such as 500ms, "
-             "15s, 2m or 1h");
-    return engine::kExitError;
-  }
+  const std::optional<Timings> timings = ParseTimings(flags);
+  if (!timings) return engine::kExitError;
   const std::optional<server::WebhookAuthMode> webhook_mode =
       server::ParseWebhookAuthMode(flags.webhook_kind);
   if (!webhook_mode) {
@@ -203,8 +277,14 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   }
 
   // Before any thread exists: the HTTP server's, the loop's submit workers and the signal
-  // thread all inherit the blocked signals, which only the signal thread then waits for.
-  ShutdownSignals::Block();
+  // thread all inherit the blocked signals, which only the signal thread then waits for. The
+  // signal thread starts before the first Git call, so a stalled remote at start-up is
+  // cancelled by a signal too.
+  ShutdownWatch::Block();
+  ShutdownWatch watch;
+  adapters::GitTransportLimits git_limits = adapters::CurrentGitTransportLimits();
+  git_limits.io_timeout = std::chrono::milliseconds(timings->git_timeout_ms);
+  adapters::SetGitTransportLimits(git_limits);
 
   core::Result<RepoHandles> handles = OpenRepo(flags.repo);
   if (!handles.ok()) {
@@ -226,11 +306,17 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
     }
   }
   flags.repo.ref = branch.empty() ? "HEAD" : branch;
+  if (watch.signalled()) {
+    LogEvent("info", "stopped before the first pass");
+    return 0;
+  }
 
   engine::LoopOptions options;
-  options.interval_ms = *interval_ms;
-  options.max_backoff_ms = *max_backoff_ms;
-  options.initial_backoff_ms = std::min<int64_t>(options.initial_backoff_ms, *max_backoff_ms);
+  options.interval_ms = timings->interval_ms;
+  options.max_backoff_ms = timings->max_backoff_ms;
+  options.initial_backoff_ms =
+      std::min<int64_t>(options.initial_backoff_ms, timings->max_backoff_ms);
+  options.pass_deadline_ms = timings->pass_deadline_ms;
   options.pass.ref = flags.repo.ref;
   ApplyPassFlags(flags.pass, &options.pass);
   if (http.webhook.secret) options.pass.secrets.Add(*http.webhook.secret);
@@ -269,15 +355,15 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
             {"branch", flags.repo.ref},
             {"status_branch", flags.repo.status_branch},
             {"instance", flags.repo.instance},
-            {"interval_ms", std::to_string(*interval_ms)},
+            {"interval_ms", std::to_string(timings->interval_ms)},
+            {"pass_deadline_ms", std::to_string(timings->pass_deadline_ms)},
             {"listen", flags.listen},
             {"port", std::to_string(http_server.port())},
             {"webhook", http.webhook.secret ? flags.webhook_kind : "off"}});
 
-  {
-    ShutdownSignals signals(loop);
-    loop.Run();
-  }
+  watch.Attach(&loop);
+  loop.Run();
+  watch.Attach(nullptr);
   http_server.Stop();
   LogEvent("info", "stopped");
   return 0;
@@ -294,6 +380,10 @@ void AddRunCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
   cmd->add_option("--interval", flags->interval, "time between passes: 500ms, 15s, 2m (15s)");
   cmd->add_option("--max-backoff", flags->max_backoff,
                   "longest wait between failed passes (5m); backoff starts at 1s and doubles");
+  cmd->add_option("--pass-deadline", flags->pass_deadline,
+                  "a pass running longer makes the daemon not ready (/readyz 503) (5m)");
+  cmd->add_option("--git-timeout", flags->git_timeout,
+                  "a Git connection that moves no byte for this long fails (60s)");
   cmd->add_option("--listen", flags->listen, "HTTP address host:port (127.0.0.1:9190)");
   cmd->add_flag("--listen-any", flags->listen_any, "allow a non-loopback --listen host");
   cmd->add_option("--webhook-secret-file", flags->webhook_secret_file,
