@@ -167,6 +167,71 @@ std::string ApplyInsteadOf(git_repository* repo, const std::string& url) {
   return match.found ? match.base + url.substr(match.prefix) : url;
 }
 
+// Every downloading fetch adds a pack to the clone and every status commit adds loose objects;
+// libgit2 keeps each pack's index mapped and its bookkeeping in memory for the repository's
+// lifetime, so a daemon's memory would grow with every change it ever saw. Past this many
+// packs the clone is compacted into one (see Compact).
+constexpr int kMaxPacks = 16;
+
+int CountPacks(const std::string& clone_path) {
+  std::error_code ec;
+  int packs = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(clone_path) / "objects" / "pack", ec)) {
+    if (entry.path().extension() == ".pack") ++packs;
+  }
+  return packs;
+}
+
+struct PackInputs {
+  git_packbuilder* pack = nullptr;
+  git_revwalk* walk = nullptr;
+  int error = 0;
+};
+
+// Commits go to the walk (their history comes along); annotated tags and other objects are
+// inserted with everything they reach.
+int AddRefToPack(git_reference* ref, void* payload) {
+  auto* in = static_cast<PackInputs*>(payload);
+  git::Reference owned(ref);
+  git_reference* resolved_raw = nullptr;
+  if (git_reference_resolve(&resolved_raw, ref) != 0) {
+    git_error_clear();
+    return 0;  // a symbolic ref to nothing (an unborn HEAD branch)
+  }
+  git::Reference resolved(resolved_raw);
+  const git_oid* target = git_reference_target(resolved.get());
+  git_object* raw = nullptr;
+  if (target == nullptr ||
+      git_object_lookup(&raw, git_reference_owner(ref), target, GIT_OBJECT_ANY) != 0) {
+    in->error = -1;
+    return -1;
+  }
+  git::Object object(raw);
+  in->error = git_object_type(object.get()) == GIT_OBJECT_COMMIT
+                  ? git_revwalk_push(in->walk, target)
+                  : git_packbuilder_insert_recur(in->pack, target, nullptr);
+  return in->error;
+}
+
+// Removes every pack but `keep` and every loose object: all of them are in the new pack, or
+// reachable from no ref.
+void RemoveOldObjects(const fs::path& objects, const std::string& keep) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(objects / "pack", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("pack-") && name.find(keep) == std::string::npos) {
+      fs::remove(entry.path(), ec);
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(objects, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() == 2 && std::isxdigit(static_cast<unsigned char>(name[0])) &&
+        std::isxdigit(static_cast<unsigned char>(name[1]))) {
+      fs::remove_all(entry.path(), ec);
+    }
+  }
+}
+
 }  // namespace
 
 std::string DefaultGitCacheDir() {
@@ -282,11 +347,41 @@ GitWorkspace::~GitWorkspace() {
   git_repository_free(repo_);
 }
 
+core::Status GitWorkspace::Compact() {
+  git_packbuilder* raw_pack = nullptr;
+  git_revwalk* raw_walk = nullptr;
+  if (git_packbuilder_new(&raw_pack, repo_) != 0) return git::LastError(-1, "cannot repack");
+  std::unique_ptr<git_packbuilder, void (*)(git_packbuilder*)> pack(raw_pack, git_packbuilder_free);
+  if (git_revwalk_new(&raw_walk, repo_) != 0) return git::LastError(-1, "cannot repack");
+  git::RevWalk walk(raw_walk);
+  git_packbuilder_set_threads(pack.get(), 1);
+  PackInputs in{pack.get(), walk.get(), 0};
+  int rc = git_reference_foreach(repo_, AddRefToPack, &in);
+  if (rc == 0) rc = git_packbuilder_insert_walk(pack.get(), walk.get());
+  const fs::path objects = fs::path(clone_path_) / "objects";
+  if (rc == 0) {
+    rc = git_packbuilder_write(pack.get(), (objects / "pack").c_str(), 0, nullptr, nullptr);
+  }
+  if (rc != 0) return git::LastError(rc, "cannot repack the clone at " + clone_path_);
+  const std::string keep = git_packbuilder_name(pack.get());
+  pack.reset();
+  walk.reset();
+  RemoveOldObjects(objects, keep);
+  ++compactions_;
+  return OpenClone();  // drops the old packs' mappings and every cached object
+}
+
 core::Status GitWorkspace::Fetch() {
   // A cache directory deleted under a running daemon: clone again rather than fail forever.
   if (!CloneIntact()) {
     if (core::Status reopened = OpenClone(); !reopened) {
       return core::Error::Transient(reopened.error().message());
+    }
+  } else if (CountPacks(clone_path_) > kMaxPacks) {
+    // A failed compaction leaves the clone as it was (old objects go only after the new pack
+    // is written): fetch anyway.
+    if (core::Status compacted = Compact(); !compacted && repo_ == nullptr) {
+      return core::Error::Transient(compacted.error().message());
     }
   }
   CallbackState state{&options_, 0, {}, GitCancelGeneration()};

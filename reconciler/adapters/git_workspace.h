@@ -62,10 +62,13 @@ class GitWorkspace {
 
   // Fetches every branch and tag, as a mirror (refs/heads/* to refs/heads/*, pruning deleted
   // ones; every ref of a local remote). Re-creates the clone first when its directory was
-  // deleted. kTransient when the remote cannot be reached, the transfer timed out or was
-  // cancelled (git_transport.h), kUnauthorized on refused credentials.
+  // deleted, and compacts it first when it holds more than 16 packs. kTransient when the remote
+  // cannot be reached, the transfer timed out or was cancelled (git_transport.h), kUnauthorized on
+  // refused credentials.
   core::Status Fetch();
   int fetches() const { return fetches_; }
+  // How often Fetch compacted the clone (its packs and loose objects into one pack).
+  int compactions() const { return compactions_; }
 
   // The remote's default branch as of the last Fetch, e.g. "refs/heads/main"; empty when
   // unknown (an empty remote).
@@ -84,6 +87,9 @@ class GitWorkspace {
   GitWorkspace() = default;
   // The bare clone's files are all there (not deleted under a running daemon).
   bool CloneIntact() const;
+  // Writes every object reachable from a ref of the clone into one pack, removes the other
+  // packs and the loose objects, and reopens the clone. REQUIRES: as OpenClone.
+  core::Status Compact();
   // Opens (or makes) the clone at clone_path_ and the in-memory remote over it, freeing any
   // earlier ones. REQUIRES: no libgit2 object of the old repository is alive.
   core::Status OpenClone();
@@ -97,6 +103,7 @@ class GitWorkspace {
   git_remote* remote_ = nullptr;
   std::string remote_head_;
   int fetches_ = 0;
+  int compactions_ = 0;
 };
 
 }  // namespace rg::adapters
