@@ -4,6 +4,7 @@
 // a Ray call in flight is awaited up to 10 s, then abandoned; the pass records status and the
 // process exits 0, within 15 s in any case. A second signal exits at once (128 + the signal).
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -335,6 +336,10 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   auto pass = [&](const engine::ReconcileOptions& pass_options) {
     core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store_ptr, pass_options,
                                               /*artifacts=*/true, decorate);
+    // glibc gives freed heap back to the system only from the top of the heap; the holes a
+    // pass leaves (pack building, parsing) would otherwise make the resident size creep up
+    // over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).
+    malloc_trim(0);
     if (!run.ok()) return FailedBeforePass(run.error());
     if (!run->ray_address.empty()) loop_ptr->SetRayAddress(run->ray_address, run->ray_address);
     return std::move(run->result);

@@ -37,12 +37,13 @@ namespace {
 
 constexpr int kJobs = 4;
 
-// VmRSS of this process in KB.
-long ResidentKb() {
+// A line of /proc/self/status in KB: VmRSS (all), RssAnon (heap, stacks) or RssFile (mapped
+// files, such as the clone's packs).
+long StatusKb(const std::string& name = "VmRSS:") {
   std::ifstream status("/proc/self/status");
   std::string key;
   while (status >> key) {
-    if (key == "VmRSS:") {
+    if (key == name) {
       long kb = 0;
       status >> kb;
       return kb;
@@ -208,6 +209,7 @@ int Run(const Args& args) {
   auto pass = [&](const engine::ReconcileOptions& options) {
     core::Result<cli::PassRun> run =
         cli::RunPassOnRepo(global, repo, source, &store, options, /*artifacts=*/false, decorate);
+    malloc_trim(0);  // as the daemon does after every pass
     engine::PassResult result;
     if (run.ok()) result = std::move(run->result);
     if (!run.ok() || result.exit_status != engine::kExitApplied) {
@@ -230,19 +232,21 @@ int Run(const Args& args) {
 
   const int warm_up = args.passes / 10;
   long warm_kb = 0;
-  std::printf("%8s %10s %10s %8s %11s\n", "pass", "rss_kb", "heap_kb", "fetches", "compactions");
+  std::printf("%8s %10s %10s %10s %10s %8s %11s\n", "pass", "rss_kb", "anon_kb", "file_kb",
+              "heap_kb", "fetches", "compactions");
   for (int n = 1; n <= args.passes; ++n) {
     world.Change(n);
     loop.Trigger("bench");
     while (!loop.Step()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (n == warm_up) warm_kb = ResidentKb();
+    if (n == warm_up) warm_kb = StatusKb();
     if (n % 100 == 0 || n == args.passes) {
-      std::printf("%8d %10ld %10zu %8d %11d\n", n, ResidentKb(), mallinfo2().uordblks / 1024,
-                  handles->workspace->fetches(), handles->workspace->compactions());
+      std::printf("%8d %10ld %10ld %10ld %10zu %8d %11d\n", n, StatusKb(), StatusKb("RssAnon:"),
+                  StatusKb("RssFile:"), mallinfo2().uordblks / 1024, handles->workspace->fetches(),
+                  handles->workspace->compactions());
       std::fflush(stdout);
     }
   }
-  const long growth = ResidentKb() - warm_kb;
+  const long growth = StatusKb() - warm_kb;
   world.Stop();
   std::printf("growth after warm-up (pass %d to %d): %ld KB; failed passes: %d\n", warm_up,
               args.passes, growth, failed);
