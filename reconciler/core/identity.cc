@@ -47,17 +47,40 @@ std::string_view StripDotSlash(std::string_view path) {
 }  // namespace
 
 bool IsPolicyField(std::string_view key) {
-  static constexpr std::array<std::string_view, 4> kPolicyFields = {"retries", "suspend",
-                                                                    "on_remove", "annotations"};
+  static constexpr std::array<std::string_view, 9> kPolicyFields = {
+      "retries",  "suspend",     "on_remove",         "annotations", "deadline",
+      "schedule", "concurrency", "starting_deadline", "timezone"};
   return std::ranges::find(kPolicyFields, key) != kPolicyFields.end();
 }
 
-std::string ComputeSpecHash(const Value& document) {
+namespace {
+
+// The hash of `document` without the keys `leave_out` says to.
+template <typename Pred>
+std::string HashWithout(const Value& document, Pred leave_out) {
   Value::Object identity;
   for (const auto& [key, value] : document.as_object()) {
-    if (!IsPolicyField(key)) identity.emplace(key, value);
+    if (!leave_out(key)) identity.emplace(key, value);
   }
   return Sha256Hex(ToCanonicalJson(Value(std::move(identity)))).substr(0, kSpecHashLength);
+}
+
+}  // namespace
+
+std::string ComputeSpecHash(const Value& document) {
+  // `name` is already the id's first part; leaving it out lets a moved file keep its run by
+  // pinning its old name (DESIGN.md 2.1).
+  return HashWithout(document,
+                     [](std::string_view key) { return key == "name" || IsPolicyField(key); });
+}
+
+std::string ComputeLegacySpecHash(const Value& document) {
+  static constexpr std::array<std::string_view, 4> kEarlierPolicyFields = {
+      "retries", "suspend", "on_remove", "annotations"};
+  std::string hash = HashWithout(document, [](std::string_view key) {
+    return std::ranges::find(kEarlierPolicyFields, key) != kEarlierPolicyFields.end();
+  });
+  return hash == ComputeSpecHash(document) ? std::string() : hash;
 }
 
 bool IsValidJobName(std::string_view name) { return IsIdShaped(name, kMaxJobNameLength); }

@@ -17,9 +17,14 @@ std::string Sha256Hex(std::string_view data);
 // The policy fields that never take part in a run's identity.
 bool IsPolicyField(std::string_view key);
 
-// First 10 hex digits of SHA-256 over ToCanonicalJson(document minus policy fields).
-// REQUIRES: document.is_object()
+// First 10 hex digits of SHA-256 over ToCanonicalJson(document minus `name` and the policy
+// fields). REQUIRES: document.is_object()
 std::string ComputeSpecHash(const Value& document);
+
+// The hash of the earlier rule (`name` and the newer policy fields included), when it differs
+// from ComputeSpecHash; else empty. A run recorded under it is still the spec's current run, so
+// upgrading ray-gitops restarts nothing (DESIGN.md 2.1). REQUIRES: document.is_object()
+std::string ComputeLegacySpecHash(const Value& document);
 
 // ^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$
 bool IsValidJobName(std::string_view name);

@@ -248,7 +248,7 @@ class Planner {
       *why = "submission id " + id + " is taken by a job not managed by " + policy_.instance;
       return false;
     }
-    if (MetaOr(job, kMetaSpecHash) != spec.spec_hash) {
+    if (!spec.IsCurrentHash(MetaOr(job, kMetaSpecHash))) {
       *why = "submission id " + id + " is taken by a run of different content (spec hash " +
              MetaOr(job, kMetaSpecHash, "?") + ", now " + spec.spec_hash + ")";
       if (spec.submission_id)
@@ -276,7 +276,7 @@ class Planner {
     VersionAttempts at;
     if (auto it = by_name_.find(spec.name); it != by_name_.end()) {
       for (const RayJob* job : it->second) {
-        if (MetaOr(*job, kMetaSpecHash) == spec.spec_hash) {
+        if (spec.IsCurrentHash(MetaOr(*job, kMetaSpecHash))) {
           at.in_ray[AttemptOf(*job, base)] = job;
         } else {
           at.older_versions.push_back(job);
@@ -285,7 +285,7 @@ class Planner {
     }
     if (rec != nullptr) {
       for (const auto& a : rec->attempts) {
-        if (a.spec_hash == spec.spec_hash) at.in_ledger[a.attempt] = &a;
+        if (spec.IsCurrentHash(a.spec_hash)) at.in_ledger[a.attempt] = &a;
       }
     }
     return at;
@@ -322,7 +322,7 @@ class Planner {
     jp.spec_path = spec.path;
     const StatusRecord* rec = nullptr;
     if (auto it = ledger_.find(spec.name); it != ledger_.end()) rec = &it->second;
-    if (rec != nullptr && !rec->spec_hash.empty() && rec->spec_hash != spec.spec_hash) {
+    if (rec != nullptr && !rec->spec_hash.empty() && !spec.IsCurrentHash(rec->spec_hash)) {
       jp.spec_changed = true;
       jp.previous_spec_hash = rec->spec_hash;
     }

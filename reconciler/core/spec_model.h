@@ -77,9 +77,17 @@ struct JobSpec {
 
   // The document as parsed (YAML scalars resolved to their types); the hash input.
   Value document = Value::Object{};
-  // First 10 hex digits of SHA-256 over the canonical JSON of `document` without the
-  // policy fields (DESIGN.md 2.1).
+  // First 10 hex digits of SHA-256 over the canonical JSON of `document` without `name`
+  // and the policy fields (DESIGN.md 2.1).
   std::string spec_hash;
+  // The hash of the earlier rule when it differs (an explicit `name`), else empty: runs
+  // recorded under it are still current (ComputeLegacySpecHash).
+  std::string legacy_spec_hash;
+
+  // True when a run labelled with `hash` is a run of this spec's content.
+  bool IsCurrentHash(std::string_view hash) const {
+    return !hash.empty() && (hash == spec_hash || hash == legacy_spec_hash);
+  }
   std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
 };
 

@@ -33,7 +33,7 @@ core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::st
   }
   const std::string hash = MetadataOr(*existing, core::kMetaSpecHash, "");
   const std::string owner = MetadataOr(*existing, core::kMetaManagedBy, "");
-  if (hash != spec.spec_hash) {
+  if (!spec.IsCurrentHash(hash)) {
     return core::Error::Conflict(
         "submission id " + id + " already exists in Ray with a different spec (" +
         std::string(core::kMetaSpecHash) + " " + (hash.empty() ? "unset" : "'" + hash + "'") +

@@ -520,6 +520,7 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
   }
   spec.name = out.name;
   spec.spec_hash = core::ComputeSpecHash(spec.document);
+  spec.legacy_spec_hash = core::ComputeLegacySpecHash(spec.document);
 
   SortDiagnostics(diagnostics);
   if (diagnostics.empty()) out.parsed.value = std::move(spec);

@@ -94,7 +94,7 @@ TEST_CASE("spec hash changes when any field that defines the run changes") {
   Value base = SampleDocument();
   std::string hash = ComputeSpecHash(base);
   for (const auto& [key, value] : base.as_object()) {
-    if (rg::core::IsPolicyField(key)) continue;
+    if (rg::core::IsPolicyField(key) || key == "name") continue;  // name: the test below
     INFO(key);
     Value changed = base;
     changed[key] = Value("something else");
@@ -108,11 +108,37 @@ TEST_CASE("spec hash changes when any field that defines the run changes") {
   CHECK(ComputeSpecHash(type_changed) != hash);
 }
 
-TEST_CASE("policy fields are exactly retries, suspend, on_remove and annotations") {
+TEST_CASE("name is left out of the hash; the earlier rule's hash is kept for named specs") {
+  Value unnamed = SampleDocument();
+  unnamed.as_object().erase("name");
+  Value named = unnamed;
+  named["name"] = Value("ppo-qwen");
+  // Pinning a moved file's old name keeps its content's hash, hence its run (DESIGN.md 2.1).
+  CHECK(ComputeSpecHash(named) == ComputeSpecHash(unnamed));
+  // Runs hashed by the earlier rule, name included, still count as current.
+  const std::string legacy = rg::core::ComputeLegacySpecHash(named);
+  CHECK_FALSE(legacy.empty());
+  CHECK(legacy != ComputeSpecHash(named));
+  Value other_name = unnamed;
+  other_name["name"] = Value("other");
+  CHECK(rg::core::ComputeLegacySpecHash(other_name) != legacy);
+  // Without a name both rules agree: nothing to remember.
+  CHECK(rg::core::ComputeLegacySpecHash(unnamed).empty());
+  // The earlier rule hashed the newer policy fields.
+  Value with_deadline = unnamed;
+  with_deadline["deadline"] = Value("2h");
+  CHECK(ComputeSpecHash(with_deadline) == ComputeSpecHash(unnamed));
+  CHECK_FALSE(rg::core::ComputeLegacySpecHash(with_deadline).empty());
+}
+
+TEST_CASE("policy fields never take part in a run's identity") {
   CHECK(rg::core::IsPolicyField("retries"));
   CHECK(rg::core::IsPolicyField("suspend"));
   CHECK(rg::core::IsPolicyField("on_remove"));
   CHECK(rg::core::IsPolicyField("annotations"));
+  for (const char* key : {"deadline", "schedule", "concurrency", "starting_deadline", "timezone"}) {
+    CHECK(rg::core::IsPolicyField(key));
+  }
   CHECK_FALSE(rg::core::IsPolicyField("name"));
   CHECK_FALSE(rg::core::IsPolicyField("submission_id"));
   CHECK_FALSE(rg::core::IsPolicyField("Retries"));

@@ -159,7 +159,7 @@ TEST_CASE("moving an unnamed spec starts a new run and the plan says it is a ren
 // DESIGN.md 2.1 leaves `name` out of the spec hash, so pinning the old derived name keeps the
 // run. The hash in core/identity.cc still includes an explicit `name` (and the newer policy
 // fields): until it follows DESIGN.md 2.1 this case fails and is marked so.
-TEST_CASE("a moved spec that pins its old derived name keeps its run", "[engine][!mayfail]") {
+TEST_CASE("a moved spec that pins its old derived name keeps its run", "[engine]") {
   Cluster c;
   auto repo = c.NewRepo(CommitId(0));
   repo->SetFile("jobs/a.yaml", Spec("sleep 300"), CommitId(1));

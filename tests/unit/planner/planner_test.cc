@@ -283,6 +283,26 @@ TEST_CASE("a changed spec stops the old attempt and submits the new id") {
   CHECK(plan.jobs[0].previous_spec_hash == kOldHash);
 }
 
+TEST_CASE("a run recorded under the earlier hash rule is still the current run") {
+  // A named spec hashed with its name by an older ray-gitops: upgrading restarts nothing.
+  JobSpec spec = Spec("a");
+  spec.legacy_spec_hash = kOldHash;
+  Plan running = PlanActions(
+      Desired({spec}), {Job("a", 0, RayJobStatus::kRunning, kOldHash)},
+      {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning, "", kOldHash)})}}, PlanPolicy{});
+  CHECK(Describe(running).empty());
+  REQUIRE(running.jobs.size() == 1);
+  CHECK(running.jobs[0].phase == Phase::kRunning);
+  CHECK_FALSE(running.jobs[0].spec_changed);
+  // Its end is remembered too: a finished run is not run again once Ray forgot it.
+  Plan done =
+      PlanActions(Desired({spec}), {},
+                  {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kSucceeded, "", kOldHash)})}},
+                  PlanPolicy{});
+  CHECK(Describe(done).empty());
+  CHECK(done.jobs[0].phase == Phase::kSucceeded);
+}
+
 TEST_CASE("a changed spec whose old run finished submits without stopping") {
   Plan plan = PlanActions(Desired({Spec("a")}), {Job("a", 0, RayJobStatus::kSucceeded, kOldHash)},
                           {}, PlanPolicy{});

@@ -380,7 +380,12 @@ TEST_CASE("the spec hash ignores formatting, key order, comments and policy fiel
   CHECK(LoadValidJob("workload: ppo\nmodel_id: m\nnnodes: 2\noverrides: [b=2, a=1]\n"
                      "env_vars: {X: 1}\n")
             .spec_hash != hash);
-  CHECK(LoadValidJob(base + "name: other\n").spec_hash != hash);
+  // name is the id's first part, not part of the hash; the earlier rule's hash is kept.
+  const core::JobSpec named = LoadValidJob(base + "name: other\n");
+  CHECK(named.spec_hash == hash);
+  CHECK_FALSE(named.legacy_spec_hash.empty());
+  CHECK(named.legacy_spec_hash != hash);
+  CHECK(LoadValidJob(base).legacy_spec_hash.empty());
   CHECK(LoadValidJob("workload: ppo\nmodel_id: m\nnnodes: 2\noverrides: [a=1, b=2]\n"
                      "env_vars: {X: 2}\n")
             .spec_hash != hash);
