@@ -238,7 +238,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
     return decorate ? decorate(std::move(server)) : std::move(server);
   };
   std::unique_ptr<ports::JobServer> server = make_server();
-  LoadedSnapshotSource source(run.snapshot);
+  LoadedSnapshotSource source(run.snapshot, repo_source);
   std::unique_ptr<ports::ArtifactSink> sink;
   if (artifacts && !options.dry_run) {
     std::string why_none;
@@ -261,6 +261,8 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   options.policy.instance = repo.instance;
   options.ray_address = ray_options.address;
   run.result = engine::RunReconcilePass(deps, options);
+  // A pass that loaded again planned from a newer commit: show that one.
+  if (run.result.snapshot) run.snapshot = *run.result.snapshot;
   AddLogSecrets(run.result.redactor);
   return run;
 }

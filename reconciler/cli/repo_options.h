@@ -85,13 +85,28 @@ core::Result<RepoHandles> OpenRepo(const RepoOptions& options);
 
 // A source that hands out one snapshot already loaded (so the address fallback and the pass
 // read the same commit, and the remote is fetched once).
+// The first Load returns the snapshot already read (the Ray address came from it); a pass that
+// finds its view older than a run of ours loads again from `inner` (DESIGN.md 3.2), and asks
+// `inner` how commits relate. `inner` must outlive this object.
 class LoadedSnapshotSource : public ports::DesiredStateSource {
  public:
-  explicit LoadedSnapshotSource(ports::DesiredSnapshot snapshot) : snapshot_(std::move(snapshot)) {}
-  core::Result<ports::DesiredSnapshot> Load(const std::string&) override { return snapshot_; }
+  LoadedSnapshotSource(ports::DesiredSnapshot snapshot, ports::DesiredStateSource& inner)
+      : snapshot_(std::move(snapshot)), inner_(inner) {}
+  core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override {
+    if (!first_returned_) {
+      first_returned_ = true;
+      return snapshot_;
+    }
+    return inner_.Load(ref);
+  }
+  ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
+    return inner_.Relate(commit, pass_commit);
+  }
 
  private:
   ports::DesiredSnapshot snapshot_;
+  ports::DesiredStateSource& inner_;
+  bool first_returned_ = false;
 };
 
 // Ray client options from the global flags and the environment, with `fallback_address`

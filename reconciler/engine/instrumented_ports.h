@@ -49,6 +49,10 @@ class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
                                  ports::Clock& clock);
 
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
+  // Not timed: answered from the local object database, no network.
+  ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
+    return inner_.Relate(commit, pass_commit);
+  }
 
  private:
   ports::DesiredStateSource& inner_;
