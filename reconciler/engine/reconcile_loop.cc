@@ -323,6 +323,10 @@ DaemonSnapshot ReconcileLoop::Snapshot() const {
   return s;
 }
 
+// Consecutive failed passes (an environment error: Git or Ray unreachable, the ledger of
+// another cluster) after which the daemon is not ready whatever the window says.
+constexpr int kUnreachableAfterFailures = 2;
+
 void ReconcileLoop::ReadinessLocked(int64_t now_us, DaemonSnapshot& s) const {
   const int64_t deadline_us = options_.pass_deadline_ms * 1000;
   const int64_t window_us =
@@ -334,6 +338,11 @@ void ReconcileLoop::ReadinessLocked(int64_t now_us, DaemonSnapshot& s) const {
   } else if (pass_start_us_ && now_us - *pass_start_us_ > deadline_us) {
     s.unready_reason = "a pass has been running for " + Seconds(now_us - *pass_start_us_) +
                        ", longer than its deadline of " + Seconds(deadline_us);
+  } else if (state_.consecutive_failures >= kUnreachableAfterFailures) {
+    // Git or Ray cannot be reached (or the ledger is another cluster's): a failed pass and its
+    // retry after the first backoff. One failure alone (a blip) does not flip readiness.
+    s.unready_reason = std::to_string(state_.consecutive_failures) +
+                       " passes in a row failed; the last error: " + state_.last_error;
   } else if (!last_success_us_) {
     s.unready_reason = "no pass has succeeded yet";
     if (!state_.last_error.empty())

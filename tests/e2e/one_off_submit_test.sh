@@ -56,7 +56,7 @@ submit() {  # submit SPEC [FLAGS...]
 }
 sync_() { rg sync --repo "$DMN_REMOTE" --cache-dir "$RG_TMP/cache" --instance "$DMN_INSTANCE" --no-artifacts; }
 # The status branch's whole tree, every file's text (empty before the first status commit).
-status_tree_text() { git -C "$DMN_REMOTE" grep -h -e . ray-gitops/status 2>/dev/null || true; }
+status_tree_text() { git -C "$DMN_REMOTE" grep -h -e . $(dmn_ledger) 2>/dev/null || true; }
 still_running() {  # still_running ID...: each job is RUNNING
   local id status
   for id in "$@"; do
@@ -119,7 +119,7 @@ no_one_off_in_status() {
   fi
 }
 no_one_off_in_status
-if git -C "$DMN_REMOTE" cat-file -e ray-gitops/status:status/probe.yaml 2>/dev/null; then
+if git -C "$DMN_REMOTE" cat-file -e $(dmn_ledger):status/probe.yaml 2>/dev/null; then
   rg_fail "the status branch has a record of probe, which is not in the repository"
 fi
 

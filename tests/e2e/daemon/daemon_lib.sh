@@ -119,7 +119,12 @@ dmn_in_ray() {
 # Our jobs in Ray, one line each: "<submission_id> <STATUS>", sorted.
 dmn_list_ours() { rg_list_ours "$DMN_INSTANCE"; }
 
-dmn_status_file() { git -C "$DMN_REMOTE" show "ray-gitops/status:status/$1.yaml" 2>/dev/null; }
+# The status branch the daemon writes: ray-gitops/status for the default instance, else
+# ray-gitops/status-<instance> (docs/status-branch.md).
+dmn_ledger() {
+  if [ "$DMN_INSTANCE" = ray-gitops ]; then echo ray-gitops/status; else echo "ray-gitops/status-$DMN_INSTANCE"; fi
+}
+dmn_status_file() { git -C "$DMN_REMOTE" show "$(dmn_ledger):status/$1.yaml" 2>/dev/null; }
 dmn_field() { rg_yaml_field "$1"; }
 
 dmn_now_ms() {

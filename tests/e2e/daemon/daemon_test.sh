@@ -156,7 +156,7 @@ echo "Ray end_time -> status commit seen: ${lag} ms (interval ${interval}s)"
 dmn_status_file timer >"$RG_TMP/timer.yaml"
 [ "$(dmn_field submission_id <"$RG_TMP/timer.yaml")" = "$timer_id" ] ||
   { cat "$RG_TMP/timer.yaml" >&2; rg_fail "the status file names another run"; }
-git -C "$DMN_REMOTE" log --format=%B ray-gitops/status >"$RG_TMP/status-log.txt"
+git -C "$DMN_REMOTE" log --format=%B $(dmn_ledger) >"$RG_TMP/status-log.txt"
 grep -q "timer: .*-> Succeeded" "$RG_TMP/status-log.txt" || {
   cat "$RG_TMP/status-log.txt" >&2
   rg_fail "no status commit message records timer's transition to Succeeded"

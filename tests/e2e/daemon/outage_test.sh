@@ -32,14 +32,14 @@ steady_running() { dmn_fake_jobs | grep -q '^steady-[0-9a-f]* RUNNING$'; }
 dmn_wait 30 "ready after the first pass" ready >/dev/null
 dmn_wait 30 "steady RUNNING" steady_running >/dev/null
 dmn_wait 30 "steady's Running recorded" \
-  bash -c "git -C '$DMN_REMOTE' show ray-gitops/status:status/steady.yaml | grep -q '^phase: Running'" \
+  bash -c "git -C '$DMN_REMOTE' show $(dmn_ledger):status/steady.yaml | grep -q '^phase: Running'" \
   >/dev/null
 # The status branch has settled once two more passes went by after Running was recorded (a
 # pass that was already running may still commit what it saw); only then is it the baseline.
 ok_passes=$(dmn_metric rg_passes_total result=ok)
 dmn_wait 30 "two more passes" dmn_metric_ge $((ok_passes + 2)) rg_passes_total result=ok >/dev/null
 jobs_before=$(dmn_fake_jobs)
-status_before=$(git -C "$DMN_REMOTE" rev-parse ray-gitops/status)
+status_before=$(git -C "$DMN_REMOTE" rev-parse $(dmn_ledger))
 submits_before=$(dmn_metric rg_submits_total)
 stops_before=$(dmn_metric rg_stops_total)
 errors_before=$(dmn_metric rg_passes_total result=error)
@@ -71,7 +71,7 @@ kill -0 "$DMN_PID" 2>/dev/null || { cat "$DMN_LOG" >&2; rg_fail "the daemon died
 [ "$(dmn_metric rg_submits_total)" = "$submits_before" ] || rg_fail "a submit was counted"
 [ "$(dmn_metric rg_stops_total)" = "$stops_before" ] || rg_fail "a stop was counted"
 [ "$(dmn_fake_jobs)" = "$jobs_before" ] || { dmn_fake_jobs >&2; rg_fail "Ray's jobs changed"; }
-[ "$(git -C "$DMN_REMOTE" rev-parse ray-gitops/status)" = "$status_before" ] ||
+[ "$(git -C "$DMN_REMOTE" rev-parse $(dmn_ledger))" = "$status_before" ] ||
   rg_fail "a status commit was made while Ray was unreachable"
 grep -q 'result=failed' "$DMN_LOG" || rg_fail "no failed pass logged"
 

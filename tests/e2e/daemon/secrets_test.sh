@@ -102,7 +102,7 @@ rg "${header_args[@]}" sync --repo "$DMN_REMOTE" --cache-dir "$RG_TMP/cache" \
 grep -rqF "$id" "$shared/jobs" || rg_fail "no artifact lists $id (the check below would be empty)"
 
 # 4. None of the secrets anywhere we write.
-git -C "$DMN_REMOTE" log -p ray-gitops/status >"$RG_TMP/status-history.txt"
+git -C "$DMN_REMOTE" log -p $(dmn_ledger) >"$RG_TMP/status-history.txt"
 grep -q "$id" "$RG_TMP/status-history.txt" || rg_fail "the status history does not name $id"
 places=("$RG_TMP/status-history.txt" "$RG_TMP/plan.text" "$RG_TMP/plan.markdown"
   "$RG_TMP/plan.json" "$RG_TMP/api.json" "$RG_TMP/page.html" "$RG_TMP/daemon.log"

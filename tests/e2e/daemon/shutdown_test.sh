@@ -47,7 +47,7 @@ n1=$(wc -l <"$RG_TMP/jobs1.txt")
 [ "$n1" -ge 1 ] && [ "$n1" -lt "${#specs[@]}" ] ||
   { cat "$RG_TMP/jobs1.txt" >&2; rg_fail "expected the pass cut short, Ray has $n1 jobs"; }
 # The pass recorded every run it got into Ray, in one status commit.
-git -C "$DMN_REMOTE" log --format=%B -1 ray-gitops/status >"$RG_TMP/commit1.txt" ||
+git -C "$DMN_REMOTE" log --format=%B -1 $(dmn_ledger) >"$RG_TMP/commit1.txt" ||
   rg_fail "the interrupted pass made no status commit"
 while read -r id _; do
   name=${id%-*}

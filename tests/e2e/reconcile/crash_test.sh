@@ -21,8 +21,8 @@ rg_on_exit() { rg_stop_ours "$instance"; }
 
 list_ours() { rg_list_ours "$instance"; }
 repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
-status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
-status_file() { git -C "$remote" show "ray-gitops/status:status/$1.yaml"; }
+status_commits() { git -C "$remote" rev-list --count ray-gitops/status-$instance 2>/dev/null || echo 0; }
+status_file() { git -C "$remote" show "ray-gitops/status-$instance:status/$1.yaml"; }
 field() { rg_yaml_field "$2" <"$1"; }
 sync_expect_0() {
   local log=$1

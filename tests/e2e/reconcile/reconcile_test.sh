@@ -20,8 +20,8 @@ list_ours() { rg_list_ours "$instance"; }
 repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
 sync_() { rg sync "${repo_flags[@]}" "$@" 2>>"$RG_TMP/sync.log"; }
 plan_() { rg plan --repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" "$@"; }
-status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
-status_file() { git -C "$remote" show "ray-gitops/status:status/$1.yaml"; }
+status_commits() { git -C "$remote" rev-list --count ray-gitops/status-$instance 2>/dev/null || echo 0; }
+status_file() { git -C "$remote" show "ray-gitops/status-$instance:status/$1.yaml"; }
 push() { rg_git_push "$work" "$1"; }
 expect_exit() {
   local want=$1 got
@@ -90,7 +90,7 @@ for field in name spec_path spec_hash spec_commit phase submission_id attempt st
   grep -q "^$field:" "$RG_TMP/alpha.yaml" || { cat "$RG_TMP/alpha.yaml" >&2; rg_fail "no $field"; }
 done
 grep -q '^phase: Running' "$RG_TMP/alpha.yaml" || rg_fail "alpha is not Running in its status"
-git -C "$remote" show ray-gitops/status:STATUS.md | grep -q alpha || rg_fail "STATUS.md lacks alpha"
+git -C "$remote" show ray-gitops/status-$instance:STATUS.md | grep -q alpha || rg_fail "STATUS.md lacks alpha"
 
 # --- deleting alpha stops it; editing beta replaces its run ---
 beta_old=$(list_ours | awk '$1 ~ /^beta-/ { print $1 }')
@@ -128,10 +128,10 @@ expect_exit 0 sync_ --max-stops 5
 rg_wait_status "$beta_new" STOPPED 60
 
 # --- history prints the transitions of a job ---
-expect_exit 0 rg history beta "${repo_flags[@]:0:4}"
+expect_exit 0 rg history beta "${repo_flags[@]:0:6}"
 grep -q 'Invalid' "$RG_TMP/out" || { cat "$RG_TMP/out" >&2; rg_fail "history lacks the Invalid phase"; }
 [ "$(grep -c "$beta_new" "$RG_TMP/out")" -ge 2 ] || rg_fail "history lacks beta's runs"
-expect_exit 1 rg history no-such-job "${repo_flags[@]:0:4}"
-grep -q 'ray-gitops: 1 change\|ray-gitops: [0-9]* changes' <(git -C "$remote" log --format=%s ray-gitops/status) ||
+expect_exit 1 rg history no-such-job "${repo_flags[@]:0:6}"
+grep -q 'ray-gitops: 1 change\|ray-gitops: [0-9]* changes' <(git -C "$remote" log --format=%s ray-gitops/status-$instance) ||
   rg_fail "status commits lack their subject"
 echo "PASS"

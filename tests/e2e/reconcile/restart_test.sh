@@ -17,16 +17,16 @@ work=$RG_TMP/work
 
 list_ours() { rg_list_ours "$instance"; }
 repo_flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance" --no-artifacts)
-status_commits() { git -C "$remote" rev-list --count ray-gitops/status 2>/dev/null || echo 0; }
+status_commits() { git -C "$remote" rev-list --count ray-gitops/status-$instance 2>/dev/null || echo 0; }
 # One field of status/<name>.yaml at the tip of the status branch, quotes removed.
 field() {
-  git -C "$remote" show "ray-gitops/status:status/$1.yaml" | rg_yaml_field "$2"
+  git -C "$remote" show "ray-gitops/status-$instance:status/$1.yaml" | rg_yaml_field "$2"
 }
 expect_field() {
   local got
   got=$(field "$1" "$2")
   if [ "$got" != "$3" ]; then
-    git -C "$remote" show "ray-gitops/status:status/$1.yaml" >&2 || true
+    git -C "$remote" show "ray-gitops/status-$instance:status/$1.yaml" >&2 || true
     rg_fail "status/$1.yaml: $2 is '$got', expected '$3'"
   fi
 }
@@ -90,7 +90,7 @@ expect_field quick submission_id "$quick_id"
 expect_field runner phase Lost
 expect_field runner submission_id "$want_r1"
 expect_field runner attempt 1
-git -C "$remote" show "ray-gitops/status:status/runner.yaml" >"$RG_TMP/runner.yaml"
+git -C "$remote" show "ray-gitops/status-$instance:status/runner.yaml" >"$RG_TMP/runner.yaml"
 grep -q "$runner_id" "$RG_TMP/runner.yaml" || rg_fail "runner's status forgot attempt 0"
 grep -q 'phase: Lost' "$RG_TMP/runner.yaml" || rg_fail "runner's status has no Lost phase"
 # The lost run without retries: Lost, same attempt, nothing submitted.
@@ -99,11 +99,11 @@ expect_field single submission_id "$single_id"
 expect_field single attempt 0
 field single message | grep -q 'no retries left' || rg_fail "single's message does not say why"
 # The commit lists both transitions to Lost.
-git -C "$remote" log -1 --format=%B ray-gitops/status >"$RG_TMP/commit.txt"
+git -C "$remote" log -1 --format=%B ray-gitops/status-$instance >"$RG_TMP/commit.txt"
 grep -q '^runner: Running -> Lost' "$RG_TMP/commit.txt" || { cat "$RG_TMP/commit.txt" >&2; rg_fail "commit lacks runner -> Lost"; }
 grep -q '^single: Running -> Lost' "$RG_TMP/commit.txt" || { cat "$RG_TMP/commit.txt" >&2; rg_fail "commit lacks single -> Lost"; }
 grep -q '^quick:' "$RG_TMP/commit.txt" && rg_fail "the commit touches quick, which did not change"
-git -C "$remote" show ray-gitops/status:STATUS.md | grep -q 'Lost' || rg_fail "STATUS.md shows no Lost job"
+git -C "$remote" show ray-gitops/status-$instance:STATUS.md | grep -q 'Lost' || rg_fail "STATUS.md shows no Lost job"
 
 # --- the pass after that: the new attempt runs; nothing else moves ---
 deadline=$((SECONDS + 30))
@@ -122,7 +122,7 @@ sync_
 [ "$(list_ours)" = "$want_r1 RUNNING" ] || rg_fail "the last sync changed Ray's jobs"
 
 # --- history tells the story ---
-rg history runner "${repo_flags[@]:0:4}" >"$RG_TMP/history.txt" || rg_fail "history runner failed"
+rg history runner "${repo_flags[@]:0:6}" >"$RG_TMP/history.txt" || rg_fail "history runner failed"
 grep -q Lost "$RG_TMP/history.txt" || { cat "$RG_TMP/history.txt" >&2; rg_fail "history lacks Lost"; }
 grep -q "$want_r1" "$RG_TMP/history.txt" || rg_fail "history lacks $want_r1"
 echo "PASS"

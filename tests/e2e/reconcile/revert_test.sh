@@ -25,7 +25,7 @@ sync_() {
     rg_fail "sync failed"
   }
 }
-status_file() { git -C "$remote" show "ray-gitops/status:status/$1.yaml"; }
+status_file() { git -C "$remote" show "ray-gitops/status-$instance:status/$1.yaml"; }
 push() { rg_git_push "$work" "$1"; }
 revert_head() {
   git -C "$work" revert --no-edit HEAD >/dev/null

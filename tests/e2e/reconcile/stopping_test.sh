@@ -14,7 +14,7 @@ remote=$RG_TMP/remote.git
 work=$RG_TMP/work
 rg_on_exit() { rg_stop_ours "$instance"; }
 flags=(--repo "$remote" --cache-dir "$RG_TMP/cache" --instance "$instance")
-status_file() { git -C "$remote" show "ray-gitops/status:status/$1.yaml"; }
+status_file() { git -C "$remote" show "ray-gitops/status-$instance:status/$1.yaml"; }
 
 rg_git_remote "$remote" "$work" "$RG_ADDRESS"
 mkdir -p "$work/jobs"
@@ -59,8 +59,8 @@ grep -Eq "^keep +starved +$id +Stopping +spec removed; stop sent at [0-9T:.-]+Z,
 grep -q '^stop ' "$RG_TMP/plan.out" && rg_fail "plan repeats the stop"
 
 # A second sync sends nothing and commits nothing.
-before=$(git -C "$remote" rev-parse ray-gitops/status)
+before=$(git -C "$remote" rev-parse ray-gitops/status-$instance)
 rg sync "${flags[@]}" --no-artifacts >"$RG_TMP/sync3.out" 2>"$RG_TMP/sync3.log"
 grep -q 'stopped' "$RG_TMP/sync3.log" && rg_fail "the third sync sent the stop again"
-[ "$(git -C "$remote" rev-parse ray-gitops/status)" = "$before" ] || rg_fail "the third sync committed"
+[ "$(git -C "$remote" rev-parse ray-gitops/status-$instance)" = "$before" ] || rg_fail "the third sync committed"
 echo "stopping: $id stays PENDING after its stop; plan exit 0, shows Stopping; no repeat"

@@ -254,7 +254,7 @@ TEST_CASE("an invalid spec or a guard is not a failure: no backoff, and triggers
   CHECK(metrics.Value("rg_passes_total", {{"result", "blocked"}}) == 1);
 }
 
-TEST_CASE("readiness turns false once failures outlast the window and true after a success",
+TEST_CASE("readiness: one failed pass is a blip, two in a row are an outage, and the window",
           "[loop]") {
   FakeClock clock;
   ScriptedPass pass;
@@ -278,28 +278,30 @@ TEST_CASE("readiness turns false once failures outlast the window and true after
   const int64_t success_ms = clock.NowMs();
   CHECK(loop.Snapshot().last_success_ms == success_ms);
 
-  for (int i = 0; i < 3; ++i) pass.results.push_back(Failed());
-  for (int i = 0; i < 3; ++i) {
-    clock.AdvanceMs(1'000);
-    REQUIRE(loop.Step());
-  }
-  clock.AdvanceMs(500);
-  // Exactly three intervals plus the pass deadline after the last success: still ready.
+  // One failed pass keeps the daemon ready; its retry failing too makes it unready at once.
+  for (int i = 0; i < 2; ++i) pass.results.push_back(Failed());
+  clock.AdvanceMs(1'000);
+  REQUIRE(loop.Step());
   CHECK(loop.Snapshot().ready);
-  CHECK(loop.Snapshot().consecutive_failures == 3);
-  CHECK(loop.Snapshot().last_error == "transient: cannot list the jobs in Ray");
-  clock.AdvanceMs(1);
-  const DaemonSnapshot late = loop.Snapshot();
-  CHECK_FALSE(late.ready);
-  CHECK(late.unready_reason ==
-        "no pass has succeeded for 3 s (the window is 3 s); the last error: transient: cannot "
-        "list the jobs in Ray");
-  CHECK(late.last_success_ms == success_ms);
+  CHECK(loop.Snapshot().consecutive_failures == 1);
+  clock.AdvanceMs(1'000);
+  REQUIRE(loop.Step());
+  const DaemonSnapshot outage = loop.Snapshot();
+  CHECK_FALSE(outage.ready);
+  CHECK(outage.unready_reason ==
+        "2 passes in a row failed; the last error: transient: cannot list the jobs in Ray");
+  CHECK(outage.last_success_ms == success_ms);
 
-  clock.AdvanceMs(499);
+  clock.AdvanceMs(1'000);
   REQUIRE(loop.Step());  // succeeds
   CHECK(loop.Snapshot().ready);
   CHECK(loop.Snapshot().last_error.empty());
+
+  // No pass at all for longer than the window (the loop is stuck): not ready either.
+  clock.AdvanceMs(3'500);
+  CHECK(loop.Snapshot().ready);  // exactly three intervals plus the pass deadline
+  clock.AdvanceMs(1);
+  CHECK(loop.Snapshot().unready_reason == "no pass has succeeded for 3 s (the window is 3 s)");
 }
 
 TEST_CASE("a pass running past its deadline makes the daemon unready and shows in the metrics",

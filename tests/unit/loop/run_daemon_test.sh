@@ -83,7 +83,7 @@ for want in 'rg_passes_total{result="ok"} 1' 'rg_submits_total 1' \
   'rg_git_request_seconds_count{call="write_status"} 1' 'rg_pass_duration_seconds_count 1'; do
   grep -qF "$want" <<<"$metrics" || fail "metrics lack '$want'"
 done
-git -C "$remote" show ray-gitops/status:status/alpha.yaml | grep -q '^phase: Pending' ||
+git -C "$remote" show ray-gitops/status-daemon:status/alpha.yaml | grep -q '^phase: Pending' ||
   fail "alpha's status was not recorded"
 
 # --- a sync request runs a pass at once (the timer is an hour away); a stop lands mid-submit:
@@ -105,7 +105,7 @@ daemon_pid=""
 log_has "$tmp/daemon1.log" 'pass .*trigger=api' || fail "the triggered pass is not logged as api"
 log_has "$tmp/daemon1.log" 'not_started=1' || fail "the skipped submit is not logged"
 log_has "$tmp/daemon1.log" ' stopped' || fail "no stopped line"
-git -C "$remote" show ray-gitops/status:status/beta.yaml | grep -q '^submission_id: beta-' ||
+git -C "$remote" show ray-gitops/status-daemon:status/beta.yaml | grep -q '^submission_id: beta-' ||
   fail "the submit done before the stop was not recorded"
 
 # --- a second signal ends the process at once, the held submit still in flight ---
