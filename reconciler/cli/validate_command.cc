@@ -13,6 +13,7 @@
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/local_repo.h"
 #include "reconciler/core/diagnostic.h"
+#include "reconciler/spec/spec_entry.h"
 #include "reconciler/spec/spec_loader.h"
 
 namespace rg::cli {
@@ -35,20 +36,6 @@ struct SelectedFile {
   std::optional<core::Diagnostic> problem;
 };
 
-// The first component of `relative` (from the repository down) that is a symbolic link; empty
-// when there is none.
-std::string FirstLinkAlong(const fs::path& repo, const std::string& relative) {
-  fs::path at = repo;
-  fs::path walked;
-  for (const fs::path& part : fs::path(relative)) {
-    at /= part;
-    walked /= part;
-    std::error_code ec;
-    if (fs::is_symlink(fs::symlink_status(at, ec))) return walked.generic_string();
-  }
-  return "";
-}
-
 // `known`: every path the repository read reported on (specs valid or not, links and
 // submodules among them, and the cluster file). A FILE is never opened here: what is known
 // was read without following links, and anything else is only described.
@@ -65,7 +52,7 @@ SelectedFile SelectFile(const std::string& file, const ValidateOptions& options,
     if (known.contains(up.generic_string())) return {up.generic_string(), std::nullopt};
   }
   std::error_code ec;
-  const std::string link = FirstLinkAlong(fs::absolute(options.repo, ec), relative);
+  const std::string link = spec::FirstLinkAlong(fs::absolute(options.repo, ec), relative);
   if (!link.empty() && link != relative) {
     return {relative,
             core::Diagnostic{file, 0, 0, link + " is a symbolic link; nothing is read through it"}};

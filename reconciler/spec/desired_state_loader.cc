@@ -97,20 +97,6 @@ std::optional<std::string> ReadRegularFileBounded(const fs::path& path) {
   return content;
 }
 
-// The first of `relative`'s components (from the root down) that is a symbolic link, as a
-// '/'-separated path relative to root; empty when there is none.
-std::string FirstLinkAlong(const fs::path& root, std::string_view relative) {
-  fs::path at = root;
-  fs::path walked;
-  for (const fs::path& part : fs::path(relative)) {
-    at /= part;
-    walked /= part;
-    std::error_code ec;
-    if (fs::is_symlink(fs::symlink_status(at, ec))) return walked.generic_string();
-  }
-  return "";
-}
-
 std::optional<Parsed<core::RayConfig>> ReadClusterFromDirectory(const fs::path& root,
                                                                 const std::string& path) {
   auto rejected = [&](const std::string& where, EntryKind kind) {
@@ -210,6 +196,21 @@ JobsListing ListJobsDirectory(const fs::path& root, std::string_view jobs_dir,
 }
 
 }  // namespace
+
+// The first of `relative`'s components (from the root down) that is a symbolic link, as a
+// '/'-separated path relative to root; empty when there is none.
+std::string FirstLinkAlong(const std::filesystem::path& root, std::string_view relative) {
+  std::filesystem::path at = root;
+  std::filesystem::path walked;
+  for (const std::filesystem::path& part : std::filesystem::path(relative)) {
+    at /= part;
+    walked /= part;
+    std::error_code ec;
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(at, ec)))
+      return walked.generic_string();
+  }
+  return "";
+}
 
 std::shared_ptr<const LoadedJobSpec> ParseSpecFileForDesiredState(std::string_view text,
                                                                   const std::string& path,

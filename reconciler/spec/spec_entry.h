@@ -10,6 +10,7 @@
 // skipped without a word); other entries only when named *.yaml or *.yml. The cluster file and
 // the jobs folder itself (and each folder above it) must be a regular file and folders.
 
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,10 @@ bool IsUnderJobsDir(std::string_view path, std::string_view jobs_dir);
 // path, and the name derived from the path, for CheckDesiredStateSet.
 LoadedSpecFile RejectedSpecEntry(const std::string& path, std::string_view jobs_dir,
                                  EntryKind kind);
+
+// On disk: the first of `relative`'s components (from `root` down) that is a symbolic link, as
+// a '/'-separated path relative to root; empty when there is none.
+std::string FirstLinkAlong(const std::filesystem::path& root, std::string_view relative);
 
 // The cluster file when it is not a regular file, as CheckDesiredStateSet takes it: invalid,
 // one diagnostic at `path`.
