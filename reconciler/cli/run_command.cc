@@ -254,15 +254,14 @@ std::optional<Timings> ParseTimings(const RunFlags& flags) {
   return Timings{*interval, *max_backoff, *pass_deadline, *git_timeout};
 }
 
-int RunDaemon(const GlobalOptions& global, RunFlags flags) {
-  ConfigureLogging(global);
-  const std::optional<Timings> timings = ParseTimings(flags);
-  if (!timings) return engine::kExitError;
+// The HTTP server's options from the flags (the webhook secret read from its file); nullopt
+// after logging why when a flag is wrong.
+std::optional<server::HttpServerOptions> HttpOptionsFrom(const RunFlags& flags) {
   const std::optional<server::WebhookAuthMode> webhook_mode =
       server::ParseWebhookAuthMode(flags.webhook_kind);
   if (!webhook_mode) {
     LogEvent("error", "--webhook-kind takes auto, github, gitlab or bearer");
-    return engine::kExitError;
+    return std::nullopt;
   }
   server::HttpServerOptions http;
   http.listen = flags.listen;
@@ -272,10 +271,53 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
     core::Result<std::string> secret = server::ReadWebhookSecretFile(flags.webhook_secret_file);
     if (!secret.ok()) {
       LogEvent("error", secret.error().ToString());
-      return engine::kExitError;
+      return std::nullopt;
     }
     http.webhook.secret = std::move(*secret);
   }
+  return http;
+}
+
+// --branch, else the remote's default branch; empty (with a warning) when that is unknown.
+std::string WatchedBranch(const RunFlags& flags, ports::DesiredStateSource& source) {
+  if (!flags.branch.empty()) return flags.branch;
+  std::string branch = DefaultBranch(source);
+  if (branch.empty()) {
+    LogEvent("warn",
+             "the remote's default branch is unknown (unreachable?): every verified "
+             "webhook push triggers a pass; give --branch to filter by branch");
+  }
+  return branch;
+}
+
+// The loop's timings, the pass's options and the identity its snapshots show.
+engine::LoopOptions LoopOptionsFrom(const RunFlags& flags, const Timings& timings,
+                                    const server::HttpServerOptions& http,
+                                    const std::string& branch, const std::string& repo_url) {
+  engine::LoopOptions options;
+  options.interval_ms = timings.interval_ms;
+  options.max_backoff_ms = timings.max_backoff_ms;
+  options.initial_backoff_ms =
+      std::min<int64_t>(options.initial_backoff_ms, timings.max_backoff_ms);
+  options.pass_deadline_ms = timings.pass_deadline_ms;
+  options.pass.ref = flags.repo.ref;
+  ApplyPassFlags(flags.pass, &options.pass);
+  if (http.webhook.secret) options.pass.secrets.Add(*http.webhook.secret);
+  AddLogSecrets(options.pass.secrets);
+  options.identity.instance = flags.repo.instance;
+  options.identity.repo_url = core::StripUrlCredentials(repo_url);
+  options.identity.branch = branch;
+  options.identity.status_branch = flags.repo.status_branch;
+  return options;
+}
+
+int RunDaemon(const GlobalOptions& global, RunFlags flags) {
+  ConfigureLogging(global);
+  const std::optional<Timings> timings = ParseTimings(flags);
+  if (!timings) return engine::kExitError;
+  std::optional<server::HttpServerOptions> http_options = HttpOptionsFrom(flags);
+  if (!http_options) return engine::kExitError;
+  server::HttpServerOptions& http = *http_options;
 
   // Before any thread exists: the HTTP server's, the loop's submit workers and the signal
   // thread all inherit the blocked signals, which only the signal thread then waits for. The
@@ -297,35 +339,15 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   engine::InstrumentedDesiredStateSource source(*handles->source, metrics, clock);
   engine::InstrumentedStatusStore store(*handles->store, metrics, clock);
 
-  std::string branch = flags.branch;
-  if (branch.empty()) {
-    branch = DefaultBranch(source);
-    if (branch.empty()) {
-      LogEvent("warn",
-               "the remote's default branch is unknown (unreachable?): every verified "
-               "webhook push triggers a pass; give --branch to filter by branch");
-    }
-  }
+  const std::string branch = WatchedBranch(flags, source);
   flags.repo.ref = branch.empty() ? "HEAD" : branch;
   if (watch.signalled()) {
     LogEvent("info", "stopped before the first pass");
     return 0;
   }
 
-  engine::LoopOptions options;
-  options.interval_ms = timings->interval_ms;
-  options.max_backoff_ms = timings->max_backoff_ms;
-  options.initial_backoff_ms =
-      std::min<int64_t>(options.initial_backoff_ms, timings->max_backoff_ms);
-  options.pass_deadline_ms = timings->pass_deadline_ms;
-  options.pass.ref = flags.repo.ref;
-  ApplyPassFlags(flags.pass, &options.pass);
-  if (http.webhook.secret) options.pass.secrets.Add(*http.webhook.secret);
-  AddLogSecrets(options.pass.secrets);
-  options.identity.instance = flags.repo.instance;
-  options.identity.repo_url = core::StripUrlCredentials(handles->workspace->url());
-  options.identity.branch = branch;
-  options.identity.status_branch = flags.repo.status_branch;
+  const engine::LoopOptions options =
+      LoopOptionsFrom(flags, *timings, http, branch, handles->workspace->url());
 
   engine::ReconcileLoop* loop_ptr = nullptr;
   ports::StatusStore* store_ptr = flags.pass.no_status ? nullptr : &store;

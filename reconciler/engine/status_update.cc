@@ -78,30 +78,175 @@ std::string DashboardUrl(const std::string& ray_address, const std::string& subm
   return base + "/#/jobs/" + submission_id;
 }
 
+namespace {
+
+using OutcomesById = std::map<std::string, const ActionOutcome*, std::less<>>;
+using JobsByName = std::map<std::string, std::vector<const core::RayJob*>, std::less<>>;
+
+// What this pass did, per submission id.
+struct PassOutcomes {
+  OutcomesById submitted;      // submits that succeeded (sent or adopted)
+  OutcomesById failed_submit;  // submits that failed
+  OutcomesById stopped;        // stops that succeeded
+  const std::vector<ActionOutcome>* all = nullptr;
+};
+
+PassOutcomes IndexOutcomes(const std::vector<ActionOutcome>& outcomes) {
+  PassOutcomes out;
+  out.all = &outcomes;
+  for (const auto& o : outcomes) {
+    if (o.action.kind == core::ActionKind::kSubmit) {
+      (o.ok ? out.submitted : out.failed_submit)[o.action.submission_id] = &o;
+    } else if (o.ok) {
+      out.stopped[o.action.submission_id] = &o;
+    }
+  }
+  return out;
+}
+
+// Our jobs in Ray, by name.
+JobsByName OursByName(const StatusInputs& in) {
+  JobsByName out;
+  for (const auto& [id, job] : in.ray_jobs) {
+    if (job.type == "DRIVER" || MetaOr(job, core::kMetaManagedBy) != in.instance) continue;
+    out[MetaOr(job, core::kMetaName)].push_back(&job);
+  }
+  return out;
+}
+
+const core::JobSpec* DesiredSpec(const StatusInputs& in, const std::string& name) {
+  const core::JobSpec* spec = nullptr;
+  for (const auto& s : in.desired->jobs) {
+    if (s.name == name) spec = &s;
+  }
+  return spec;
+}
+
+// The job's record as the ledger had it, with the pass's phase, owner and spec fields.
+core::StatusRecord StartRecord(const StatusInputs& in, const core::JobPlan& jp,
+                               const core::StatusRecord* old, const std::string& ray_cluster,
+                               const core::JobSpec* spec) {
+  core::StatusRecord rec;
+  if (old != nullptr) rec = *old;
+  rec.name = jp.name;
+  rec.instance = in.instance;
+  rec.ray_cluster = ray_cluster;
+  if (!jp.spec_path.empty()) rec.spec_path = jp.spec_path;
+  rec.spec_commit = in.spec_commit;
+  rec.phase = jp.phase;
+  rec.errors.clear();
+  if (spec != nullptr) {
+    rec.spec_hash = spec->spec_hash;
+    rec.on_remove = spec->on_remove;
+  } else if (jp.phase == core::Phase::kInvalid) {
+    rec.spec_hash.clear();  // the file cannot be read: its hash is unknown
+    for (const auto& bad : in.desired->invalid) {
+      if (bad.name != jp.name && bad.path != jp.spec_path) continue;
+      for (const auto& d : bad.diagnostics) rec.errors.push_back(d.ToString());
+    }
+  }
+  return rec;
+}
+
+core::AttemptRecord& FindOrAddAttempt(core::StatusRecord& rec, const std::string& id, int attempt) {
+  if (core::AttemptRecord* a = FindAttempt(rec, id)) return *a;
+  core::AttemptRecord fresh;
+  fresh.submission_id = id;
+  fresh.attempt = attempt;
+  rec.attempts.push_back(std::move(fresh));
+  return rec.attempts.back();
+}
+
+// Every attempt of ours Ray reports for this name, refreshed or added; attempts the ledger
+// remembers as active that Ray no longer has are lost.
+void MergeRayAttempts(core::StatusRecord& rec, const StatusInputs& in, const JobsByName& ours,
+                      const PassOutcomes& done) {
+  if (auto it = ours.find(rec.name); it != ours.end()) {
+    for (const core::RayJob* job : it->second) {
+      const bool known = FindAttempt(rec, job->submission_id) != nullptr;
+      core::AttemptRecord& a =
+          FindOrAddAttempt(rec, job->submission_id, AttemptLabel(*job).value_or(0));
+      if (!known) a.spec_hash = MetaOr(*job, core::kMetaSpecHash);
+      RefreshAttempt(a, *job);
+    }
+  }
+  if (!in.ray_jobs_complete) return;
+  for (auto& a : rec.attempts) {
+    if (IsActive(a.status) && a.phase != core::Phase::kLost &&
+        !in.ray_jobs.contains(a.submission_id) && !done.submitted.contains(a.submission_id)) {
+      a.phase = core::Phase::kLost;
+    }
+  }
+}
+
+// Attempts this pass started or stopped.
+void AddPassAttempts(core::StatusRecord& rec, const StatusInputs& in, const PassOutcomes& done,
+                     const core::JobSpec* spec) {
+  for (const auto& [id, o] : done.submitted) {
+    if (o->action.name != rec.name || FindAttempt(rec, id) != nullptr) continue;
+    core::AttemptRecord& a = FindOrAddAttempt(rec, id, o->action.attempt);
+    a.spec_hash = spec != nullptr ? spec->spec_hash : "";
+    a.status = core::RayJobStatus::kPending;
+    a.phase = core::Phase::kPending;
+  }
+  for (const auto& [id, o] : done.stopped) {
+    if (o->action.name != rec.name) continue;
+    core::AttemptRecord& a = FindOrAddAttempt(rec, id, o->action.attempt);
+    a.stop_reason = o->action.stop_reason;
+    if (in.now_ms != 0) a.stop_sent_ms = in.now_ms;
+  }
+}
+
+// The latest attempt, as Ray last reported it, and the record's message.
+void SetLatestAttempt(core::StatusRecord& rec, const core::JobPlan& jp, const StatusInputs& in,
+                      const PassOutcomes& done) {
+  const bool same_attempt = rec.submission_id == jp.submission_id;
+  rec.submission_id = jp.submission_id;
+  rec.attempt = jp.attempt;
+  std::optional<std::string> ray_message;
+  if (auto it = in.ray_jobs.find(jp.submission_id); it != in.ray_jobs.end()) {
+    SetRayFields(rec, it->second);
+    ray_message = it->second.message;
+  } else if (done.submitted.contains(jp.submission_id)) {
+    ClearRayFields(rec);
+    rec.status = core::RayJobStatus::kPending;
+  } else if (!same_attempt) {
+    ClearRayFields(rec);
+  }
+  if (auto it = done.submitted.find(jp.submission_id);
+      it != done.submitted.end() && it->second->adopted) {
+    rec.message = "adopted " + jp.submission_id + ", which Ray already had";
+  } else if (ray_message &&
+             (jp.phase == core::Phase::kPending || jp.phase == core::Phase::kRunning ||
+              jp.phase == core::Phase::kSucceeded || jp.phase == core::Phase::kFailed)) {
+    // Ray's own words while the run follows its course: the planner's reason for a submit
+    // ("new job") would otherwise turn into Ray's message one pass later, a commit of noise.
+    rec.message = *ray_message;
+  } else {
+    rec.message = jp.message;
+  }
+  if (auto it = done.failed_submit.find(jp.submission_id); it != done.failed_submit.end()) {
+    const core::Error& e = *it->second->error;
+    if (e.IsConflict()) rec.phase = core::Phase::kConflict;
+    rec.message = "submit of " + jp.submission_id + " failed: " + e.ToString();
+  }
+  for (const auto& o : *done.all) {
+    if (o.action.kind == core::ActionKind::kStop && !o.ok && o.action.name == jp.name) {
+      rec.message = "stop of " + o.action.submission_id + " failed: " + o.error->ToString();
+    }
+  }
+  rec.dashboard_url = DashboardUrl(in.ray_address, rec.submission_id);
+}
+
+}  // namespace
+
 StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
   StatusUpdate update;
   const core::Ledger empty_ledger;
   const core::Ledger& ledger = in.ledger != nullptr ? *in.ledger : empty_ledger;
   const std::string ray_cluster = LedgerCluster(in);
-
-  // What this pass did, per submission id.
-  std::map<std::string, const ActionOutcome*, std::less<>> submitted;  // ok submits
-  std::map<std::string, const ActionOutcome*, std::less<>> failed_submit;
-  std::map<std::string, const ActionOutcome*, std::less<>> stopped;  // ok stops
-  for (const auto& o : in.outcomes) {
-    if (o.action.kind == core::ActionKind::kSubmit) {
-      (o.ok ? submitted : failed_submit)[o.action.submission_id] = &o;
-    } else if (o.ok) {
-      stopped[o.action.submission_id] = &o;
-    }
-  }
-
-  // Our jobs in Ray, by name.
-  std::map<std::string, std::vector<const core::RayJob*>, std::less<>> ours_by_name;
-  for (const auto& [id, job] : in.ray_jobs) {
-    if (job.type == "DRIVER" || MetaOr(job, core::kMetaManagedBy) != in.instance) continue;
-    ours_by_name[MetaOr(job, core::kMetaName)].push_back(&job);
-  }
+  const PassOutcomes done = IndexOutcomes(in.outcomes);
+  const JobsByName ours = OursByName(in);
 
   for (const core::JobPlan& jp : in.plan->jobs) {
     const auto old = ledger.find(jp.name);
@@ -109,116 +254,12 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
       if (old != ledger.end()) update.forget.push_back(jp.name);
       continue;
     }
-    core::StatusRecord rec;
-    if (old != ledger.end()) rec = old->second;
-    rec.name = jp.name;
-    rec.instance = in.instance;
-    rec.ray_cluster = ray_cluster;
-    if (!jp.spec_path.empty()) rec.spec_path = jp.spec_path;
-    rec.spec_commit = in.spec_commit;
-    rec.phase = jp.phase;
-    rec.errors.clear();
-
-    const core::JobSpec* spec = nullptr;
-    for (const auto& s : in.desired->jobs) {
-      if (s.name == jp.name) spec = &s;
-    }
-    if (spec != nullptr) {
-      rec.spec_hash = spec->spec_hash;
-      rec.on_remove = spec->on_remove;
-    } else if (jp.phase == core::Phase::kInvalid) {
-      rec.spec_hash.clear();  // the file cannot be read: its hash is unknown
-      for (const auto& bad : in.desired->invalid) {
-        if (bad.name != jp.name && bad.path != jp.spec_path) continue;
-        for (const auto& d : bad.diagnostics) rec.errors.push_back(d.ToString());
-      }
-    }
-
-    // Every attempt of ours Ray reports for this name, refreshed or added.
-    if (auto it = ours_by_name.find(jp.name); it != ours_by_name.end()) {
-      for (const core::RayJob* job : it->second) {
-        core::AttemptRecord* a = FindAttempt(rec, job->submission_id);
-        if (a == nullptr) {
-          core::AttemptRecord fresh;
-          fresh.submission_id = job->submission_id;
-          fresh.spec_hash = MetaOr(*job, core::kMetaSpecHash);
-          fresh.attempt = AttemptLabel(*job).value_or(0);
-          rec.attempts.push_back(std::move(fresh));
-          a = &rec.attempts.back();
-        }
-        RefreshAttempt(*a, *job);
-      }
-    }
-    // Attempts the ledger remembers as active that Ray no longer has: lost.
-    if (in.ray_jobs_complete) {
-      for (auto& a : rec.attempts) {
-        if (IsActive(a.status) && a.phase != core::Phase::kLost &&
-            !in.ray_jobs.contains(a.submission_id) && !submitted.contains(a.submission_id)) {
-          a.phase = core::Phase::kLost;
-        }
-      }
-    }
-    // Attempts this pass started or stopped.
-    for (const auto& [id, o] : submitted) {
-      if (o->action.name != jp.name || FindAttempt(rec, id) != nullptr) continue;
-      core::AttemptRecord fresh;
-      fresh.attempt = o->action.attempt;
-      fresh.submission_id = id;
-      fresh.spec_hash = spec != nullptr ? spec->spec_hash : "";
-      fresh.status = core::RayJobStatus::kPending;
-      fresh.phase = core::Phase::kPending;
-      rec.attempts.push_back(std::move(fresh));
-    }
-    for (const auto& [id, o] : stopped) {
-      if (o->action.name != jp.name) continue;
-      core::AttemptRecord* a = FindAttempt(rec, id);
-      if (a == nullptr) {
-        core::AttemptRecord fresh;
-        fresh.attempt = o->action.attempt;
-        fresh.submission_id = id;
-        rec.attempts.push_back(std::move(fresh));
-        a = &rec.attempts.back();
-      }
-      a->stop_reason = o->action.stop_reason;
-      if (in.now_ms != 0) a->stop_sent_ms = in.now_ms;
-    }
-
-    // The latest attempt, as Ray last reported it.
-    const bool same_attempt = rec.submission_id == jp.submission_id;
-    rec.submission_id = jp.submission_id;
-    rec.attempt = jp.attempt;
-    std::optional<std::string> ray_message;
-    if (auto it = in.ray_jobs.find(jp.submission_id); it != in.ray_jobs.end()) {
-      SetRayFields(rec, it->second);
-      ray_message = it->second.message;
-    } else if (submitted.contains(jp.submission_id)) {
-      ClearRayFields(rec);
-      rec.status = core::RayJobStatus::kPending;
-    } else if (!same_attempt) {
-      ClearRayFields(rec);
-    }
-    if (auto it = submitted.find(jp.submission_id); it != submitted.end() && it->second->adopted) {
-      rec.message = "adopted " + jp.submission_id + ", which Ray already had";
-    } else if (ray_message &&
-               (jp.phase == core::Phase::kPending || jp.phase == core::Phase::kRunning ||
-                jp.phase == core::Phase::kSucceeded || jp.phase == core::Phase::kFailed)) {
-      // Ray's own words while the run follows its course: the planner's reason for a submit
-      // ("new job") would otherwise turn into Ray's message one pass later, a commit of noise.
-      rec.message = *ray_message;
-    } else {
-      rec.message = jp.message;
-    }
-    if (auto it = failed_submit.find(jp.submission_id); it != failed_submit.end()) {
-      const core::Error& e = *it->second->error;
-      if (e.IsConflict()) rec.phase = core::Phase::kConflict;
-      rec.message = "submit of " + jp.submission_id + " failed: " + e.ToString();
-    }
-    for (const auto& o : in.outcomes) {
-      if (o.action.kind == core::ActionKind::kStop && !o.ok && o.action.name == jp.name) {
-        rec.message = "stop of " + o.action.submission_id + " failed: " + o.error->ToString();
-      }
-    }
-    rec.dashboard_url = DashboardUrl(in.ray_address, rec.submission_id);
+    const core::JobSpec* spec = DesiredSpec(in, jp.name);
+    core::StatusRecord rec =
+        StartRecord(in, jp, old != ledger.end() ? &old->second : nullptr, ray_cluster, spec);
+    MergeRayAttempts(rec, in, ours, done);
+    AddPassAttempts(rec, in, done, spec);
+    SetLatestAttempt(rec, jp, in, done);
     update.records[jp.name] = std::move(rec);
   }
   return update;
