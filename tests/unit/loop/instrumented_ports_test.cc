@@ -67,6 +67,11 @@ class CountingSource : public ports::DesiredStateSource {
     s.commit = "abc";
     return s;
   }
+  // "newer" is a descendant of every pass commit; everything else is in the view.
+  ports::CommitRelation Relate(const std::string& commit, const std::string&) override {
+    return commit == "newer" ? ports::CommitRelation::kDescendant
+                             : ports::CommitRelation::kAncestorOrSame;
+  }
 };
 
 class FailingStore : public ports::StatusStore {
@@ -145,6 +150,18 @@ TEST_CASE("the Git decorators time loads and status operations and forward error
   CHECK(metrics.Count("rg_git_request_seconds", {{"call", "write_status"}}) == 1);
   CHECK(metrics.Count("rg_git_request_seconds", {{"call", "history"}}) == 1);
   CHECK(metrics.Count("rg_ray_request_seconds", {{"call", "load"}}) == 0);
+}
+
+TEST_CASE("the source decorator passes commit relations through, so stale views stay visible",
+          "[loop]") {
+  // The port's default answers "in the view" for every commit: a decorator that did not
+  // forward would hide a stale view from every pass of the daemon.
+  FakeClock clock;
+  core::MetricsRegistry metrics;
+  CountingSource inner;
+  InstrumentedDesiredStateSource source(inner, metrics, clock);
+  CHECK(source.Relate("newer", "abc") == ports::CommitRelation::kDescendant);
+  CHECK(source.Relate("older", "abc") == ports::CommitRelation::kAncestorOrSame);
 }
 
 }  // namespace
