@@ -189,7 +189,8 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
   ports::DesiredSnapshot snapshot;
   snapshot.commit = resolved->commit;
   snapshot.ref = resolved->name;
-  snapshot.repo_url = workspace_->url();
+  snapshot.repo_url = workspace_->recorded_url();
+  snapshot.repo_aliases = workspace_->aliases();
 
   // The cluster file.
   std::optional<spec::Parsed<core::RayConfig>> cluster;

@@ -257,6 +257,25 @@ std::string NormaliseRepoUrl(std::string_view repo) {
   return core::StripUrlCredentials(repo);
 }
 
+std::string OriginUrl(git_repository* repo) {
+  git_remote* raw = nullptr;
+  if (git_remote_lookup(&raw, repo, "origin") != 0) {
+    git_error_clear();
+    return "";
+  }
+  std::unique_ptr<git_remote, decltype(&git_remote_free)> remote(raw, git_remote_free);
+  const char* url = git_remote_url(remote.get());
+  if (url == nullptr || *url == '\0') return "";
+  std::string origin = url;
+  if (auto path = LocalPath(origin); path && !fs::path(*path).is_absolute()) {
+    // Relative to the checkout, as git reads it from there.
+    const char* base = git_repository_workdir(repo);
+    if (base == nullptr) base = git_repository_path(repo);
+    origin = (fs::path(base) / *path).lexically_normal().string();
+  }
+  return NormaliseRepoUrl(origin);
+}
+
 std::string GitCacheDirName(std::string_view remote_url) {
   const std::string url = core::StripUrlCredentials(remote_url);
   std::string_view stem = url;
@@ -285,6 +304,7 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspac
   if (options.repo.empty()) return core::Error::InvalidInput("no repository given");
   const std::string url = NormaliseRepoUrl(options.repo);
 
+  std::string origin;
   if (auto local = LocalPath(url)) {
     git_repository* probe = nullptr;
     const int rc =
@@ -294,11 +314,16 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspac
       return core::Error::InvalidInput("not a Git repository: " + options.repo + " (" +
                                        git::LastError(rc, "open").message() + ")");
     }
+    origin = OriginUrl(probe);
   }
 
   std::shared_ptr<GitWorkspace> ws(new GitWorkspace());
   ws->options_ = options;
   ws->url_ = url;
+  // A checkout with an origin is that repository (DESIGN.md 2.2): `plan --repo .` in a CI
+  // clone and the daemon watching the remote agree on whose runs are whose.
+  ws->recorded_url_ = origin.empty() ? url : origin;
+  if (!origin.empty()) ws->aliases_.push_back(url);
   const std::string cache = options.cache_dir.empty() ? DefaultGitCacheDir() : options.cache_dir;
   ws->clone_path_ = (fs::path(cache) / GitCacheDirName(url)).string();
 

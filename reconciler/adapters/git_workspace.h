@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reconciler/core/result.h"
 
@@ -41,6 +42,10 @@ std::string GitCacheDirName(std::string_view remote_url);
 // What libgit2 is given as the remote: local paths made absolute, credentials stripped.
 std::string NormaliseRepoUrl(std::string_view repo);
 
+// The URL of `repo`'s remote "origin" as NormaliseRepoUrl gives it (a relative path taken from
+// the checkout), or "" when it has none.
+std::string OriginUrl(git_repository* repo);
+
 class GitWorkspace {
  public:
   // Creates (or reopens) the bare clone; no network traffic. kInvalidInput when `repo` is a
@@ -51,8 +56,13 @@ class GitWorkspace {
   GitWorkspace(const GitWorkspace&) = delete;
   GitWorkspace& operator=(const GitWorkspace&) = delete;
 
-  // The repository URL with credentials stripped, as recorded in `gitops.repo`.
+  // The repository URL as given (NormaliseRepoUrl): what the clone is made from.
   const std::string& url() const { return url_; }
+  // The repository as recorded in `gitops.repo` (DESIGN.md 2.2): url(), except that a local
+  // checkout with an origin remote records its origin's URL.
+  const std::string& recorded_url() const { return recorded_url_; }
+  // Other URLs of this repository whose runs are ours: url() when recorded_url() differs.
+  const std::vector<std::string>& aliases() const { return aliases_; }
   const std::string& clone_path() const { return clone_path_; }
   // The bare clone. Owned by the workspace; a Fetch that re-creates a deleted clone replaces
   // it, so hold it (and its objects) only between two Fetch calls.
@@ -96,6 +106,8 @@ class GitWorkspace {
 
   GitWorkspaceOptions options_;
   std::string url_;
+  std::string recorded_url_;
+  std::vector<std::string> aliases_;
   std::string remote_url_;
   std::string clone_path_;
   git_repository* repo_ = nullptr;

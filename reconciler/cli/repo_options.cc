@@ -53,12 +53,31 @@ std::string DefaultStatusBranch(std::string_view instance) {
   return branch;
 }
 
-std::string RepoCredentialProblem(std::string_view repo) {
+std::string RepoCredentialProblem(std::string_view repo, std::string_view flag) {
   const std::string stripped = core::StripUrlCredentials(repo);
   if (stripped == repo) return "";
-  return "--repo: the URL holds credentials, which never come from the command line (they show "
-         "in the process list, shell history and CI logs); give --repo " +
-         stripped + " and put the token in a file named by --git-token-file";
+  return std::string(flag) +
+         ": the URL holds credentials, which never come from the command line (they show in "
+         "the process list, shell history and CI logs); give " +
+         std::string(flag) + " " + stripped +
+         (flag == "--repo" ? " and put the token in a file named by --git-token-file" : "");
+}
+
+void AddPreviousRepoOption(CLI::App* cmd, RepoOptions* o) {
+  cmd->add_option_function<std::vector<std::string>>(
+         "--previous-repo",
+         [o](const std::vector<std::string>& urls) {
+           for (const std::string& url : urls) {
+             if (std::string problem = RepoCredentialProblem(url, "--previous-repo");
+                 !problem.empty()) {
+               throw CLI::ValidationError(problem, 1);
+             }
+           }
+           o->previous_repos = urls;
+         },
+         "a URL this repository had before it moved (repeatable): runs recorded under it are "
+         "ours, kept and adopted, not restarted")
+      ->allow_extra_args(false);
 }
 
 void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_artifacts) {
@@ -66,7 +85,7 @@ void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_arti
   cmd->add_option_function<std::string>(
          "--repo",
          [o](const std::string& repo) {
-           if (std::string problem = RepoCredentialProblem(repo); !problem.empty()) {
+           if (std::string problem = RepoCredentialProblem(repo, "--repo"); !problem.empty()) {
              throw CLI::ValidationError(problem, 1);
            }
            o->repo = repo;
@@ -125,7 +144,7 @@ core::Result<RepoHandles> OpenRepo(const RepoOptions& options) {
   h.source = std::make_unique<adapters::GitDesiredStateSource>(h.workspace, src);
   adapters::GitStatusStoreOptions st;
   st.branch = options.status_branch;
-  st.markdown_header.repo_url = h.workspace->url();
+  st.markdown_header.repo_url = h.workspace->recorded_url();
   st.markdown_header.instance = options.instance;
   h.store = std::make_unique<adapters::GitStatusStore>(h.workspace, st);
   return h;
@@ -258,7 +277,11 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   deps.server_factory = make_server;
   deps.store = store;
   deps.artifacts = sink.get();
-  options.policy.instance = repo.instance;
+  options.policy.owner.instance = repo.instance;
+  for (const std::string& url : repo.previous_repos) {
+    // A path is compared as the absolute path it names, like --repo.
+    options.policy.owner.AddPrevious(adapters::NormaliseRepoUrl(url));
+  }
   options.ray_address = ray_options.address;
   run.result = engine::RunReconcilePass(deps, options);
   // A pass that loaded again planned from a newer commit: show that one.

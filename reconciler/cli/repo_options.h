@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_status_store.h"
@@ -39,7 +40,7 @@ std::string DefaultStatusBranch(std::string_view instance);
 // Why `repo` may not be given on the command line, or empty when it may: a URL holding
 // credentials (anything but a bare SSH user name; see core::StripUrlCredentials). The message
 // names --git-token-file and never repeats the credential.
-std::string RepoCredentialProblem(std::string_view repo);
+std::string RepoCredentialProblem(std::string_view repo, std::string_view flag = "--repo");
 
 struct RepoOptions {
   std::string repo;            // --repo DIR|URL (required; refused with credentials in it)
@@ -53,11 +54,17 @@ struct RepoOptions {
   std::string jobs_dir = "jobs";                         // --jobs-dir
   std::string artifacts_root;  // --artifacts-root (default: cluster.yaml's shared_root)
   bool no_artifacts = false;   // --no-artifacts
+  // --previous-repo (repeatable): URLs this repository was reached at before it moved; runs
+  // recorded under them are ours (DESIGN.md 2.2).
+  std::vector<std::string> previous_repos;
 };
 
 // Registers the repository flags on `cmd`. `with_ref` adds --ref; `with_artifacts` adds
 // --artifacts-root and --no-artifacts.
 void AddRepoOptions(CLI::App* cmd, RepoOptions* options, bool with_ref, bool with_artifacts);
+
+// Registers --previous-repo on a command that reconciles (plan, sync, run).
+void AddPreviousRepoOption(CLI::App* cmd, RepoOptions* options);
 
 // --no-status, --max-stops and --parallelism, as `sync` and `run` take them.
 struct PassFlags {

@@ -347,7 +347,7 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   }
 
   const engine::LoopOptions options =
-      LoopOptionsFrom(flags, *timings, http, branch, handles->workspace->url());
+      LoopOptionsFrom(flags, *timings, http, branch, handles->workspace->recorded_url());
 
   engine::ReconcileLoop* loop_ptr = nullptr;
   ports::StatusStore* store_ptr = flags.pass.no_status ? nullptr : &store;
@@ -403,6 +403,7 @@ void AddRunCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "run", "the daemon: reconcile on a timer and on webhooks until SIGTERM/SIGINT");
   AddRepoOptions(cmd, &flags->repo, /*with_ref=*/false, /*with_artifacts=*/true);
+  AddPreviousRepoOption(cmd, &flags->repo);
   cmd->add_option("--branch", flags->branch, "branch to watch (default: the remote's HEAD)");
   cmd->add_option("--interval", flags->interval, "time between passes: 500ms, 15s, 2m (15s)");
   cmd->add_option("--max-backoff", flags->max_backoff,

@@ -48,6 +48,7 @@ void AddSyncCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) 
   CLI::App* cmd = app.add_subcommand(
       "sync", "one reconcile pass (exit 0 applied, 1 error, 3 blocked by a guard)");
   AddRepoOptions(cmd, &flags->repo, /*with_ref=*/true, /*with_artifacts=*/true);
+  AddPreviousRepoOption(cmd, &flags->repo);
   cmd->add_flag("--dry-run", flags->dry_run, "plan only: send nothing to Ray, record nothing");
   CLI::Option* max_stops = AddPassFlags(cmd, &flags->pass, "");
   cmd->callback([&global, flags, exit_code, max_stops]() {

@@ -104,6 +104,18 @@ Value OptionalInt(const std::optional<int>& v) { return v ? Value(*v) : Value(nu
 
 }  // namespace
 
+std::vector<std::string> OwnershipNotices(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const ForeignRepository& other : GroupForeignJobs(plan.foreign)) {
+    out.push_back("Warning: " + ForeignJobsMessage(plan.instance, other));
+  }
+  for (const auto& [url, runs] : plan.adopted_previous) {
+    out.push_back("Adopting " + std::to_string(runs) + (runs == 1 ? " run" : " runs") +
+                  " recorded under " + url + " (--previous-repo)");
+  }
+  return out;
+}
+
 std::string JobActionName(const Plan& plan, const JobPlan& job) {
   bool submit = false, stop = false;
   for (const Action& a : plan.actions) {
@@ -133,6 +145,7 @@ std::string FormatPlanText(const PlanView& view) {
   else
     out += "Plan: " + Summary(plan) + "\n";
   if (plan.blocked) out += "BLOCKED: " + plan.blocked_reason + "\n";
+  for (const std::string& notice : OwnershipNotices(plan)) out += notice + "\n";
   for (const Diagnostic& d : view.desired->AllDiagnostics()) out += d.ToString() + "\n";
   if (rows.empty()) return out + "No jobs.\n";
   out += pad("ACTION", w[0]) + pad("NAME", w[1]) + pad("SUBMISSION_ID", w[2]) + pad("PHASE", w[3]) +
@@ -150,6 +163,7 @@ std::string FormatPlanMarkdown(const PlanView& view) {
   if (!view.commit.empty()) out += " for `" + view.commit.substr(0, 12) + "`";
   out += "\n\n**" + Summary(plan) + ".**\n\n";
   if (plan.blocked) out += "> **Blocked:** " + OneLine(plan.blocked_reason) + "\n\n";
+  for (const std::string& notice : OwnershipNotices(plan)) out += "> " + OneLine(notice) + "\n\n";
   const Diagnostics diagnostics = view.desired->AllDiagnostics();
   if (!diagnostics.empty()) {
     out += "Invalid files (their jobs are frozen: nothing is submitted or stopped):\n\n";
@@ -274,6 +288,24 @@ std::string FormatPlanJson(const PlanView& view) {
     unmanaged.push_back(std::move(v));
   }
   root["unmanaged"] = std::move(unmanaged);
+
+  Value::Array foreign;
+  for (const ForeignRepository& other : GroupForeignJobs(plan.foreign)) {
+    Value v = Value::Object{};
+    v["repo"] = other.repo;
+    v["jobs"] = other.jobs;
+    v["message"] = ForeignJobsMessage(plan.instance, other);
+    foreign.push_back(std::move(v));
+  }
+  root["foreign"] = std::move(foreign);
+  Value::Array previous;
+  for (const auto& [url, runs] : plan.adopted_previous) {
+    Value v = Value::Object{};
+    v["repo"] = url;
+    v["runs"] = runs;
+    previous.push_back(std::move(v));
+  }
+  root["adopted_previous"] = std::move(previous);
 
   Value::Array diagnostics;
   for (const Diagnostic& d : view.desired->AllDiagnostics()) diagnostics.push_back(d.ToString());

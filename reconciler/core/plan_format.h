@@ -3,6 +3,7 @@
 // Markdown for a pull-request comment, and JSON with a stable, versioned shape. Pure.
 
 #include <string>
+#include <vector>
 
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/planner.h"
@@ -24,6 +25,11 @@ struct PlanView {
 // What a plan does to one job, for the tables: "submit", "stop", "replace" (stop the old run,
 // submit the new one), "blocked" (a guard held its stop back) or "keep".
 std::string JobActionName(const Plan& plan, const JobPlan& job);
+
+// What the plan says about whose runs are whose (DESIGN.md 2.2), one line each: every other
+// repository using this instance on the cluster (core::ForeignJobsMessage), then "adopting N
+// runs recorded under <URL>" for every --previous-repo URL with runs.
+std::vector<std::string> OwnershipNotices(const Plan& plan);
 
 std::string FormatPlanText(const PlanView& view);
 std::string FormatPlanMarkdown(const PlanView& view);

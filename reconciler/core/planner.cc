@@ -67,10 +67,6 @@ int AttemptOf(const RayJob& job, std::string_view base) {
 
 bool IsActive(RayJobStatus s) { return s == RayJobStatus::kPending || s == RayJobStatus::kRunning; }
 
-bool IsOurs(const RayJob& job, const PlanPolicy& policy) {
-  return job.type != "DRIVER" && MetaOr(job, kMetaManagedBy) == policy.instance;
-}
-
 // The latest of a set of jobs: greatest start time, then id, so the choice is stable.
 const RayJob* Latest(const std::vector<const RayJob*>& jobs) {
   const RayJob* best = nullptr;
@@ -89,13 +85,23 @@ class Planner {
   Planner(const DesiredState& desired, const std::vector<RayJob>& observed, const Ledger& ledger,
           const PlanPolicy& policy)
       : desired_(desired), ledger_(ledger), policy_(policy) {
+    plan_.instance = policy.owner.instance;
     for (const auto& job : observed) {
       if (job.type == "DRIVER" || job.submission_id.empty()) continue;
       by_id_[job.submission_id] = &job;
-      if (IsOurs(job, policy)) {
-        by_name_[MetaOr(job, kMetaName)].push_back(&job);
-      } else {
-        plan_.unmanaged.push_back(job);
+      switch (ClassifyJob(job, policy.owner)) {
+        case JobOwnership::kOursPrevious:
+          ++plan_.adopted_previous[policy.owner.previous.at(RepoIdentity(job.Label(kMetaRepo)))];
+          [[fallthrough]];
+        case JobOwnership::kOurs:
+          by_name_[MetaOr(job, kMetaName)].push_back(&job);
+          break;
+        case JobOwnership::kForeign:
+          plan_.foreign.push_back(job);
+          break;
+        case JobOwnership::kNotOurs:
+          plan_.unmanaged.push_back(job);
+          break;
       }
     }
   }
@@ -244,8 +250,15 @@ class Planner {
     auto it = by_id_.find(id);
     if (it == by_id_.end()) return true;
     const RayJob& job = *it->second;
-    if (!IsOurs(job, policy_)) {
-      *why = "submission id " + id + " is taken by a job not managed by " + policy_.instance;
+    const JobOwnership owner = ClassifyJob(job, policy_.owner);
+    if (owner == JobOwnership::kForeign) {
+      *why = "submission id " + id + " is taken by a run of " + RecordedRepoOf(job) +
+             ", another repository using instance " + policy_.owner.instance +
+             " on this cluster; not taking it as ours (give each repository its own --instance)";
+      return false;
+    }
+    if (!IsOurs(owner)) {
+      *why = "submission id " + id + " is taken by a job not managed by " + policy_.owner.instance;
       return false;
     }
     if (!spec.IsCurrentHash(MetaOr(job, kMetaSpecHash))) {

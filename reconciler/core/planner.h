@@ -11,13 +11,15 @@
 #include <vector>
 
 #include "reconciler/core/desired_state.h"
+#include "reconciler/core/ownership.h"
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/status_model.h"
 
 namespace rg::core {
 
 struct PlanPolicy {
-  std::string instance = "ray-gitops";  // our gitops.managed-by value
+  // Whose runs are ours (DESIGN.md 2.2): our instance and repository, --previous-repo.
+  Ownership owner = {};
   int max_stops = 5;
   // `sync --max-stops N` given explicitly: a deliberate override that also lifts the
   // "desired set is empty" guard.
@@ -71,6 +73,12 @@ struct Plan {
   bool blocked = false;         // a guard held stops back
   std::string blocked_reason;
   std::vector<RayJob> unmanaged;  // SUBMISSION jobs not managed by this instance
+  // Jobs of this instance from another repository (DESIGN.md 2.2): never stopped, adopted or
+  // recorded; plan, sync and the daemon name their repositories (core::GroupForeignJobs).
+  std::vector<RayJob> foreign;
+  std::string instance;  // the instance planned for, for the messages about foreign jobs
+  // Runs recorded under a --previous-repo URL that this plan takes as ours: URL -> count.
+  std::map<std::string, int, std::less<>> adopted_previous;
 
   bool HasChanges() const { return !actions.empty() || blocked; }
   int CountActions(ActionKind kind) const;

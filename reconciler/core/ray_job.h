@@ -31,6 +31,12 @@ struct RayJob {
   StringMap metadata;
   std::optional<int64_t> driver_exit_code;
   std::optional<std::string> driver_node_id;
+
+  // The metadata value under `key`, or "" when the job has none.
+  std::string Label(std::string_view key) const {
+    auto it = metadata.find(key);
+    return it == metadata.end() ? std::string() : it->second;
+  }
 };
 
 struct RayVersion {

@@ -65,7 +65,7 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
     return out;
   }
   core::RenderContext context;
-  context.instance = options.instance;
+  context.instance = options.owner.instance;
   context.attempt = action.attempt;
   context.commit = snapshot.commit;
   context.repo_url = snapshot.repo_url;
@@ -73,8 +73,8 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   inputs.ray_config_text = TextOf(snapshot, snapshot.state.cluster->path);
   inputs.jobspec_text = TextOf(snapshot, spec->path);
   inputs.ray_address = options.ray_address;
-  core::Result<SubmitAttemptResult> submitted =
-      SubmitAttempt(server, artifacts, *spec, *snapshot.state.cluster, context, inputs);
+  core::Result<SubmitAttemptResult> submitted = SubmitAttempt(
+      server, artifacts, *spec, *snapshot.state.cluster, context, inputs, &options.owner);
   if (!submitted.ok()) {
     out.error = submitted.error();
     return out;

@@ -23,7 +23,8 @@ namespace rg::engine {
 using JobServerFactory = std::function<std::unique_ptr<ports::JobServer>()>;
 
 struct ApplyOptions {
-  std::string instance = "ray-gitops";
+  // Whose runs are ours: a duplicate id is adopted only when its run is (DESIGN.md 3.3).
+  core::Ownership owner;
   int parallelism = 4;      // submits in flight at once; values below 1 mean 1
   std::string ray_address;  // recorded in the artifacts
   // Consulted before each action starts; once it returns true no further action starts.

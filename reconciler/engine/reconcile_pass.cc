@@ -53,6 +53,7 @@ void RedactResult(PassResult& r) {
   }
   for (core::Action& a : r.plan.actions) a.reason = x.Apply(a.reason);
   for (core::RayJob& job : r.plan.unmanaged) job.message = x.SafeMessage(job.message);
+  for (core::RayJob& job : r.plan.foreign) job.message = x.SafeMessage(job.message);
   r.plan.blocked_reason = x.Apply(r.plan.blocked_reason);
   for (ActionOutcome& o : r.outcomes) {
     o.action.reason = x.Apply(o.action.reason);
@@ -71,7 +72,29 @@ struct PassInputs {
   std::vector<core::RayJob> observed;
   core::Ledger ledger;
   std::vector<ports::SkippedStatusFile> skipped;
+  core::Ownership owner;  // the caller's, with the snapshot's repository
 };
+
+// Whose runs are ours (DESIGN.md 2.2): the caller's instance and --previous-repo URLs, and the
+// repository the snapshot was read from (unless the caller named one).
+core::Ownership OwnershipFor(const core::Ownership& given, const ports::DesiredSnapshot& snapshot) {
+  core::Ownership owner = given;
+  if (owner.repo.empty()) owner.repo = core::RepoIdentity(snapshot.repo_url);
+  for (const std::string& alias : snapshot.repo_aliases) {
+    std::string identity = core::RepoIdentity(alias);
+    if (!identity.empty() && identity != owner.repo) owner.aliases.push_back(std::move(identity));
+  }
+  return owner;
+}
+
+// One warning per other repository whose runs carry our instance (DESIGN.md 2.2, 7).
+void AddForeignJobWarnings(const core::Plan& plan, const std::string& instance,
+                           PassResult& result) {
+  for (const core::ForeignRepository& other : core::GroupForeignJobs(plan.foreign)) {
+    result.warnings.push_back(
+        {std::string(kWarnForeignJobs), core::ForeignJobsMessage(instance, other)});
+  }
+}
 
 // One warning per invalid spec and one for an invalid cluster file (DESIGN.md 7): a job's
 // problem shows on that job and in the warnings, never as an unready daemon.
@@ -123,6 +146,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   }
   PassInputs in;
   in.snapshot = std::move(*loaded);
+  in.owner = OwnershipFor(options.policy.owner, in.snapshot);
   result.spec_commit = in.snapshot.commit;
   result.diagnostics = in.snapshot.state.AllDiagnostics();
   result.redactor.AddDesiredState(in.snapshot.state);
@@ -141,7 +165,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   SanitizeJobs(in.observed, result.redactor);
   if (deps.store != nullptr) {
     ports::LedgerScope scope;
-    scope.instance = options.policy.instance;
+    scope.instance = options.policy.owner.instance;
     scope.ray_cluster = core::RayClusterName(*in.snapshot.state.cluster, options.ray_address);
     core::Result<core::Ledger> read = deps.store->ReadLedger(scope);
     if (!read.ok()) {
@@ -156,23 +180,16 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   return in;
 }
 
-std::string MetaOr(const core::RayJob& job, std::string_view key) {
-  auto it = job.metadata.find(key);
-  return it == job.metadata.end() ? std::string() : it->second;
-}
-
 // Commit -> a run of ours submitted from it, for every such commit that the pass's commit
 // does not include: a descendant, or one the local copy lacks.
 std::map<std::string, std::string> RunsFromNewerCommits(ports::DesiredStateSource& source,
-                                                        const PassInputs& in,
-                                                        const std::string& instance) {
+                                                        const PassInputs& in) {
   std::map<std::string, std::string> newer;
   std::set<std::string> checked;
   for (const core::RayJob& job : in.observed) {
-    if (job.type == "DRIVER" || MetaOr(job, core::kMetaManagedBy) != instance) continue;
-    // No filter on gitops.repo: one repository reached by two URLs is still one. A foreign
-    // repository's commit is missing here, and once a fresh fetch shows so, it is ignored.
-    const std::string commit = MetaOr(job, core::kMetaCommit);
+    // Runs of ours only: another repository's commits are not in this one's history.
+    if (!core::IsOurs(core::ClassifyJob(job, in.owner))) continue;
+    const std::string commit = job.Label(core::kMetaCommit);
     if (commit.empty() || commit == in.snapshot.commit || !checked.insert(commit).second) continue;
     const ports::CommitRelation relation = source.Relate(commit, in.snapshot.commit);
     if (relation == ports::CommitRelation::kDescendant ||
@@ -206,8 +223,7 @@ std::optional<PassInputs> ReadCurrentInputs(const ReconcileDeps& deps,
   for (int reloads = 0;; ++reloads) {
     std::optional<PassInputs> in = ReadInputs(deps, options, result);
     if (!in) return std::nullopt;
-    std::map<std::string, std::string> newer =
-        RunsFromNewerCommits(*deps.source, *in, options.policy.instance);
+    std::map<std::string, std::string> newer = RunsFromNewerCommits(*deps.source, *in);
     std::erase_if(newer, [&](const auto& entry) { return seen.contains(entry.first); });
     if (newer.empty()) return in;
     if (reloads == kMaxStaleReloads) {
@@ -234,7 +250,7 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
                      const ports::DesiredSnapshot& snapshot, PassResult& result,
                      JobsById& ray_jobs) {
   ApplyOptions apply;
-  apply.instance = options.policy.instance;
+  apply.owner = options.policy.owner;
   apply.parallelism = options.parallelism;
   apply.ray_address = options.ray_address;
   apply.stop_requested = options.stop_requested;
@@ -265,7 +281,7 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   in.ledger = &ledger;
   in.ray_jobs = std::move(ray_jobs);
   in.outcomes = result.outcomes;
-  in.instance = options.policy.instance;
+  in.owner = options.policy.owner;
   in.spec_commit = snapshot.commit;
   in.ray_address = address;
   in.now_ms = options.now_ms;
@@ -324,17 +340,19 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   // 4. Plan.
   ReconcileOptions planned = options;
   planned.policy.now_ms = options.now_ms;
+  planned.policy.owner = in->owner;
   for (const ports::SkippedStatusFile& file : in->skipped) {
     if (!file.name.empty()) planned.policy.frozen_jobs[file.name] = FrozenByStatusMessage(file);
   }
   result.plan = core::PlanActions(snapshot.state, in->observed, in->ledger, planned.policy);
   result.planned = true;
   result.blocked = result.plan.blocked;
+  AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
 
   // 5. Apply.
   JobsById ray_jobs = ById(in->observed);
   if (!options.dry_run && !result.plan.actions.empty()) {
-    ApplyAndObserve(deps, options, snapshot, result, ray_jobs);
+    ApplyAndObserve(deps, planned, snapshot, result, ray_jobs);
   }
 
   // 6. Record.

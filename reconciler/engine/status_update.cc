@@ -108,7 +108,7 @@ PassOutcomes IndexOutcomes(const std::vector<ActionOutcome>& outcomes) {
 JobsByName OursByName(const StatusInputs& in) {
   JobsByName out;
   for (const auto& [id, job] : in.ray_jobs) {
-    if (job.type == "DRIVER" || MetaOr(job, core::kMetaManagedBy) != in.instance) continue;
+    if (!core::IsOurs(core::ClassifyJob(job, in.owner))) continue;
     out[MetaOr(job, core::kMetaName)].push_back(&job);
   }
   return out;
@@ -129,7 +129,7 @@ core::StatusRecord StartRecord(const StatusInputs& in, const core::JobPlan& jp,
   core::StatusRecord rec;
   if (old != nullptr) rec = *old;
   rec.name = jp.name;
-  rec.instance = in.instance;
+  rec.instance = in.owner.instance;
   rec.ray_cluster = ray_cluster;
   if (!jp.spec_path.empty()) rec.spec_path = jp.spec_path;
   rec.spec_commit = in.spec_commit;

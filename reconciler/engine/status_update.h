@@ -20,12 +20,12 @@ struct StatusInputs {
   const core::Plan* plan = nullptr;
   const core::Ledger* ledger = nullptr;
   // Ray's view, by submission id, as fresh as the pass has it (after apply when it could
-  // list again). Only SUBMISSION jobs of this instance matter.
+  // list again). Only SUBMISSION jobs of ours (`owner`) matter: a foreign job is never recorded.
   std::map<std::string, core::RayJob, std::less<>> ray_jobs;
   // True when ray_jobs is a complete listing: an active attempt missing from it was lost.
   bool ray_jobs_complete = true;
   std::vector<ActionOutcome> outcomes;  // empty on a dry run
-  std::string instance = "ray-gitops";
+  core::Ownership owner = {};           // whose jobs are ours; owner.instance stamps the records
   // The cluster whose ledger this is (core::RayClusterName); empty: the one the desired
   // state's cluster file and ray_address give, which is what the pass reads the ledger for.
   std::string ray_cluster;

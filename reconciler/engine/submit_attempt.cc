@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/ownership.h"
 
 namespace rg::engine {
 namespace {
@@ -20,10 +21,10 @@ std::string SubmissionIdOf(const core::Value& body, const core::JobSpec& spec, i
   return core::SubmissionIdForAttempt(spec, attempt);
 }
 
-// Adoption needs the same spec and the same owner; anything else is someone else's run.
+// Adoption needs the same spec and the same owner (instance and repository, DESIGN.md 3.3);
+// anything else is someone else's run.
 core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::string& id,
-                                         const core::JobSpec& spec,
-                                         const core::RenderContext& context,
+                                         const core::JobSpec& spec, const core::Ownership& owner,
                                          const std::string& ray_text) {
   core::Result<core::RayJob> existing = server.Get(id);
   if (!existing.ok()) {
@@ -31,32 +32,40 @@ core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::st
                        "submission id " + id + " already exists in Ray (" + ray_text +
                            ") but could not be read back: " + existing.error().message());
   }
-  const std::string hash = MetadataOr(*existing, core::kMetaSpecHash, "");
-  const std::string owner = MetadataOr(*existing, core::kMetaManagedBy, "");
+  const std::string hash = existing->Label(core::kMetaSpecHash);
   if (!spec.IsCurrentHash(hash)) {
     return core::Error::Conflict(
         "submission id " + id + " already exists in Ray with a different spec (" +
         std::string(core::kMetaSpecHash) + " " + (hash.empty() ? "unset" : "'" + hash + "'") +
         ", this spec has '" + spec.spec_hash + "'); not adopting it");
   }
-  if (owner != context.instance) {
-    return core::Error::Conflict("submission id " + id + " already exists in Ray, managed by " +
-                                 (owner.empty() ? std::string("nobody") : "'" + owner + "'") +
-                                 ", not by '" + context.instance + "'; not adopting it");
+  switch (core::ClassifyJob(*existing, owner)) {
+    case core::JobOwnership::kOurs:
+    case core::JobOwnership::kOursPrevious:
+      return existing;
+    case core::JobOwnership::kForeign:
+      return core::Error::Conflict("submission id " + id + " already exists in Ray, a run of " +
+                                   core::RecordedRepoOf(*existing) +
+                                   ", another repository using instance '" + owner.instance +
+                                   "'; not adopting it (give each repository its own --instance)");
+    case core::JobOwnership::kNotOurs:
+      break;
   }
-  return existing;
+  const std::string managed_by = existing->Label(core::kMetaManagedBy);
+  return core::Error::Conflict(
+      "submission id " + id + " already exists in Ray, managed by " +
+      (managed_by.empty() ? std::string("nobody") : "'" + managed_by + "'") + ", not by '" +
+      owner.instance + "'; not adopting it");
 }
 
 // What a duplicate id means: the daemon's run of the same spec (adopted when it is ours), or
 // a one-off run that exists already (never adopted).
 enum class OnDuplicate { kAdopt, kRefuse };
 
-core::Result<SubmitAttemptResult> SendAndRecord(ports::JobServer& server,
-                                                ports::ArtifactSink* artifacts,
-                                                const core::JobSpec& spec, core::Value body,
-                                                int attempt, const core::RenderContext& context,
-                                                const SubmitArtifactInputs& inputs,
-                                                OnDuplicate on_duplicate) {
+core::Result<SubmitAttemptResult> SendAndRecord(
+    ports::JobServer& server, ports::ArtifactSink* artifacts, const core::JobSpec& spec,
+    core::Value body, int attempt, const core::RenderContext& context,
+    const SubmitArtifactInputs& inputs, OnDuplicate on_duplicate, const core::Ownership& owner) {
   SubmitAttemptResult result;
   result.body = std::move(body);
   result.submission_id = SubmissionIdOf(result.body, spec, attempt);
@@ -82,7 +91,7 @@ core::Result<SubmitAttemptResult> SendAndRecord(ports::JobServer& server,
                                  " already exists in Ray; a one-off run is never adopted");
   } else if (submitted.error().IsConflict()) {
     core::Result<core::RayJob> adopted =
-        AdoptExisting(server, result.submission_id, spec, context, submitted.error().message());
+        AdoptExisting(server, result.submission_id, spec, owner, submitted.error().message());
     if (!adopted.ok()) return adopted.error();
     result.adopted = true;
     ray_answer = "duplicate submission id: " + submitted.error().message() + "\n" +
@@ -143,16 +152,17 @@ std::string FormatJobListLines(const std::vector<core::RayJob>& jobs) {
   return out;
 }
 
-core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
-                                                ports::ArtifactSink* artifacts,
-                                                const core::JobSpec& spec,
-                                                const core::RayConfig& cluster,
-                                                const core::RenderContext& context,
-                                                const SubmitArtifactInputs& inputs) {
+core::Result<SubmitAttemptResult> SubmitAttempt(
+    ports::JobServer& server, ports::ArtifactSink* artifacts, const core::JobSpec& spec,
+    const core::RayConfig& cluster, const core::RenderContext& context,
+    const SubmitArtifactInputs& inputs, const core::Ownership* owner) {
   core::Result<core::Value> body = core::RenderSubmission(spec, cluster, context);
   if (!body.ok()) return body.error();
+  core::Ownership from_context;
+  from_context.instance = context.instance;
+  from_context.repo = core::RepoIdentity(context.repo_url);
   return SendAndRecord(server, artifacts, spec, std::move(*body), context.attempt, context, inputs,
-                       OnDuplicate::kAdopt);
+                       OnDuplicate::kAdopt, owner != nullptr ? *owner : from_context);
 }
 
 core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
@@ -171,7 +181,7 @@ core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
   metadata.erase(std::string(core::kMetaManagedBy));
   metadata[std::string(core::kMetaSubmittedBy)] = std::string(core::kSubmittedByCli);
   return SendAndRecord(server, artifacts, pinned, std::move(*body), one_off.attempt, one_off,
-                       inputs, OnDuplicate::kRefuse);
+                       inputs, OnDuplicate::kRefuse, core::Ownership{});
 }
 
 }  // namespace rg::engine

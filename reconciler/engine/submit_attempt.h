@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/core/ownership.h"
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/result.h"
@@ -37,18 +38,17 @@ struct SubmitAttemptResult {
 // Renders `spec` against `cluster` and submits it.
 // - Errors from rendering (kInvalidInput) stop before anything is sent.
 // - A duplicate id (kConflict from the server) is resolved by GET-ing the job: it is adopted
-//   when its metadata has the spec's gitops.spec-hash and the context's
-//   gitops.managed-by; otherwise kConflict, naming what differs.
+//   when its metadata has the spec's gitops.spec-hash and it is ours (`owner`; null: the
+//   context's instance and repository); otherwise kConflict, naming what differs (the other
+//   repository of a foreign run).
 // - Every other server error is returned as is.
 // The cluster status before submitting and the job list after are fetched only for the
 // artifacts, and only when `artifacts` is not null; their failures are recorded, not
 // returned.
-core::Result<SubmitAttemptResult> SubmitAttempt(ports::JobServer& server,
-                                                ports::ArtifactSink* artifacts,
-                                                const core::JobSpec& spec,
-                                                const core::RayConfig& cluster,
-                                                const core::RenderContext& context,
-                                                const SubmitArtifactInputs& inputs);
+core::Result<SubmitAttemptResult> SubmitAttempt(
+    ports::JobServer& server, ports::ArtifactSink* artifacts, const core::JobSpec& spec,
+    const core::RayConfig& cluster, const core::RenderContext& context,
+    const SubmitArtifactInputs& inputs, const core::Ownership* owner = nullptr);
 
 // One one-off run of `spec` (`ray-gitops submit`, DESIGN.md 2.2), which no instance manages:
 // - its id is core::OneOffSubmissionId(spec, run); the run is rendered as the spec pinned to

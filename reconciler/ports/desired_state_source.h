@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/result.h"
@@ -17,6 +18,9 @@ struct DesiredSnapshot {
   std::string commit;    // full hex id of the commit read
   std::string ref;       // what was resolved, e.g. "refs/heads/main"
   std::string repo_url;  // the repository as recorded in metadata (credentials stripped)
+  // Other URLs of the same repository whose runs are ours (a local checkout's own path when
+  // its origin gives repo_url; DESIGN.md 2.2).
+  std::vector<std::string> repo_aliases;
   core::DesiredState state;
   // File texts by repo-relative path (cluster file and every spec), for artifacts and diffs.
   std::map<std::string, std::string, std::less<>> texts;

@@ -87,7 +87,7 @@ class Daemon {
     deps.server = &client_;
     deps.store = store_.get();
     engine::ReconcileOptions options;
-    options.policy.instance = instance_;
+    options.policy.owner.instance = instance_;
     options.ray_address = address_;
     options.now_ms = now_ms_ += 1000;
     engine::PassResult result = engine::RunReconcilePass(deps, options);

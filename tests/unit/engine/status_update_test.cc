@@ -31,7 +31,7 @@ struct Inputs {
     in.desired = &desired;
     in.plan = &plan;
     in.ledger = &ledger;
-    in.instance = "team-b";
+    in.owner.instance = "team-b";
     in.ray_address = "https://user:secret@ray.example:8265";
   }
 };
