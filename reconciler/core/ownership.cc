@@ -111,13 +111,21 @@ std::string Join(std::string host, std::string_view path) {
   return host;
 }
 
-bool IsScpLike(std::string_view url) {
-  // [user@]host:path: a colon before any slash, and not a path that merely holds a colon.
-  const size_t colon = url.find(':');
-  if (colon == std::string_view::npos || colon == 0) return false;
+// The colon that ends the host of a scp-like URL ([user@]host:path, or [user@][v6addr]:path
+// with an IPv6 address in brackets), or npos when `url` is none: a colon before any slash, and
+// not a path that merely holds a colon.
+size_t ScpColon(std::string_view url) {
+  if (url.empty() || url.front() == '.' || url.front() == '/') return std::string_view::npos;
+  size_t host_end = 0;
+  if (const size_t open = url.find('[');
+      open != std::string_view::npos && open < url.find(':') && open < url.find('/')) {
+    host_end = url.find(']', open);
+    if (host_end == std::string_view::npos) return std::string_view::npos;
+  }
+  const size_t colon = url.find(':', host_end);
+  if (colon == std::string_view::npos || colon == 0) return std::string_view::npos;
   const size_t slash = url.find('/');
-  return (slash == std::string_view::npos || colon < slash) && url.front() != '.' &&
-         url.front() != '/';
+  return slash == std::string_view::npos || colon < slash ? colon : std::string_view::npos;
 }
 
 }  // namespace
@@ -140,8 +148,7 @@ std::string RepoIdentity(std::string_view url) {
     }
     return Join(HostIdentity(scheme, authority), path);
   }
-  if (IsScpLike(url)) {
-    const size_t colon = url.find(':');
+  if (const size_t colon = ScpColon(url); colon != std::string_view::npos) {
     return Join(HostIdentity("ssh", url.substr(0, colon)), url.substr(colon + 1));
   }
   return PathIdentity(url);
