@@ -41,6 +41,9 @@ void DeclareLoopMetrics(core::MetricsRegistry& m) {
   m.DeclareGauge("rg_warnings",
                  "Warnings of the last completed pass by kind (invalid cluster file or spec, "
                  "unreadable status file, foreign jobs); they do not make the daemon unready.");
+  m.DeclareGauge("rg_foreign_jobs",
+                 "Jobs of this instance from another repository on the cluster (DESIGN.md 2.2), "
+                 "as of the last pass that got as far as a plan; never touched, only reported.");
   m.DeclareGauge("rg_pass_in_flight_seconds",
                  "Seconds the pass in flight has been running; 0 between passes.");
   m.DeclareGauge("rg_pass_deadline_seconds",
@@ -245,6 +248,7 @@ void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int6
     for (core::Phase p : kAllPhases) {
       m.Set("rg_jobs", by_phase[p], {{"phase", std::string(core::PhaseName(p))}});
     }
+    m.Set("rg_foreign_jobs", static_cast<double>(result.plan.foreign.size()));
   }
   if (verdict != PassVerdict::kFailed) {
     m.Set("rg_last_successful_pass_timestamp_seconds", static_cast<double>(end_wall_ms) / 1000);
