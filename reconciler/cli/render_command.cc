@@ -8,6 +8,7 @@
 #include "reconciler/cli/local_repo.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/diagnostic.h"
+#include "reconciler/core/identity.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 #include "reconciler/spec/spec_loader.h"
@@ -69,7 +70,9 @@ int RunRender(const RenderOptions& options) {
   core::RenderContext context;
   context.instance = options.instance;
   context.attempt = options.attempt;
-  auto body = core::RenderSubmission(*spec, *state.cluster, context);
+  core::JobSpec bound = *spec;  // the id this instance's daemon would give it (DESIGN.md 2.1)
+  core::BindSpecToInstance(bound, options.instance);
+  auto body = core::RenderSubmission(bound, *state.cluster, context);
   if (!body.ok()) {
     PrintError(spec->path, body.error().message());
     return 1;

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "reconciler/core/ownership.h"
+
 namespace rg::core {
 namespace {
 
@@ -57,21 +59,33 @@ namespace {
 
 // The hash of `document` without the keys `leave_out` says to.
 template <typename Pred>
-std::string HashWithout(const Value& document, Pred leave_out) {
+std::string HashWithout(const Value& document, Pred leave_out, std::string_view instance = {}) {
   Value::Object identity;
   for (const auto& [key, value] : document.as_object()) {
     if (!leave_out(key)) identity.emplace(key, value);
+  }
+  // "@" never starts a spec key the loader accepts, so this never meets one written.
+  if (!instance.empty() && instance != kDefaultInstance) {
+    identity.emplace("@instance", Value(std::string(instance)));
   }
   return Sha256Hex(ToCanonicalJson(Value(std::move(identity)))).substr(0, kSpecHashLength);
 }
 
 }  // namespace
 
-std::string ComputeSpecHash(const Value& document) {
+std::string ComputeSpecHash(const Value& document, std::string_view instance) {
   // `name` is already the id's first part; leaving it out lets a moved file keep its run by
   // pinning its old name (DESIGN.md 2.1).
-  return HashWithout(document,
-                     [](std::string_view key) { return key == "name" || IsPolicyField(key); });
+  return HashWithout(
+      document, [](std::string_view key) { return key == "name" || IsPolicyField(key); }, instance);
+}
+
+void BindSpecToInstance(JobSpec& spec, std::string_view instance) {
+  if (instance.empty() || instance == kDefaultInstance || !spec.document.is_object()) return;
+  std::string bound = ComputeSpecHash(spec.document, instance);
+  if (bound == spec.spec_hash) return;
+  if (!spec.spec_hash.empty()) spec.legacy_spec_hashes.push_back(spec.spec_hash);
+  spec.spec_hash = std::move(bound);
 }
 
 std::string ComputeLegacySpecHash(const Value& document) {

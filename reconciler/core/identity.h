@@ -18,8 +18,15 @@ std::string Sha256Hex(std::string_view data);
 bool IsPolicyField(std::string_view key);
 
 // First 10 hex digits of SHA-256 over ToCanonicalJson(document minus `name` and the policy
-// fields). REQUIRES: document.is_object()
-std::string ComputeSpecHash(const Value& document);
+// fields), with "@instance": `instance` added for an instance other than the default, so two
+// instances on one cluster never share an id (DESIGN.md 2.1). REQUIRES: document.is_object()
+std::string ComputeSpecHash(const Value& document, std::string_view instance = {});
+
+// Makes `spec` the spec of a run of `instance`: for an instance other than the default, its
+// spec_hash takes the instance in (ComputeSpecHash), and the hashes without it stay current
+// (legacy_spec_hashes), so upgrading restarts nothing. A no-op for the default instance and
+// for a spec whose hash is already bound. Pinned submission ids are not changed.
+void BindSpecToInstance(JobSpec& spec, std::string_view instance);
 
 // The hash of the earlier rule (`name` and the newer policy fields included), when it differs
 // from ComputeSpecHash; else empty. A run recorded under it is still the spec's current run, so

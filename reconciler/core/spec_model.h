@@ -80,13 +80,19 @@ struct JobSpec {
   // First 10 hex digits of SHA-256 over the canonical JSON of `document` without `name`
   // and the policy fields (DESIGN.md 2.1).
   std::string spec_hash;
-  // The hash of the earlier rule when it differs (an explicit `name`), else empty: runs
-  // recorded under it are still current (ComputeLegacySpecHash).
-  std::string legacy_spec_hash;
+  // Hashes of earlier rules that differ from spec_hash: runs recorded under them are still
+  // current, so upgrading ray-gitops restarts nothing (ComputeLegacySpecHash; for a
+  // non-default instance also the hash without the instance, BindSpecToInstance).
+  std::vector<std::string> legacy_spec_hashes;
 
   // True when a run labelled with `hash` is a run of this spec's content.
   bool IsCurrentHash(std::string_view hash) const {
-    return !hash.empty() && (hash == spec_hash || hash == legacy_spec_hash);
+    if (hash.empty()) return false;
+    if (hash == spec_hash) return true;
+    for (const std::string& legacy : legacy_spec_hashes) {
+      if (hash == legacy) return true;
+    }
+    return false;
   }
   std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
 };

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "reconciler/core/identity.h"
 #include "reconciler/core/render.h"
 #include "reconciler/engine/status_update.h"
 
@@ -147,6 +148,10 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   PassInputs in;
   in.snapshot = std::move(*loaded);
   in.owner = OwnershipFor(options.policy.owner, in.snapshot);
+  // A non-default instance's ids take its name in (DESIGN.md 2.1).
+  for (core::JobSpec& spec : in.snapshot.state.jobs) {
+    core::BindSpecToInstance(spec, in.owner.instance);
+  }
   result.spec_commit = in.snapshot.commit;
   result.diagnostics = in.snapshot.state.AllDiagnostics();
   result.redactor.AddDesiredState(in.snapshot.state);

@@ -520,7 +520,9 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
   }
   spec.name = out.name;
   spec.spec_hash = core::ComputeSpecHash(spec.document);
-  spec.legacy_spec_hash = core::ComputeLegacySpecHash(spec.document);
+  if (std::string legacy = core::ComputeLegacySpecHash(spec.document); !legacy.empty()) {
+    spec.legacy_spec_hashes.push_back(std::move(legacy));
+  }
 
   SortDiagnostics(diagnostics);
   if (diagnostics.empty()) out.parsed.value = std::move(spec);

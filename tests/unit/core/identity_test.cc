@@ -131,6 +131,46 @@ TEST_CASE("name is left out of the hash; the earlier rule's hash is kept for nam
   CHECK_FALSE(rg::core::ComputeLegacySpecHash(with_deadline).empty());
 }
 
+TEST_CASE("a non-default instance takes its name into the hash; its earlier ids stay current") {
+  Value doc = SampleDocument();
+  const std::string plain = ComputeSpecHash(doc);
+  // The default instance's ids are the ids of the rule without an instance (DESIGN.md 2.1).
+  CHECK(ComputeSpecHash(doc, "ray-gitops") == plain);
+  CHECK(ComputeSpecHash(doc, "") == plain);
+  const std::string team_a = ComputeSpecHash(doc, "team-a");
+  const std::string team_b = ComputeSpecHash(doc, "team-b");
+  CHECK(team_a != plain);
+  CHECK(team_a != team_b);
+  CHECK(team_a.size() == plain.size());
+
+  JobSpec spec = SpecNamed("ppo-qwen", plain);
+  spec.document = doc;
+  spec.legacy_spec_hashes = {"0123456789"};
+  rg::core::BindSpecToInstance(spec, "team-a");
+  CHECK(spec.spec_hash == team_a);
+  CHECK(rg::core::SubmissionIdBase(spec) == "ppo-qwen-" + team_a);
+  // Runs submitted before the instance took part stay current: upgrading restarts nothing.
+  CHECK(spec.IsCurrentHash(team_a));
+  CHECK(spec.IsCurrentHash(plain));
+  CHECK(spec.IsCurrentHash("0123456789"));
+  CHECK_FALSE(spec.IsCurrentHash(team_b));
+  // Binding again changes nothing; the default instance leaves a spec as it is.
+  rg::core::BindSpecToInstance(spec, "team-a");
+  CHECK(spec.spec_hash == team_a);
+  CHECK(spec.legacy_spec_hashes.size() == 2);
+  JobSpec by_default = SpecNamed("ppo-qwen", plain);
+  by_default.document = doc;
+  rg::core::BindSpecToInstance(by_default, "ray-gitops");
+  CHECK(by_default.spec_hash == plain);
+  CHECK(by_default.legacy_spec_hashes.empty());
+  // A pinned id is the user's and is never changed.
+  JobSpec pinned = SpecNamed("ppo-qwen", plain);
+  pinned.document = doc;
+  pinned.submission_id = "my-run";
+  rg::core::BindSpecToInstance(pinned, "team-a");
+  CHECK(rg::core::SubmissionIdBase(pinned) == "my-run");
+}
+
 TEST_CASE("policy fields never take part in a run's identity") {
   CHECK(rg::core::IsPolicyField("retries"));
   CHECK(rg::core::IsPolicyField("suspend"));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/core/identity.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/plan_format.h"
 #include "reconciler/core/planner.h"
@@ -320,6 +321,33 @@ TEST_CASE("plan and its formats name the other repositories and the adopted runs
     CHECK_THAT(json, Catch::Contains(R"("foreign":[])"));
     CHECK_THAT(json, Catch::Contains(R"("adopted_previous":[])"));
   }
+}
+
+TEST_CASE("after the instance joins the hash, a run submitted before it is kept, not restarted") {
+  JobSpec spec = Spec("train");
+  spec.document = Value::Object{{"workload", Value("custom")}, {"entrypoint", Value("true")}};
+  spec.spec_hash = ComputeSpecHash(spec.document);
+  const std::string before = spec.spec_hash;
+  BindSpecToInstance(spec, "team-a");
+  REQUIRE(spec.spec_hash != before);
+
+  PlanPolicy p = Policy();
+  p.owner.instance = "team-a";
+  RayJob old = Job("train", RayJobStatus::kRunning, kOurRepo, before);
+  old.metadata[std::string(kMetaManagedBy)] = "team-a";
+  Plan plan = PlanActions(Desired({spec}), {old}, {}, p);
+  CHECK(Describe(plan).empty());
+  const JobPlan* jp = plan.FindJob("train");
+  REQUIRE(jp != nullptr);
+  CHECK(jp->phase == Phase::kRunning);
+  CHECK(jp->submission_id == old.submission_id);
+
+  // Once it has failed, its retry takes the id with the instance in.
+  spec.retries = 1;
+  old.status = RayJobStatus::kFailed;
+  old.end_time_ms = 2000;
+  Plan retry = PlanActions(Desired({spec}), {old}, {}, p);
+  CHECK(Describe(retry) == "submit train-" + spec.spec_hash + "-r1;");
 }
 
 }  // namespace

@@ -286,7 +286,7 @@ TEST_CASE("a changed spec stops the old attempt and submits the new id") {
 TEST_CASE("a run recorded under the earlier hash rule is still the current run") {
   // A named spec hashed with its name by an older ray-gitops: upgrading restarts nothing.
   JobSpec spec = Spec("a");
-  spec.legacy_spec_hash = kOldHash;
+  spec.legacy_spec_hashes = {kOldHash};
   Plan running = PlanActions(
       Desired({spec}), {Job("a", 0, RayJobStatus::kRunning, kOldHash)},
       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning, "", kOldHash)})}}, PlanPolicy{});

@@ -383,9 +383,9 @@ TEST_CASE("the spec hash ignores formatting, key order, comments and policy fiel
   // name is the id's first part, not part of the hash; the earlier rule's hash is kept.
   const core::JobSpec named = LoadValidJob(base + "name: other\n");
   CHECK(named.spec_hash == hash);
-  CHECK_FALSE(named.legacy_spec_hash.empty());
-  CHECK(named.legacy_spec_hash != hash);
-  CHECK(LoadValidJob(base).legacy_spec_hash.empty());
+  REQUIRE(named.legacy_spec_hashes.size() == 1);
+  CHECK(named.legacy_spec_hashes.front() != hash);
+  CHECK(LoadValidJob(base).legacy_spec_hashes.empty());
   CHECK(LoadValidJob("workload: ppo\nmodel_id: m\nnnodes: 2\noverrides: [a=1, b=2]\n"
                      "env_vars: {X: 2}\n")
             .spec_hash != hash);
