@@ -314,7 +314,9 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspac
       return core::Error::InvalidInput("not a Git repository: " + options.repo + " (" +
                                        git::LastError(rc, "open").message() + ")");
     }
-    origin = OriginUrl(probe);
+    // Only a checkout: a bare copy with an origin is a mirror or a moved repository, a
+    // repository of its own that adopts the old one's runs with --previous-repo.
+    if (git_repository_is_bare(probe) == 0) origin = OriginUrl(probe);
   }
 
   std::shared_ptr<GitWorkspace> ws(new GitWorkspace());

@@ -59,7 +59,7 @@ class GitWorkspace {
   // The repository URL as given (NormaliseRepoUrl): what the clone is made from.
   const std::string& url() const { return url_; }
   // The repository as recorded in `gitops.repo` (DESIGN.md 2.2): url(), except that a local
-  // checkout with an origin remote records its origin's URL.
+  // checkout (not a bare repository) with an origin remote records its origin's URL.
   const std::string& recorded_url() const { return recorded_url_; }
   // Other URLs of this repository whose runs are ours: url() when recorded_url() differs.
   const std::vector<std::string>& aliases() const { return aliases_; }

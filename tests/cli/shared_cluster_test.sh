@@ -210,18 +210,17 @@ assert len(shared) == 1 and shared[0]["phase"] == "Conflict" and a in shared[0][
 assert not [j for j in plan["jobs"] if j["name"] == "train"], plan["jobs"]
 PY
 
-# --- moving A: a copy at a new place. A server's copy of a moved repository does not point
-#     back at the old one, so the origin that `git clone --bare` writes is removed (a local
-#     repository with an origin takes its origin's identity). ---
+# --- moving A: a copy at a new place, as `git clone --bare` makes it. Its origin points back
+#     at A, but a bare repository is never a checkout: it is a repository of its own
+#     (DESIGN.md 2.2), and adopts A's runs only with --previous-repo. ---
 A2=$tmp/moved/team-a.git
 mkdir -p "$tmp/moved"
 git clone -q --bare "$A" "$A2" 2>/dev/null
-git -C "$A2" remote remove origin
 
 run plan-moved plan --repo "$A2" "${cache[@]}"
 expect_says plan-moved "$warn_a"
 expect_says plan-moved "$warn_b"
-expect_not_says plan-moved "Adopting"
+expect_not_says plan-moved "Note: adopting"
 expect_no_stop plan-moved
 for name in train shared; do
   row=$(grep -E "^[a-z]+ +$name " "$tmp/plan-moved.out" || true)
@@ -231,7 +230,7 @@ if grep -qE '^(submit|replace) ' "$tmp/plan-moved.out"; then fail "plan-moved: s
 
 run plan-moved-prev plan --repo "$A2" "${cache[@]}" --previous-repo "$A"
 expect_rc plan-moved-prev 0
-expect_says plan-moved-prev "Adopting 2 runs recorded under $A (--previous-repo)"
+expect_says plan-moved-prev "Note: adopting 2 runs recorded under $A (--previous-repo)"
 expect_says plan-moved-prev "$warn_b"
 expect_not_says plan-moved-prev "$warn_a"
 expect_not_says plan-moved-prev "Conflict"
@@ -243,7 +242,7 @@ grep -qE "^keep +train +$train_id +(Pending|Running) " "$tmp/plan-moved-prev.out
 # The same repository written another way (file URL, no .git, a trailing slash) is the same.
 run plan-moved-url plan --repo "$A2" "${cache[@]}" --previous-repo "file://${A%.git}/"
 expect_rc plan-moved-url 0
-expect_says plan-moved-url "Adopting 2 runs recorded under file://${A%.git}/ (--previous-repo)"
+expect_says plan-moved-url "Note: adopting 2 runs recorded under file://${A%.git}/ (--previous-repo)"
 
 # Credentials in --previous-repo are refused before anything runs, and never echoed.
 secret=s3cr3t-previous-0123

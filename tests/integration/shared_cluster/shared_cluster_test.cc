@@ -223,19 +223,23 @@ std::set<std::string> SubmittedNames(const engine::PassResult& r) {
   return out;
 }
 
-// Makes `repo_path` a checkout of `origin_url`: remote.origin.url in its config, as `git clone`
-// leaves it.
-void SetOrigin(const std::string& repo_path, const std::string& origin_url) {
+// Sets `key` to `value` in the config of the repository at `repo_path`.
+void SetConfig(const std::string& repo_path, const char* key, const std::string& value) {
   git_libgit2_init();
   git_repository* repo = nullptr;
   git_config* config = nullptr;
   int rc = git_repository_open(&repo, repo_path.c_str());
   if (rc == 0) rc = git_repository_config(&config, repo);
-  if (rc == 0) rc = git_config_set_string(config, "remote.origin.url", origin_url.c_str());
+  if (rc == 0) rc = git_config_set_string(config, key, value.c_str());
   git_config_free(config);
   git_repository_free(repo);
   git_libgit2_shutdown();
-  if (rc != 0) throw std::runtime_error("cannot set origin of " + repo_path);
+  if (rc != 0) throw std::runtime_error(std::string("cannot set ") + key + " of " + repo_path);
+}
+
+// Gives the repository at `repo_path` the origin `origin_url`, as `git clone` leaves it.
+void SetOrigin(const std::string& repo_path, const std::string& origin_url) {
+  SetConfig(repo_path, "remote.origin.url", origin_url);
 }
 
 // Two teams on one cluster, both on the default instance. Team A runs "hello" (the very spec
@@ -614,9 +618,11 @@ TEST_CASE("A local checkout with an origin remote is the repository it was clone
   daemon.Converge();
   REQUIRE(ray.JobCount() == 2);
 
-  // A developer's copy, every branch fetched (the status branch too).
-  const std::string checkout = repo.tmp.Sub("checkout.git");
-  testing::GitTestClone copy(repo.remote, checkout);
+  // A developer's checkout (<dir>/.git and a working directory), every branch fetched, the
+  // status branch too.
+  const std::string checkout = repo.tmp.Sub("checkout");
+  testing::GitTestClone copy(repo.remote, checkout + "/.git");
+  SetConfig(checkout + "/.git", "core.bare", "false");
 
   // Without an origin the copy is a repository of its own, and the daemon's runs are foreign.
   {
@@ -668,6 +674,34 @@ TEST_CASE("A local checkout with an origin remote is the repository it was clone
   }
   // And the daemon on the remote is not disturbed by it.
   CHECK(daemon.Pass().status_commit.empty());
+}
+
+TEST_CASE("A bare copy with an origin is a repository of its own: a mirror or a moved one",
+          "[shared_cluster][checkout]") {
+  testing::FakeRayServer ray(Immediate());
+  Repo repo("remote", "address: " + ray.address() + "\n", {{"jobs/hello.yaml", kSharedSpec}});
+  Daemon daemon(repo.remote, repo.tmp.Sub("cache-daemon"), ray);
+  daemon.Converge();
+  REQUIRE(ray.JobCount() == 1);
+
+  // What `git clone --bare` and `git clone --mirror` leave: a bare repository whose origin is
+  // the repository it was copied from.
+  const std::string mirror = repo.tmp.Sub("mirror.git");
+  testing::GitTestClone copy(repo.remote, mirror);
+  SetOrigin(mirror, repo.remote);
+
+  Daemon moved(mirror, repo.tmp.Sub("cache-mirror"), ray);
+  auto plan = moved.Pass(AsPlan);
+  REQUIRE(plan.planned);
+  CHECK(plan.plan.foreign.size() == 1);
+  CHECK(plan.plan.actions.empty());
+  const core::JobPlan* jp = plan.plan.FindJob("hello");
+  REQUIRE(jp != nullptr);
+  CHECK(jp->phase == Phase::kConflict);
+  CHECK_THAT(jp->message, Catch::Contains(repo.identity()));
+  const auto foreign = ForeignWarnings(plan.warnings);
+  REQUIRE(foreign.size() == 1);
+  CHECK_THAT(foreign[0].message, Catch::Contains(repo.identity()));
 }
 
 }  // namespace
