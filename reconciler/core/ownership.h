@@ -17,9 +17,10 @@ namespace rg::core {
 inline constexpr std::string_view kDefaultInstance = "ray-gitops";
 
 // What makes two spellings of one repository equal:
-// - a network URL (scheme://, or scp-like [user@]host:path) becomes "host[:port]/path": no
-//   scheme, user or credentials, the host in lower case, a default port (22 ssh, 80 http,
-//   443 https, 9418 git) left out, no trailing "/" or ".git";
+// - a network URL (scheme://, or scp-like [user@]host:path; an IPv6 host stays in brackets,
+//   "[::1]") becomes "host[:port]/path": no scheme, user or credentials, the host in lower
+//   case, a default port (22 ssh, 80 http, 443 https, 9418 git) left out, no trailing "/" or
+//   ".git";
 // - a file:// URL or a path becomes the path, lexically normalised, with no trailing "/" or
 //   ".git" (so "/srv/repo.git", "/srv/repo/" and "file:///srv/repo.git" are one repository,
 //   and so are a checkout and its ".git" folder). A relative path stays relative: callers

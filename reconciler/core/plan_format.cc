@@ -110,7 +110,7 @@ std::vector<std::string> OwnershipNotices(const Plan& plan) {
     out.push_back("Warning: " + ForeignJobsMessage(plan.instance, other));
   }
   for (const auto& [url, runs] : plan.adopted_previous) {
-    out.push_back("Adopting " + std::to_string(runs) + (runs == 1 ? " run" : " runs") +
+    out.push_back("Note: adopting " + std::to_string(runs) + (runs == 1 ? " run" : " runs") +
                   " recorded under " + url + " (--previous-repo)");
   }
   return out;

@@ -273,7 +273,7 @@ TEST_CASE("plan and its formats name the other repositories and the adopted runs
       "Warning: instance ray-gitops on this cluster is also used by https://github.com/team-c/jobs "
       "(1 job); give each repository its own --instance";
   const std::string adopting =
-      "Adopting 1 run recorded under git@old.example.com:team-a/jobs.git (--previous-repo)";
+      "Note: adopting 1 run recorded under git@old.example.com:team-a/jobs.git (--previous-repo)";
   CHECK(OwnershipNotices(plan) == std::vector<std::string>{team_b, team_c, adopting});
 
   const PlanView view{&plan, &desired, nullptr, "c0ffee", {}};
@@ -308,7 +308,8 @@ TEST_CASE("plan and its formats name the other repositories and the adopted runs
     REQUIRE(notices.size() == 3);
     CHECK(notices[0].starts_with("Warning: instance shared on this cluster is also used by "));
     CHECK(notices[2] ==
-          "Adopting 2 runs recorded under git@old.example.com:team-a/jobs.git (--previous-repo)");
+          "Note: adopting 2 runs recorded under git@old.example.com:team-a/jobs.git "
+          "(--previous-repo)");
   }
   SECTION("no notices when every run is ours") {
     const Plan quiet = PlanActions(desired, {Job("train", RayJobStatus::kRunning, kOurRepo)}, {},
