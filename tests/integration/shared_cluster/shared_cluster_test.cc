@@ -35,6 +35,7 @@
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
+#include "tests/support/gated_job_server.h"
 #include "tests/support/git_test_repo.h"
 
 namespace rg {
@@ -56,30 +57,7 @@ testing::FakeRayOptions Immediate() {
   return options;
 }
 
-// Ray as one daemon reaches it; `after_next_list` runs once, just after the next
-// GET /api/jobs/ has been answered: the window in which another daemon can submit unseen.
-class GatedJobServer : public ports::JobServer {
- public:
-  explicit GatedJobServer(const std::string& address)
-      : inner_(testing::FastClientOptions(address)) {}
-  std::function<void()> after_next_list;
-
-  core::Result<core::RayVersion> Version() override { return inner_.Version(); }
-  core::Result<std::string> Submit(const core::Value& body) override { return inner_.Submit(body); }
-  core::Result<core::RayJob> Get(std::string_view id) override { return inner_.Get(id); }
-  core::Result<std::vector<core::RayJob>> List() override {
-    core::Result<std::vector<core::RayJob>> jobs = inner_.List();
-    if (auto hook = std::exchange(after_next_list, nullptr)) hook();
-    return jobs;
-  }
-  core::Result<bool> Stop(std::string_view id) override { return inner_.Stop(id); }
-  core::Result<bool> Delete(std::string_view id) override { return inner_.Delete(id); }
-  core::Result<std::string> Logs(std::string_view id) override { return inner_.Logs(id); }
-  core::Result<std::string> ClusterStatus() override { return inner_.ClusterStatus(); }
-
- private:
-  adapters::RayHttpJobServer inner_;
-};
+using testing::GatedJobServer;
 
 // One team's desired-state repository: a bare remote holding cluster.yaml and `files`.
 struct Repo {

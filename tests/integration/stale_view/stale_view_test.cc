@@ -20,6 +20,7 @@
 #include "reconciler/engine/reconcile_pass.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
+#include "tests/support/gated_job_server.h"
 #include "tests/support/git_test_repo.h"
 
 namespace rg {
@@ -28,29 +29,7 @@ namespace {
 using core::RayJobStatus;
 using testing::FakeRayServer;
 
-// Ray as one daemon reaches it; `before_next_list` runs once, just before the next
-// GET /api/jobs/ is sent: the window in which a slow listing lets the world move on.
-class GatedJobServer : public ports::JobServer {
- public:
-  explicit GatedJobServer(const std::string& address)
-      : inner_(testing::FastClientOptions(address)) {}
-  std::function<void()> before_next_list;
-
-  core::Result<core::RayVersion> Version() override { return inner_.Version(); }
-  core::Result<std::string> Submit(const core::Value& body) override { return inner_.Submit(body); }
-  core::Result<core::RayJob> Get(std::string_view id) override { return inner_.Get(id); }
-  core::Result<std::vector<core::RayJob>> List() override {
-    if (auto hook = std::exchange(before_next_list, nullptr)) hook();
-    return inner_.List();
-  }
-  core::Result<bool> Stop(std::string_view id) override { return inner_.Stop(id); }
-  core::Result<bool> Delete(std::string_view id) override { return inner_.Delete(id); }
-  core::Result<std::string> Logs(std::string_view id) override { return inner_.Logs(id); }
-  core::Result<std::string> ClusterStatus() override { return inner_.ClusterStatus(); }
-
- private:
-  adapters::RayHttpJobServer inner_;
-};
+using testing::GatedJobServer;
 
 // One daemon: its clone (under its own cache dir), its source, its status store, its client.
 class Daemon {

@@ -11,9 +11,13 @@
 #include "reconciler/core/plan_format.h"
 #include "reconciler/core/planner.h"
 #include "reconciler/core/render.h"
+#include "tests/unit/planner/plan_fixtures.h"
 
 namespace rg::core {
 namespace {
+
+using fixtures::Describe;
+using fixtures::Desired;
 
 constexpr const char* kHash = "aaaaaaaaaa";
 constexpr const char* kOtherHash = "bbbbbbbbbb";
@@ -49,13 +53,6 @@ RayJob Job(const std::string& name, RayJobStatus status, const std::string& repo
   return j;
 }
 
-DesiredState Desired(std::vector<JobSpec> jobs) {
-  DesiredState d;
-  d.cluster = RayConfig{};
-  d.jobs = std::move(jobs);
-  return d;
-}
-
 // Team A's policy: the default instance, its own repository.
 PlanPolicy Policy() {
   PlanPolicy p;
@@ -67,15 +64,6 @@ PlanPolicy PolicyWithPrevious() {
   PlanPolicy p = Policy();
   p.owner.AddPrevious(kOldRepo);
   return p;
-}
-
-std::string Describe(const Plan& plan) {
-  std::string out;
-  for (const auto& a : plan.actions) {
-    out += a.kind == ActionKind::kStop ? "stop " : "submit ";
-    out += a.submission_id + ";";
-  }
-  return out;
 }
 
 TEST_CASE("a foreign run whose name we do not declare is not stopped, only listed") {

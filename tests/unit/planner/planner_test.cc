@@ -5,9 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include "reconciler/core/render.h"
+#include "tests/unit/planner/plan_fixtures.h"
 
 namespace rg::core {
 namespace {
+
+using fixtures::Describe;
+using fixtures::Desired;
 
 constexpr const char* kHash = "aaaaaaaaaa";
 constexpr const char* kOldHash = "bbbbbbbbbb";
@@ -64,22 +68,6 @@ StatusRecord Record(const std::string& name, std::vector<AttemptRecord> attempts
   }
   r.attempts = std::move(attempts);
   return r;
-}
-
-DesiredState Desired(std::vector<JobSpec> jobs) {
-  DesiredState d;
-  d.cluster = RayConfig{};
-  d.jobs = std::move(jobs);
-  return d;
-}
-
-std::string Describe(const Plan& plan) {
-  std::string out;
-  for (const auto& a : plan.actions) {
-    out += a.kind == ActionKind::kStop ? "stop " : "submit ";
-    out += a.submission_id + ";";
-  }
-  return out;
 }
 
 struct Row {

@@ -1,0 +1,42 @@
+#pragma once
+// Ray as one daemon reaches it, through the real HTTP client, with a hook on each side of the
+// next listing: `before_next_list` runs once just before the next GET /api/jobs/ is sent (a
+// slow listing while the world moves on), `after_next_list` once just after it is answered
+// (the window in which another daemon can submit unseen).
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "tests/support/fast_client_options.h"
+
+namespace rg::testing {
+
+class GatedJobServer : public ports::JobServer {
+ public:
+  explicit GatedJobServer(const std::string& address) : inner_(FastClientOptions(address)) {}
+  std::function<void()> before_next_list;
+  std::function<void()> after_next_list;
+
+  core::Result<core::RayVersion> Version() override { return inner_.Version(); }
+  core::Result<std::string> Submit(const core::Value& body) override { return inner_.Submit(body); }
+  core::Result<core::RayJob> Get(std::string_view id) override { return inner_.Get(id); }
+  core::Result<std::vector<core::RayJob>> List() override {
+    if (auto hook = std::exchange(before_next_list, nullptr)) hook();
+    core::Result<std::vector<core::RayJob>> jobs = inner_.List();
+    if (auto hook = std::exchange(after_next_list, nullptr)) hook();
+    return jobs;
+  }
+  core::Result<bool> Stop(std::string_view id) override { return inner_.Stop(id); }
+  core::Result<bool> Delete(std::string_view id) override { return inner_.Delete(id); }
+  core::Result<std::string> Logs(std::string_view id) override { return inner_.Logs(id); }
+  core::Result<std::string> ClusterStatus() override { return inner_.ClusterStatus(); }
+
+ private:
+  adapters::RayHttpJobServer inner_;
+};
+
+}  // namespace rg::testing
