@@ -102,6 +102,27 @@ std::string Fence(std::string_view text) {
 
 Value OptionalInt(const std::optional<int>& v) { return v ? Value(*v) : Value(nullptr); }
 
+// The JSON plan's `foreign` and `adopted_previous` arrays (docs/plan-format.md).
+void AddOwnershipJson(const Plan& plan, Value& root) {
+  Value::Array foreign;
+  for (const ForeignRepository& other : GroupForeignJobs(plan.foreign)) {
+    Value v = Value::Object{};
+    v["repo"] = other.repo;
+    v["jobs"] = other.jobs;
+    v["message"] = ForeignJobsMessage(plan.instance, other);
+    foreign.push_back(std::move(v));
+  }
+  root["foreign"] = std::move(foreign);
+  Value::Array previous;
+  for (const auto& [url, runs] : plan.adopted_previous) {
+    Value v = Value::Object{};
+    v["repo"] = url;
+    v["runs"] = runs;
+    previous.push_back(std::move(v));
+  }
+  root["adopted_previous"] = std::move(previous);
+}
+
 }  // namespace
 
 std::vector<std::string> OwnershipNotices(const Plan& plan) {
@@ -289,23 +310,7 @@ std::string FormatPlanJson(const PlanView& view) {
   }
   root["unmanaged"] = std::move(unmanaged);
 
-  Value::Array foreign;
-  for (const ForeignRepository& other : GroupForeignJobs(plan.foreign)) {
-    Value v = Value::Object{};
-    v["repo"] = other.repo;
-    v["jobs"] = other.jobs;
-    v["message"] = ForeignJobsMessage(plan.instance, other);
-    foreign.push_back(std::move(v));
-  }
-  root["foreign"] = std::move(foreign);
-  Value::Array previous;
-  for (const auto& [url, runs] : plan.adopted_previous) {
-    Value v = Value::Object{};
-    v["repo"] = url;
-    v["runs"] = runs;
-    previous.push_back(std::move(v));
-  }
-  root["adopted_previous"] = std::move(previous);
+  AddOwnershipJson(plan, root);
 
   Value::Array diagnostics;
   for (const Diagnostic& d : view.desired->AllDiagnostics()) diagnostics.push_back(d.ToString());
