@@ -204,10 +204,10 @@ void SetLatestAttempt(core::StatusRecord& rec, const core::JobPlan& jp, const St
   rec.submission_id = jp.submission_id;
   rec.attempt = jp.attempt;
   std::optional<std::string> ray_message;
-  // A foreign run holding the id (DESIGN.md 2.2) is named in the message, never recorded.
+  // A run not ours holding the id (another repository's, another instance's, one submitted by
+  // hand: DESIGN.md 2.2) is named in the message, never recorded.
   if (auto it = in.ray_jobs.find(jp.submission_id);
-      it != in.ray_jobs.end() &&
-      core::ClassifyJob(it->second, in.owner) != core::JobOwnership::kForeign) {
+      it != in.ray_jobs.end() && core::IsOurs(core::ClassifyJob(it->second, in.owner))) {
     SetRayFields(rec, it->second);
     ray_message = it->second.message;
   } else if (done.submitted.contains(jp.submission_id)) {

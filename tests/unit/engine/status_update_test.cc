@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "reconciler/core/ownership.h"
+#include "reconciler/core/render.h"
+
 namespace rg::engine {
 namespace {
 
@@ -74,6 +77,43 @@ TEST_CASE("an ownerless ledger record is stamped, which makes a one-time commit"
   // Once stamped, the same pass again changes nothing.
   x.ledger["a"] = *diff.changes.at("a");
   CHECK(DiffAgainstLedger(BuildStatusUpdate(x.in), x.ledger).changes.empty());
+}
+
+TEST_CASE("a Conflict over an id held by a run not ours records nothing of that run",
+          "[status_update]") {
+  Inputs x;
+  core::JobPlan jp = Planned("a", Phase::kConflict);
+  jp.submission_id = "my-pinned-run";
+  jp.message = "submission id my-pinned-run is taken by a job not managed by team-b";
+  x.plan.jobs = {jp};
+  core::RayJob held;
+  held.type = "SUBMISSION";
+  held.submission_id = "my-pinned-run";
+  held.status = core::RayJobStatus::kRunning;
+  held.message = "Job is currently running.";
+  held.job_id = "02000000";
+  held.start_time_ms = 1700000000000;
+  SECTION("a job submitted by hand") {}
+  SECTION("another instance's run") {
+    held.metadata = {{std::string(core::kMetaManagedBy), "team-a"},
+                     {std::string(core::kMetaName), "a"}};
+  }
+  SECTION("another repository's run of this instance") {
+    x.in.owner.repo = core::RepoIdentity("https://git.example/team-b/jobs");
+    held.metadata = {{std::string(core::kMetaManagedBy), "team-b"},
+                     {std::string(core::kMetaName), "a"},
+                     {std::string(core::kMetaRepo), "https://git.example/team-a/jobs"}};
+  }
+  x.in.ray_jobs.emplace(held.submission_id, held);
+  const auto update = BuildStatusUpdate(x.in);
+  REQUIRE(update.records.count("a") == 1);
+  const core::StatusRecord& rec = update.records.at("a");
+  CHECK(rec.phase == Phase::kConflict);
+  CHECK(rec.message == jp.message);
+  CHECK(rec.status == core::RayJobStatus::kUnknown);
+  CHECK_FALSE(rec.job_id.has_value());
+  CHECK_FALSE(rec.start_time_ms.has_value());
+  CHECK(rec.attempts.empty());
 }
 
 }  // namespace
