@@ -257,14 +257,21 @@ std::string NormaliseRepoUrl(std::string_view repo) {
   return core::StripUrlCredentials(repo);
 }
 
+// The checkout's remote.origin.url as written, read from its configuration and not through
+// git_remote_lookup, which leaks in libgit2 1.5 (see ApplyInsteadOf). No insteadOf rule is
+// applied: a daemon records the URL it was given, not the one it fetches from.
 std::string OriginUrl(git_repository* repo) {
-  git_remote* raw = nullptr;
-  if (git_remote_lookup(&raw, repo, "origin") != 0) {
+  git_config* raw = nullptr;
+  if (git_repository_config_snapshot(&raw, repo) != 0) {
     git_error_clear();
     return "";
   }
-  std::unique_ptr<git_remote, decltype(&git_remote_free)> remote(raw, git_remote_free);
-  const char* url = git_remote_url(remote.get());
+  std::unique_ptr<git_config, decltype(&git_config_free)> config(raw, git_config_free);
+  const char* url = nullptr;
+  if (git_config_get_string(&url, config.get(), "remote.origin.url") != 0) {
+    git_error_clear();
+    return "";
+  }
   if (url == nullptr || *url == '\0') return "";
   std::string origin = url;
   if (auto path = LocalPath(origin); path && !fs::path(*path).is_absolute()) {

@@ -618,6 +618,12 @@ TEST_CASE("A local checkout with an origin remote is the repository it was clone
   SECTION("origin as a path") { origin = repo.remote; }
   SECTION("origin as a file:// URL") { origin = "file://" + repo.remote; }
   SECTION("origin relative to the checkout") { origin = "../remote.git"; }
+  SECTION("origin as written, whatever insteadOf rule would rewrite it") {
+    // The daemon records the URL it was given; the checkout's identity is its origin as
+    // written, not where a url.<base>.insteadOf rule would send a fetch.
+    origin = repo.remote;
+    SetConfig(checkout + "/.git", "url.file:///elsewhere/.insteadOf", repo.remote);
+  }
   SetOrigin(checkout, origin);
   INFO("origin " << origin);
 
