@@ -178,7 +178,9 @@ std::string FormatPlanText(const PlanView& view) {
   return out;
 }
 
-std::string FormatPlanMarkdown(const PlanView& view) {
+namespace {
+
+std::string MarkdownHeader(const PlanView& view) {
   const Plan& plan = *view.plan;
   std::string out = "### ray-gitops plan";
   if (!view.commit.empty()) out += " for `" + view.commit.substr(0, 12) + "`";
@@ -191,55 +193,75 @@ std::string FormatPlanMarkdown(const PlanView& view) {
     for (const Diagnostic& d : diagnostics) out += "- `" + OneLine(d.ToString()) + "`\n";
     out += "\n";
   }
+  return out;
+}
+
+std::string MarkdownTable(const Plan& plan) {
   const std::vector<Row> rows = Rows(plan);
-  if (!rows.empty()) {
-    out += "| action | job | submission id | phase | reason |\n|---|---|---|---|---|\n";
-    for (const Row& r : rows) {
-      out += "| " + r.action + " | " + MarkdownCell(r.name) + " | `" +
-             MarkdownCell(r.submission_id) + "` | " + r.phase + " | " + MarkdownCell(r.reason) +
-             " |\n";
-    }
-    out += "\n";
+  if (rows.empty()) return "";
+  std::string out = "| action | job | submission id | phase | reason |\n|---|---|---|---|---|\n";
+  for (const Row& r : rows) {
+    out += "| " + r.action + " | " + MarkdownCell(r.name) + " | `" + MarkdownCell(r.submission_id) +
+           "` | " + r.phase + " | " + MarkdownCell(r.reason) + " |\n";
   }
+  return out + "\n";
+}
+
+// Why a submit starts a new run: a rename, or a changed spec whose old run is stopped first.
+std::string MarkdownSubmitCause(const PlanView& view, const Action& submit) {
+  const Plan& plan = *view.plan;
+  const JobPlan* jp = plan.FindJob(submit.name);
+  if (jp == nullptr) return "";
+  std::string out;
+  if (!jp->renamed_from.empty()) {
+    out += "Renamed from `" + jp->renamed_from + "` (`" + jp->renamed_from_path +
+           "`): the content is the same, but the name is part of the submission id, so this "
+           "starts a new run. Pin `name: " +
+           jp->renamed_from + "` in the spec to keep the run.\n\n";
+  }
+  if (jp->spec_changed) {
+    out += "Spec changed: hash `" + jp->previous_spec_hash + "` -> `";
+    const JobSpec* spec = FindSpec(*view.desired, submit.spec_path);
+    out += (spec != nullptr ? spec->spec_hash : std::string("?")) + "`.";
+    for (const Action& s : plan.actions) {
+      if (s.kind == ActionKind::kStop && s.name == submit.name) {
+        out += " The old run `" + s.submission_id + "` is stopped first.";
+      }
+    }
+    out += "\n\n";
+  }
+  return out;
+}
+
+// The entrypoint exactly as it will be POSTed, fenced so that no backtick in it ends the block.
+std::string MarkdownEntrypoint(const PlanView& view, const Action& submit) {
+  const JobSpec* spec = FindSpec(*view.desired, submit.spec_path);
+  if (spec == nullptr || !view.desired->cluster) return "";
+  RenderContext context = view.context;
+  context.attempt = submit.attempt;
+  context.commit = view.commit;
+  Result<Value> body = RenderSubmission(*spec, *view.desired->cluster, context);
+  if (!body.ok()) return "Cannot render: " + OneLine(body.error().message()) + "\n\n";
+  const Value* entrypoint = body->Find("entrypoint");
+  const std::string text =
+      entrypoint != nullptr && entrypoint->is_string() ? entrypoint->as_string() : "";
+  const std::string fence = Fence(text);
+  return "Entrypoint:\n\n" + fence + "sh\n" + text + "\n" + fence + "\n\n";
+}
+
+std::string MarkdownSubmitDetails(const PlanView& view, const Action& submit) {
+  return "<details><summary>submit <code>" + submit.submission_id + "</code> (" + submit.spec_path +
+         ")</summary>\n\n" + MarkdownSubmitCause(view, submit) + MarkdownEntrypoint(view, submit) +
+         "</details>\n\n";
+}
+
+}  // namespace
+
+std::string FormatPlanMarkdown(const PlanView& view) {
+  const Plan& plan = *view.plan;
+  std::string out = MarkdownHeader(view) + MarkdownTable(plan);
   for (const Action& a : plan.actions) {
-    if (a.kind != ActionKind::kSubmit) continue;
-    out += "<details><summary>submit <code>" + a.submission_id + "</code> (" + a.spec_path +
-           ")</summary>\n\n";
-    const JobPlan* jp = plan.FindJob(a.name);
-    if (jp != nullptr && !jp->renamed_from.empty()) {
-      out += "Renamed from `" + jp->renamed_from + "` (`" + jp->renamed_from_path +
-             "`): the content is the same, but the name is part of the submission id, so this "
-             "starts a new run. Pin `name: " +
-             jp->renamed_from + "` in the spec to keep the run.\n\n";
-    }
-    if (jp != nullptr && jp->spec_changed) {
-      out += "Spec changed: hash `" + jp->previous_spec_hash + "` -> `";
-      const JobSpec* spec = FindSpec(*view.desired, a.spec_path);
-      out += (spec != nullptr ? spec->spec_hash : std::string("?")) + "`.";
-      for (const Action& s : plan.actions) {
-        if (s.kind == ActionKind::kStop && s.name == a.name) {
-          out += " The old run `" + s.submission_id + "` is stopped first.";
-        }
-      }
-      out += "\n\n";
-    }
-    const JobSpec* spec = FindSpec(*view.desired, a.spec_path);
-    if (spec != nullptr && view.desired->cluster) {
-      RenderContext context = view.context;
-      context.attempt = a.attempt;
-      context.commit = view.commit;
-      Result<Value> body = RenderSubmission(*spec, *view.desired->cluster, context);
-      if (body.ok()) {
-        const Value* entrypoint = body->Find("entrypoint");
-        const std::string text =
-            entrypoint != nullptr && entrypoint->is_string() ? entrypoint->as_string() : "";
-        const std::string fence = Fence(text);
-        out += "Entrypoint:\n\n" + fence + "sh\n" + text + "\n" + fence + "\n\n";
-      } else {
-        out += "Cannot render: " + OneLine(body.error().message()) + "\n\n";
-      }
-    }
-    out += "</details>\n\n";
+    if (a.kind == ActionKind::kSubmit) out += MarkdownSubmitDetails(view, a);
   }
   if (plan.CountActions(ActionKind::kSubmit) > 0) {
     out +=
@@ -249,19 +271,19 @@ std::string FormatPlanMarkdown(const PlanView& view) {
   return out;
 }
 
-std::string FormatPlanJson(const PlanView& view) {
-  const Plan& plan = *view.plan;
-  Value root = Value::Object{};
-  root["format_version"] = kPlanFormatVersion;
-  root["commit"] = view.commit;
+namespace {
+
+Value SummaryJson(const Plan& plan) {
   Value summary = Value::Object{};
   summary["submit"] = plan.CountActions(ActionKind::kSubmit);
   summary["stop"] = plan.CountActions(ActionKind::kStop);
   summary["blocked"] = plan.blocked;
   summary["blocked_reason"] = plan.blocked_reason;
   summary["has_changes"] = plan.HasChanges();
-  root["summary"] = std::move(summary);
+  return summary;
+}
 
+Value ActionsJson(const Plan& plan) {
   Value::Array actions;
   for (const Action& a : plan.actions) {
     Value v = Value::Object{};
@@ -274,33 +296,33 @@ std::string FormatPlanJson(const PlanView& view) {
     if (a.kind == ActionKind::kSubmit) v["spec_path"] = a.spec_path;
     actions.push_back(std::move(v));
   }
-  root["actions"] = std::move(actions);
+  return actions;
+}
 
-  Value::Array jobs;
-  for (const JobPlan& jp : plan.jobs) {
-    Value v = Value::Object{};
-    v["name"] = jp.name;
-    v["action"] = JobActionName(plan, jp);
-    v["spec_path"] = jp.spec_path;
-    v["phase"] = std::string(PhaseName(jp.phase));
-    v["submission_id"] = jp.submission_id;
-    v["attempt"] = OptionalInt(jp.attempt);
-    v["message"] = jp.message;
-    v["ray_status"] =
-        jp.observed ? Value(std::string(RayJobStatusName(jp.observed->status))) : Value(nullptr);
-    v["spec_changed"] = jp.spec_changed;
-    v["previous_spec_hash"] = jp.previous_spec_hash;
-    Value renamed = nullptr;
-    if (!jp.renamed_from.empty()) {
-      renamed = Value::Object{};
-      renamed["name"] = jp.renamed_from;
-      renamed["spec_path"] = jp.renamed_from_path;
-    }
-    v["renamed_from"] = std::move(renamed);
-    jobs.push_back(std::move(v));
+Value JobJson(const Plan& plan, const JobPlan& jp) {
+  Value v = Value::Object{};
+  v["name"] = jp.name;
+  v["action"] = JobActionName(plan, jp);
+  v["spec_path"] = jp.spec_path;
+  v["phase"] = std::string(PhaseName(jp.phase));
+  v["submission_id"] = jp.submission_id;
+  v["attempt"] = OptionalInt(jp.attempt);
+  v["message"] = jp.message;
+  v["ray_status"] =
+      jp.observed ? Value(std::string(RayJobStatusName(jp.observed->status))) : Value(nullptr);
+  v["spec_changed"] = jp.spec_changed;
+  v["previous_spec_hash"] = jp.previous_spec_hash;
+  Value renamed = nullptr;
+  if (!jp.renamed_from.empty()) {
+    renamed = Value::Object{};
+    renamed["name"] = jp.renamed_from;
+    renamed["spec_path"] = jp.renamed_from_path;
   }
-  root["jobs"] = std::move(jobs);
+  v["renamed_from"] = std::move(renamed);
+  return v;
+}
 
+Value UnmanagedJson(const Plan& plan) {
   Value::Array unmanaged;
   for (const RayJob& job : plan.unmanaged) {
     Value v = Value::Object{};
@@ -308,10 +330,23 @@ std::string FormatPlanJson(const PlanView& view) {
     v["status"] = std::string(RayJobStatusName(job.status));
     unmanaged.push_back(std::move(v));
   }
-  root["unmanaged"] = std::move(unmanaged);
+  return unmanaged;
+}
 
+}  // namespace
+
+std::string FormatPlanJson(const PlanView& view) {
+  const Plan& plan = *view.plan;
+  Value root = Value::Object{};
+  root["format_version"] = kPlanFormatVersion;
+  root["commit"] = view.commit;
+  root["summary"] = SummaryJson(plan);
+  root["actions"] = ActionsJson(plan);
+  Value::Array jobs;
+  for (const JobPlan& jp : plan.jobs) jobs.push_back(JobJson(plan, jp));
+  root["jobs"] = std::move(jobs);
+  root["unmanaged"] = UnmanagedJson(plan);
   AddOwnershipJson(plan, root);
-
   Value::Array diagnostics;
   for (const Diagnostic& d : view.desired->AllDiagnostics()) diagnostics.push_back(d.ToString());
   root["diagnostics"] = std::move(diagnostics);
