@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <variant>
 
 namespace rg::server {
 
@@ -169,17 +170,14 @@ std::string GitHubSignature(std::string_view secret, std::string_view body) {
   return out;
 }
 
-WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branch,
-                             const WebhookRequest& request) {
-  if (!config.secret) return Reject(404, "disabled", "webhook not configured");
-  if (request.body_too_large || request.body.size() > config.max_body_bytes) {
-    return Reject(413, "too_large",
-                  "body larger than " + std::to_string(config.max_body_bytes) + " bytes");
-  }
-  const std::string& secret = *config.secret;
+namespace {
 
-  std::string source;
-  switch (PickScheme(config.mode, request)) {
+// Who sent the request: its source ("webhook:github", ...) once the signature or token
+// matches the secret, else the rejection.
+std::variant<std::string, WebhookVerdict> Authenticate(WebhookAuthMode mode,
+                                                       const std::string& secret,
+                                                       const WebhookRequest& request) {
+  switch (PickScheme(mode, request)) {
     case Scheme::kNone:
       return Reject(401, "missing_signature", "missing signature or token");
     case Scheme::kGitHub: {
@@ -196,15 +194,13 @@ WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branc
       if (CRYPTO_memcmp(given->data(), expected.data(), expected.size()) != 0) {
         return Reject(401, "bad_signature", "signature does not match");
       }
-      source = "webhook:github";
-      break;
+      return std::string("webhook:github");
     }
     case Scheme::kGitLab:
       if (!SecretsEqual(*request.gitlab_token, secret)) {
         return Reject(401, "bad_signature", "token does not match");
       }
-      source = "webhook:gitlab";
-      break;
+      return std::string("webhook:gitlab");
     case Scheme::kBearer:
       if (!StartsWithNoCase(Trim(*request.authorization), kBearerPrefix)) {
         return Reject(401, "missing_signature", "Authorization is not a bearer token");
@@ -212,37 +208,61 @@ WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branc
       if (!BearerTokenMatches(request.authorization, secret)) {
         return Reject(401, "bad_signature", "token does not match");
       }
-      source = "webhook:bearer";
-      break;
+      return std::string("webhook:bearer");
   }
+  return Reject(401, "missing_signature", "missing signature or token");
+}
 
-  // Authenticated from here on.
-  if (request.github_event && *request.github_event == "ping") return Ignore(source, "ping");
+// The event, when it is one that never triggers a pass (a ping, anything but a push).
+std::optional<std::string> IgnoredEvent(const WebhookRequest& request) {
+  if (request.github_event && *request.github_event == "ping") return "ping";
   if (request.github_event && *request.github_event != "push") {
-    return Ignore(source, "event " + *request.github_event);
+    return "event " + *request.github_event;
   }
   if (request.gitlab_event && *request.gitlab_event != "Push Hook") {
-    return Ignore(source, "event " + *request.gitlab_event);
+    return "event " + *request.gitlab_event;
   }
+  return std::nullopt;
+}
 
-  // A bearer caller may send no body at all; GitHub and GitLab always send JSON.
-  std::optional<std::string> ref;
-  if (!Trim(request.body).empty()) {
-    nlohmann::json payload;
-    try {
-      payload = nlohmann::json::parse(request.body);
-    } catch (const nlohmann::json::exception&) {
-      return Reject(400, "malformed_payload", "body is not JSON");
-    }
-    if (payload.is_object() && payload.contains("ref")) {
-      if (!payload["ref"].is_string()) {
-        return Reject(400, "malformed_payload", "\"ref\" is not a string");
-      }
-      ref = payload["ref"].get<std::string>();
-    }
-  } else if (source != "webhook:bearer") {
-    return Reject(400, "malformed_payload", "empty body");
+// The pushed ref of the payload, if it names one, else the rejection of a malformed body.
+// A bearer caller may send no body at all; GitHub and GitLab always send JSON.
+std::variant<std::optional<std::string>, WebhookVerdict> PushedRef(const std::string& source,
+                                                                   std::string_view body) {
+  if (Trim(body).empty()) {
+    if (source != "webhook:bearer") return Reject(400, "malformed_payload", "empty body");
+    return std::optional<std::string>();
   }
+  nlohmann::json payload;
+  try {
+    payload = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception&) {
+    return Reject(400, "malformed_payload", "body is not JSON");
+  }
+  if (!payload.is_object() || !payload.contains("ref")) return std::optional<std::string>();
+  if (!payload["ref"].is_string()) {
+    return Reject(400, "malformed_payload", "\"ref\" is not a string");
+  }
+  return std::optional<std::string>(payload["ref"].get<std::string>());
+}
+
+}  // namespace
+
+WebhookVerdict VerifyWebhook(const WebhookConfig& config, std::string_view branch,
+                             const WebhookRequest& request) {
+  if (!config.secret) return Reject(404, "disabled", "webhook not configured");
+  if (request.body_too_large || request.body.size() > config.max_body_bytes) {
+    return Reject(413, "too_large",
+                  "body larger than " + std::to_string(config.max_body_bytes) + " bytes");
+  }
+  auto who = Authenticate(config.mode, *config.secret, request);
+  if (auto* rejected = std::get_if<WebhookVerdict>(&who)) return std::move(*rejected);
+  std::string source = std::get<std::string>(std::move(who));
+
+  if (std::optional<std::string> why = IgnoredEvent(request)) return Ignore(source, *why);
+  auto pushed = PushedRef(source, request.body);
+  if (auto* rejected = std::get_if<WebhookVerdict>(&pushed)) return std::move(*rejected);
+  const std::optional<std::string>& ref = std::get<std::optional<std::string>>(pushed);
 
   // An unknown branch (the remote could not be asked at start) filters nothing: an extra
   // pass is harmless, a missed push is not.
