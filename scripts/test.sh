@@ -9,6 +9,7 @@
 #   RG_SKIP_SANITIZERS=1           leave out the two stages after the suite: the ASan+UBSan
 #                                  build (everything but e2e) and the fuzzers
 #   RG_FUZZ_SECONDS=N              how long each fuzzer runs (default 45)
+#   RG_SKIP_TIDY=1                 leave out clang-tidy over reconciler/ (scripts/tidy.sh)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -19,6 +20,11 @@ export RG_VENV=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}
 preset=${RG_PRESET:-debug}
 cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
+
+if [ "${RG_SKIP_TIDY:-0}" != 1 ]; then
+  echo "test: clang-tidy over reconciler/ (scripts/tidy.sh)"
+  bash scripts/tidy.sh "build/$preset"
+fi
 
 ctest_args=(--preset "$preset" -j 2 --timeout 600)
 if [ "${RG_SKIP_E2E:-0}" = 1 ]; then

@@ -1,6 +1,7 @@
 #include "reconciler/core/plan_format.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "reconciler/core/value.h"
@@ -92,12 +93,14 @@ const JobSpec* FindSpec(const DesiredState& desired, std::string_view path) {
 
 // The longest run of backticks in `text` plus one, so a code fence can hold any entrypoint.
 std::string Fence(std::string_view text) {
-  size_t longest = 0, run = 0;
+  size_t longest = 0;
+  size_t run = 0;
   for (char c : text) {
     run = c == '`' ? run + 1 : 0;
     longest = std::max(longest, run);
   }
-  return std::string(std::max<size_t>(3, longest + 1), '`');
+  std::string fence(std::max<size_t>(3, longest + 1), '`');
+  return fence;
 }
 
 Value OptionalInt(const std::optional<int>& v) { return v ? Value(*v) : Value(nullptr); }
@@ -138,7 +141,8 @@ std::vector<std::string> OwnershipNotices(const Plan& plan) {
 }
 
 std::string JobActionName(const Plan& plan, const JobPlan& job) {
-  bool submit = false, stop = false;
+  bool submit = false;
+  bool stop = false;
   for (const Action& a : plan.actions) {
     if (a.name != job.name) continue;
     (a.kind == ActionKind::kSubmit ? submit : stop) = true;
@@ -152,7 +156,7 @@ std::string JobActionName(const Plan& plan, const JobPlan& job) {
 std::string FormatPlanText(const PlanView& view) {
   const Plan& plan = *view.plan;
   const std::vector<Row> rows = Rows(plan);
-  size_t w[4] = {6, 4, 13, 5};  // ACTION NAME SUBMISSION_ID PHASE
+  std::array<size_t, 4> w = {6, 4, 13, 5};  // ACTION NAME SUBMISSION_ID PHASE
   for (const Row& r : rows) {
     w[0] = std::max(w[0], r.action.size());
     w[1] = std::max(w[1], r.name.size());
@@ -161,10 +165,11 @@ std::string FormatPlanText(const PlanView& view) {
   }
   auto pad = [](const std::string& s, size_t n) { return s + std::string(n - s.size() + 2, ' '); };
   std::string out;
-  if (!view.commit.empty())
+  if (!view.commit.empty()) {
     out += "Plan for " + view.commit + ": " + Summary(plan) + "\n";
-  else
+  } else {
     out += "Plan: " + Summary(plan) + "\n";
+  }
   if (plan.blocked) out += "BLOCKED: " + plan.blocked_reason + "\n";
   for (const std::string& notice : OwnershipNotices(plan)) out += notice + "\n";
   for (const Diagnostic& d : view.desired->AllDiagnostics()) out += d.ToString() + "\n";

@@ -160,7 +160,7 @@ bool BearerTokenMatches(const std::optional<std::string>& authorization, std::st
 }
 
 std::string GitHubSignature(std::string_view secret, std::string_view body) {
-  static constexpr char kHex[] = "0123456789abcdef";
+  constexpr std::string_view kHex = "0123456789abcdef";
   const Digest mac = HmacSha256(secret, body);
   std::string out = "sha256=";
   for (const unsigned char c : mac) {
