@@ -1,5 +1,6 @@
 #include "reconciler/core/value.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 
@@ -46,7 +47,7 @@ void AppendEscaped(std::string& out, const std::string& s) {
         break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
+          constexpr std::string_view kHex = "0123456789abcdef";
           out += "\\u00";
           out += kHex[(c >> 4) & 0xf];
           out += kHex[c & 0xf];
@@ -63,9 +64,9 @@ void AppendDouble(std::string& out, double d) {
     out += "null";
     return;
   }
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), d);
-  out.append(buf, res.ptr);
+  std::array<char, 64> buf{};
+  auto res = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+  out.append(buf.data(), res.ptr);
 }
 
 void Write(std::string& out, const Value& v, int indent, int depth) {
@@ -73,7 +74,7 @@ void Write(std::string& out, const Value& v, int indent, int depth) {
   auto newline = [&](int d) {
     if (!pretty) return;
     out += '\n';
-    out.append(static_cast<size_t>(d * indent), ' ');
+    out.append(static_cast<size_t>(d) * static_cast<size_t>(indent), ' ');
   };
   if (v.is_null()) {
     out += "null";

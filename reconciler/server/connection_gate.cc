@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,11 +19,11 @@ namespace rg::server {
 
 namespace {
 
-constexpr size_t kMaxDrainBytes = 256 * 1024;
+constexpr size_t kMaxDrainBytes = size_t{256} * 1024;
 constexpr auto kAcceptPauseOnFdExhaustion = std::chrono::milliseconds(100);
 // Chunked framing around the data: a budget of twice the data limit plus room for chunk
 // headers and trailers, enough for any sane chunking; the handler enforces the data limit.
-constexpr uint64_t kChunkFramingAllowance = 16 * 1024;
+constexpr uint64_t kChunkFramingAllowance = uint64_t{16} * 1024;
 
 std::string CannedResponse(int status, std::string_view text) {
   const std::string body = std::to_string(status) + " " + std::string(text) + "\n";
@@ -56,13 +57,15 @@ void SendCanned(int fd, int status) {
 }
 
 std::string PeerAddress(const sockaddr_storage& addr) {
-  char text[INET6_ADDRSTRLEN] = {};
+  std::array<char, INET6_ADDRSTRLEN> text{};
   if (addr.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(addr).sin_addr, text, sizeof text);
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(addr).sin_addr, text.data(),
+              text.size());
   } else if (addr.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, text, sizeof text);
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, text.data(),
+              text.size());
   }
-  return text;
+  return text.data();
 }
 
 int BoundPort(int fd) {
@@ -115,8 +118,8 @@ ConnectionGate::~ConnectionGate() {
 }
 
 void ConnectionGate::Start() {
-  int wake[2];
-  if (pipe2(wake, O_NONBLOCK | O_CLOEXEC) != 0) std::abort();  // out of descriptors at start
+  std::array<int, 2> wake{};
+  if (pipe2(wake.data(), O_NONBLOCK | O_CLOEXEC) != 0) std::abort();  // out of descriptors at start
   wake_read_ = wake[0];
   wake_write_ = wake[1];
   probe_pool_ = std::make_unique<WorkerPool>(limits_.probe_workers, limits_.max_queued);
@@ -206,19 +209,19 @@ void ConnectionGate::AcceptAll() {
 }
 
 void ConnectionGate::Advance(Conn& c) {
-  char scratch[4096];
+  std::array<char, 4096> scratch{};
   if (c.closing) {
-    const ssize_t n = recv(c.fd, scratch, sizeof scratch, 0);
+    const ssize_t n = recv(c.fd, scratch.data(), scratch.size(), 0);
     if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) return Close(c);
     if (n > 0) c.drained += static_cast<size_t>(n);
     if (c.drained > kMaxDrainBytes) Close(c);
     return;
   }
   const size_t room = limits_.max_head_bytes - c.buffer.size();
-  const ssize_t n = recv(c.fd, scratch, std::min(room, sizeof scratch), 0);
+  const ssize_t n = recv(c.fd, scratch.data(), std::min(room, scratch.size()), 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) return Close(c);  // the client left before finishing its head
-  c.buffer.append(scratch, static_cast<size_t>(n));
+  c.buffer.append(scratch.data(), static_cast<size_t>(n));
   if (const auto end = FindRequestHeadEnd(c.buffer)) return Admit(c, *end);
   if (c.buffer.size() >= limits_.max_head_bytes) Refuse(c, 431, "head_too_large", nullptr);
 }
@@ -312,8 +315,8 @@ void ConnectionGate::Retire(int fd, std::string peer) {
 }
 
 void ConnectionGate::TakeRetired() {
-  char drain[64];
-  while (read(wake_read_, drain, sizeof drain) > 0) {
+  std::array<char, 64> drain{};
+  while (read(wake_read_, drain.data(), drain.size()) > 0) {
   }
   std::vector<Conn> retired;
   {

@@ -41,7 +41,7 @@ struct GateLimits {
   std::chrono::milliseconds head_timeout{10000};     // from accept to the head's last byte
   std::chrono::milliseconds request_timeout{10000};  // after the head: body, handler, answer
   std::chrono::milliseconds linger_timeout{1000};    // draining a closed connection
-  size_t max_head_bytes = 16 * 1024;
+  size_t max_head_bytes = size_t{16} * 1024;
   size_t max_connections = 256;            // open at once, all clients together
   size_t max_connections_per_client = 32;  // open at once from one client address
   size_t workers = 4;                      // handler threads for everything but probes

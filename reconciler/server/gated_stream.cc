@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -14,17 +15,17 @@ namespace rg::server {
 namespace {
 
 void AddressOf(const sockaddr_storage& addr, std::string& ip, int& port) {
-  char text[INET6_ADDRSTRLEN] = {};
+  std::array<char, INET6_ADDRSTRLEN> text{};
   if (addr.ss_family == AF_INET) {
     const auto& v4 = reinterpret_cast<const sockaddr_in&>(addr);
-    inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text);
+    inet_ntop(AF_INET, &v4.sin_addr, text.data(), text.size());
     port = ntohs(v4.sin_port);
   } else if (addr.ss_family == AF_INET6) {
     const auto& v6 = reinterpret_cast<const sockaddr_in6&>(addr);
-    inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
+    inet_ntop(AF_INET6, &v6.sin6_addr, text.data(), text.size());
     port = ntohs(v6.sin6_port);
   }
-  ip = text;
+  ip = text.data();
 }
 
 }  // namespace

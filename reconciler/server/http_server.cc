@@ -342,7 +342,7 @@ void HttpServer::Impl::ConfigureRouter() {
         return httplib::Server::HandlerResponse::Handled;
       }));
   router.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
         res.status = 500;
         res.set_content("500 Internal Server Error\n", std::string(kText));
       });

@@ -36,7 +36,7 @@ struct HttpServerOptions {
   WebhookConfig webhook;
   int page_refresh_seconds = 15;  // meta refresh of the status page; 0 = none
   // The body limit of every request but an authenticated webhook's (webhook.max_body_bytes).
-  size_t max_body_bytes = 64 * 1024;
+  size_t max_body_bytes = size_t{64} * 1024;
   // Deadlines, connection limits and handler threads (docs/http-api.md, "Limits").
   GateLimits limits;
 };
