@@ -1,6 +1,7 @@
 #include "reconciler/core/metrics.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -47,13 +48,11 @@ bool IsLabelName(std::string_view name) {
 }
 
 bool LabelsValid(const MetricLabels& labels, bool histogram) {
-  for (const auto& [name, value] : labels) {
-    if (!IsLabelName(name)) return false;
-    // Prometheus reserves the double-underscore prefix; `le` belongs to the bucket lines.
-    if (name.starts_with("__")) return false;
-    if (histogram && name == "le") return false;
-  }
-  return true;
+  // Prometheus reserves the double-underscore prefix; `le` belongs to the bucket lines.
+  return std::ranges::all_of(labels, [histogram](const auto& label) {
+    const std::string& name = label.first;
+    return IsLabelName(name) && !name.starts_with("__") && !(histogram && name == "le");
+  });
 }
 
 // Go's strconv.ParseFloat (what Prometheus uses) reads every output of this: the shortest
@@ -61,9 +60,9 @@ bool LabelsValid(const MetricLabels& labels, bool histogram) {
 std::string FormatNumber(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, res.ptr);
+  std::array<char, 64> buf{};
+  const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return {buf.data(), res.ptr};
 }
 
 std::string FormatCount(uint64_t v) { return std::to_string(v); }
@@ -148,43 +147,39 @@ auto* FindFamily(Families& families, std::string_view name) {
 }  // namespace
 
 void MetricsRegistry::DeclareCounter(std::string_view name, std::string_view help) {
-  if (!IsMetricName(name)) return;
-  std::lock_guard lock(mu_);
-  if (families_.contains(name)) return;
   auto f = std::make_shared<Family>();
   f->type = FamilyType::kCounter;
   f->help = std::string(help);
-  families_.emplace(std::string(name), std::move(f));
+  DeclareFamily(name, std::move(f));
 }
 
 void MetricsRegistry::DeclareGauge(std::string_view name, std::string_view help) {
-  if (!IsMetricName(name)) return;
-  std::lock_guard lock(mu_);
-  if (families_.contains(name)) return;
   auto f = std::make_shared<Family>();
   f->type = FamilyType::kGauge;
   f->help = std::string(help);
-  families_.emplace(std::string(name), std::move(f));
+  DeclareFamily(name, std::move(f));
 }
 
 void MetricsRegistry::DeclareHistogram(std::string_view name, std::string_view help,
-                                       std::vector<double> buckets) {
-  if (!IsMetricName(name)) return;
-  // Bounds must be finite and strictly ascending for the cumulative counts to mean anything;
-  // +Inf is always the last bucket.
-  std::vector<double> bounds;
-  for (const double b : buckets) {
-    if (!std::isfinite(b)) continue;
-    if (!bounds.empty() && b <= bounds.back()) continue;
-    bounds.push_back(b);
-  }
-  std::lock_guard lock(mu_);
-  if (families_.contains(name)) return;
+                                       const std::vector<double>& buckets) {
   auto f = std::make_shared<Family>();
   f->type = FamilyType::kHistogram;
   f->help = std::string(help);
-  f->buckets = std::move(bounds);
-  families_.emplace(std::string(name), std::move(f));
+  // Bounds must be finite and strictly ascending for the cumulative counts to mean anything;
+  // +Inf is always the last bucket.
+  for (const double b : buckets) {
+    if (!std::isfinite(b)) continue;
+    if (!f->buckets.empty() && b <= f->buckets.back()) continue;
+    f->buckets.push_back(b);
+  }
+  DeclareFamily(name, std::move(f));
+}
+
+void MetricsRegistry::DeclareFamily(std::string_view name, std::shared_ptr<Family> family) {
+  if (!IsMetricName(name)) return;
+  std::lock_guard lock(mu_);
+  if (families_.contains(name)) return;
+  families_.emplace(std::string(name), std::move(family));
 }
 
 // Misuse (an undeclared family, a wrong type, bad label names) records nothing: metrics must

@@ -21,7 +21,8 @@ class MetricsRegistry {
   void DeclareCounter(std::string_view name, std::string_view help);
   void DeclareGauge(std::string_view name, std::string_view help);
   // `buckets`: upper bounds in ascending order; +Inf is implied.
-  void DeclareHistogram(std::string_view name, std::string_view help, std::vector<double> buckets);
+  void DeclareHistogram(std::string_view name, std::string_view help,
+                        const std::vector<double>& buckets);
 
   // REQUIRES: the family was declared with the matching type.
   void Add(std::string_view counter, double delta = 1, const MetricLabels& labels = {});
@@ -42,6 +43,9 @@ class MetricsRegistry {
 
  private:
   struct Family;
+  // Adds `family` under `name` unless the name is invalid or already declared.
+  void DeclareFamily(std::string_view name, std::shared_ptr<Family> family);
+
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Family>, std::less<>> families_;
 };
