@@ -19,7 +19,7 @@ namespace {
 struct RenderOptions : LocalRepoOptions {
   std::string file;
   std::string format = "yaml";
-  std::string instance = "ray-gitops";
+  std::string instance = std::string(core::kDefaultInstance);
   int attempt = 0;
 };
 

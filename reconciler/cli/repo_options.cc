@@ -49,7 +49,7 @@ bool IsValidInstanceName(std::string_view name) {
 
 std::string DefaultStatusBranch(std::string_view instance) {
   std::string branch(adapters::kDefaultStatusBranch);
-  if (instance != kDefaultInstance) branch += "-" + std::string(instance);
+  if (instance != core::kDefaultInstance) branch += "-" + std::string(instance);
   return branch;
 }
 

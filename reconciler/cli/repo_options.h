@@ -15,6 +15,7 @@
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/core/ownership.h"
 #include "reconciler/core/result.h"
 #include "reconciler/engine/reconcile_pass.h"
 #include "reconciler/ports/artifact_sink.h"
@@ -28,8 +29,6 @@ class Option;
 }  // namespace CLI
 
 namespace rg::cli {
-
-inline constexpr std::string_view kDefaultInstance = "ray-gitops";
 
 // The status branch of `instance` when --status-branch is not given (DESIGN.md 4): the default
 // instance keeps ray-gitops/status, any other writes ray-gitops/status-<instance>, so instances
@@ -49,9 +48,9 @@ struct RepoOptions {
   std::string git_token_file;  // --git-token-file
   std::string git_ssh_key;     // --git-ssh-key
   std::string status_branch = "ray-gitops/status";  // --status-branch, else DefaultStatusBranch
-  std::string instance = std::string(kDefaultInstance);  // --instance
-  std::string cluster_file = "cluster.yaml";             // --cluster-file
-  std::string jobs_dir = "jobs";                         // --jobs-dir
+  std::string instance = std::string(core::kDefaultInstance);  // --instance
+  std::string cluster_file = "cluster.yaml";                   // --cluster-file
+  std::string jobs_dir = "jobs";                               // --jobs-dir
   std::string artifacts_root;  // --artifacts-root (default: cluster.yaml's shared_root)
   bool no_artifacts = false;   // --no-artifacts
   // --previous-repo (repeatable): URLs this repository was reached at before it moved; runs

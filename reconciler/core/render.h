@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "reconciler/core/ownership.h"
 #include "reconciler/core/result.h"
 #include "reconciler/core/spec_model.h"
 #include "reconciler/core/value.h"
@@ -20,7 +21,7 @@ inline constexpr std::string_view kMetaCommit = "gitops.commit";
 inline constexpr std::string_view kMetaRepo = "gitops.repo";
 
 struct RenderContext {
-  std::string instance = "ray-gitops";  // --instance
+  std::string instance = std::string(kDefaultInstance);  // --instance
   int attempt = 0;
   std::string commit;    // the commit the spec was read from; left out of metadata when empty
   std::string repo_url;  // credentials are stripped before it is recorded; left out when empty

@@ -6,8 +6,6 @@ std::string_view ErrorKindName(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kTransient:
       return "transient";
-    case ErrorKind::kWaiting:
-      return "waiting";
     case ErrorKind::kInvalidInput:
       return "invalid";
     case ErrorKind::kConflict:

@@ -11,7 +11,6 @@ namespace rg::core {
 
 enum class ErrorKind {
   kTransient,     // retry with backoff: network down, 5xx, timeouts
-  kWaiting,       // not an error yet: check again later
   kInvalidInput,  // bad spec or request: report, freeze, no retry until the input changes
   kConflict,      // the world disagrees with us (duplicate id with another spec, push race)
   kNotFound,      // the thing asked for does not exist
@@ -26,7 +25,6 @@ class Error {
   Error(ErrorKind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
 
   static Error Transient(std::string m) { return {ErrorKind::kTransient, std::move(m)}; }
-  static Error Waiting(std::string m) { return {ErrorKind::kWaiting, std::move(m)}; }
   static Error InvalidInput(std::string m) { return {ErrorKind::kInvalidInput, std::move(m)}; }
   static Error Conflict(std::string m) { return {ErrorKind::kConflict, std::move(m)}; }
   static Error NotFound(std::string m) { return {ErrorKind::kNotFound, std::move(m)}; }

@@ -13,11 +13,6 @@
 
 namespace rg::engine {
 
-int PassResult::FailedActions() const {
-  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(),
-                                        [](const ActionOutcome& o) { return !o.ok; }));
-}
-
 namespace {
 
 void AddError(PassResult& result, core::Error error) {

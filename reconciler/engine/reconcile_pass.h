@@ -104,8 +104,6 @@ struct PassResult {
   // The secrets this pass redacted (the process's and the desired state's), for callers
   // that print or log more of their own.
   core::Redactor redactor;
-
-  int FailedActions() const;
 };
 
 PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& options);
