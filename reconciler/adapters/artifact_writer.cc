@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -21,12 +23,10 @@ namespace fs = std::filesystem;
 
 bool IsSafePathComponent(std::string_view id) {
   if (id.empty() || id == "." || id == "..") return false;
-  for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
+  return std::ranges::all_of(id, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
 }
 
 std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
@@ -78,9 +78,9 @@ std::string FormatRfc3339Utc(std::chrono::system_clock::time_point t) {
   const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
-  char buffer[32];
-  const size_t n = std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return std::string(buffer, n);
+  std::array<char, 32> buffer{};
+  const size_t n = std::strftime(buffer.data(), buffer.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return {buffer.data(), n};
 }
 
 core::Status WriteFileAtomically(const fs::path& path, std::string_view content) {
@@ -117,7 +117,8 @@ core::Redactor RedactorOf(const std::vector<std::string>& secrets) {
 }
 }  // namespace
 
-ArtifactWriter::ArtifactWriter(fs::path root, std::vector<std::string> secrets, NowFunction now)
+ArtifactWriter::ArtifactWriter(fs::path root, const std::vector<std::string>& secrets,
+                               NowFunction now)
     : ArtifactWriter(std::move(root), RedactorOf(secrets), std::move(now)) {}
 
 ArtifactWriter::ArtifactWriter(fs::path root, core::Redactor redactor, NowFunction now)
@@ -127,7 +128,7 @@ fs::path ArtifactWriter::JobDir(std::string_view submission_id) const {
   return root_ / "jobs" / std::string(submission_id);
 }
 
-std::string ArtifactWriter::Scrub(std::string text) const { return redactor_.Apply(text); }
+std::string ArtifactWriter::Scrub(const std::string& text) const { return redactor_.Apply(text); }
 
 core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& record) {
   if (!IsSafePathComponent(record.submission_id)) {
@@ -137,20 +138,21 @@ core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& reco
   const fs::path dir = JobDir(record.submission_id);
 
   // On adoption the run already exists: the files describing its creation stay as they are.
-  auto write_unless_adopted = [&](const fs::path& path, std::string content) -> core::Status {
+  auto write_unless_adopted = [&](const fs::path& path,
+                                  const std::string& content) -> core::Status {
     std::error_code ec;
     if (record.adopted && fs::exists(path, ec)) return core::OkStatus();
-    return WriteFileAtomically(path, Scrub(std::move(content)));
+    return WriteFileAtomically(path, Scrub(content));
   };
 
   const std::string payload =
       WithTrailingNewline(core::ToPrettyJson(core::RedactSecrets(record.submit_payload)));
-  const std::pair<fs::path, std::string> kept_on_adoption[] = {
+  const std::array<std::pair<fs::path, std::string>, 4> kept_on_adoption = {{
       {dir / "config" / "ray_config.yaml", record.ray_config_text},
       {dir / "config" / "jobspec.yaml", record.jobspec_text},
       {dir / "config" / "submit_payload.json", payload},
       {dir / "debug" / "ray_status_pre.txt", WithTrailingNewline(record.cluster_status_pre)},
-  };
+  }};
   for (const auto& [path, content] : kept_on_adoption) {
     if (core::Status s = write_unless_adopted(path, content); !s.ok()) return s;
   }
@@ -173,7 +175,7 @@ core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& reco
   std::string log;
   if (ReadFile(log_path, &log) && !log.empty()) log = WithTrailingNewline(std::move(log)) + "\n";
   log += entry;
-  return WriteFileAtomically(log_path, Scrub(std::move(log)));
+  return WriteFileAtomically(log_path, Scrub(log));
 }
 
 }  // namespace rg::adapters

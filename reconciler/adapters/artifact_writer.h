@@ -29,7 +29,7 @@ class ArtifactWriter : public ports::ArtifactSink {
 
   // `root` stands for shared_root. Every occurrence of a string in `secrets` (e.g. the Ray
   // token) is replaced by "<redacted>" in every file, whatever field it hides in.
-  explicit ArtifactWriter(std::filesystem::path root, std::vector<std::string> secrets = {},
+  explicit ArtifactWriter(std::filesystem::path root, const std::vector<std::string>& secrets = {},
                           NowFunction now = std::chrono::system_clock::now);
   // The same with the process's one redaction step (DESIGN.md 4): every value `redactor`
   // knows is replaced in every file.
@@ -42,7 +42,7 @@ class ArtifactWriter : public ports::ArtifactSink {
   std::filesystem::path JobDir(std::string_view submission_id) const;
 
  private:
-  std::string Scrub(std::string text) const;
+  std::string Scrub(const std::string& text) const;
 
   std::filesystem::path root_;
   core::Redactor redactor_;

@@ -1,5 +1,6 @@
 #include "reconciler/adapters/git_common.h"
 
+#include <array>
 #include <cstdlib>
 
 #include "reconciler/adapters/git_transport.h"
@@ -56,9 +57,9 @@ core::Error LastError(int code, std::string_view what) {
 }
 
 std::string OidHex(const git_oid& oid) {
-  char buf[GIT_OID_HEXSZ + 1];
-  git_oid_tostr(buf, sizeof(buf), &oid);
-  return buf;
+  std::array<char, GIT_OID_HEXSZ + 1> buf{};
+  git_oid_tostr(buf.data(), buf.size(), &oid);
+  return buf.data();
 }
 
 std::optional<git_oid> ParseOid(std::string_view hex) {

@@ -283,7 +283,8 @@ ports::CommitRelation GitDesiredStateSource::Relate(const std::string& commit,
                                                     const std::string& pass_commit) {
   if (commit == pass_commit) return ports::CommitRelation::kAncestorOrSame;
   git_repository* repo = workspace_->repository();
-  git_oid run{}, pass{};
+  git_oid run{};
+  git_oid pass{};
   if (commit.size() != GIT_OID_HEXSZ || git_oid_fromstrn(&run, commit.data(), commit.size()) != 0 ||
       git_oid_fromstrn(&pass, pass_commit.data(), pass_commit.size()) != 0) {
     return ports::CommitRelation::kUnknown;

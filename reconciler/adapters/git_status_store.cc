@@ -1,5 +1,6 @@
 #include "reconciler/adapters/git_status_store.h"
 
+#include <array>
 #include <deque>
 #include <optional>
 #include <utility>
@@ -54,8 +55,9 @@ core::Result<git::Tree> EmptyTree(git_repository* repo) {
   git_treebuilder_free(builder);
   if (rc != 0) return git::LastError(rc, "cannot write a tree");
   git_tree* raw = nullptr;
-  if ((rc = git_tree_lookup(&raw, repo, &oid)) != 0)
+  if ((rc = git_tree_lookup(&raw, repo, &oid)) != 0) {
     return git::LastError(rc, "cannot read a tree");
+  }
   return git::Tree(raw);
 }
 
@@ -159,6 +161,7 @@ std::string OwnerText(const core::StatusRecord& record) {
 // finished runs for its own: an error that names both clusters and the fix. kFatal, not
 // kConflict: a pass that meets it has failed (the daemon turns unready) and only a person can
 // change that.
+// NOLINTNEXTLINE(performance-unnecessary-value-param): its records are moved out one by one
 core::Result<core::Ledger> LedgerOfScope(core::Ledger records, const ports::LedgerScope& scope,
                                          const std::string& branch) {
   core::Ledger ledger;
@@ -285,11 +288,11 @@ core::Result<std::string> CreateCommit(git_repository* repo, const git_oid& tree
     return git::LastError(rc, "invalid author");
   }
   git::Signature signature(raw_sig);
-  const git_commit* parents[1] = {parent};
+  std::array<const git_commit*, 1> parents = {parent};
   git_oid commit_oid;
   if (int rc =
           git_commit_create(&commit_oid, repo, nullptr, signature.get(), signature.get(), nullptr,
-                            text.c_str(), tree.get(), parent != nullptr ? 1 : 0, parents);
+                            text.c_str(), tree.get(), parent != nullptr ? 1 : 0, parents.data());
       rc != 0) {
     return git::LastError(rc, "cannot create the status commit");
   }
@@ -313,8 +316,9 @@ std::string GitStatusStore::FormatCommitMessage(const ports::StatusCommit& messa
   }
   if (!message.trailers.empty()) {
     out += "\n\n";
-    for (const auto& [key, value] : message.trailers)
+    for (const auto& [key, value] : message.trailers) {
       out += OneLine(key) + ": " + OneLine(value) + "\n";
+    }
     out.pop_back();
   }
   return out + "\n";

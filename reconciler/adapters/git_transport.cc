@@ -45,7 +45,7 @@ struct Connection {
 class Registry {
  public:
   static Registry& Get() {
-    static Registry* const registry = new Registry();
+    static auto* const registry = new Registry();
     return *registry;
   }
 

@@ -1,5 +1,6 @@
 #include "reconciler/adapters/git_workspace.h"
 
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -46,9 +47,13 @@ std::string ReadTrimmedFile(const std::string& path, bool& ok) {
   buffer << in.rdbuf();
   ok = static_cast<bool>(in) || in.eof();
   std::string text = buffer.str();
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) {
+    text.pop_back();
+  }
   size_t start = 0;
-  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start])) != 0) {
+    ++start;
+  }
   return text.substr(start);
 }
 
@@ -225,8 +230,8 @@ void RemoveOldObjects(const fs::path& objects, const std::string& keep) {
   }
   for (const auto& entry : fs::directory_iterator(objects, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() == 2 && std::isxdigit(static_cast<unsigned char>(name[0])) &&
-        std::isxdigit(static_cast<unsigned char>(name[1]))) {
+    if (name.size() == 2 && std::isxdigit(static_cast<unsigned char>(name[0])) != 0 &&
+        std::isxdigit(static_cast<unsigned char>(name[1])) != 0) {
       fs::remove_all(entry.path(), ec);
     }
   }
@@ -293,7 +298,7 @@ std::string GitCacheDirName(std::string_view remote_url) {
   std::string name;
   for (char c : stem) {
     const bool plain =
-        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
     name += plain ? c : '_';
     if (name.size() >= 40) break;
   }
@@ -435,8 +440,8 @@ core::Status GitWorkspace::Fetch() {
   // (not refs/pull/* and the like); their transports negotiate without that lookup.
   const bool local = LocalPath(url_).has_value();
   const std::string spec = local ? "+refs/*:refs/*" : "+refs/heads/*:refs/heads/*";
-  char* specs[] = {const_cast<char*>(spec.c_str())};
-  const git_strarray refspecs{specs, 1};
+  std::array<char*, 1> specs = {const_cast<char*>(spec.c_str())};
+  const git_strarray refspecs{specs.data(), specs.size()};
   const int rc = git_remote_fetch(remote_, &refspecs, &opts, "ray-gitops fetch");
   if (rc != 0) {
     core::Error e = git::LastError(rc, "cannot fetch " + url_);
@@ -472,8 +477,8 @@ core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::
   opts.callbacks.push_update_reference = RecordPushStatus;
   opts.callbacks.payload = &state;
   const std::string spec = std::string(kOutgoingRef) + ":refs/heads/" + branch;
-  char* specs[] = {const_cast<char*>(spec.c_str())};
-  const git_strarray refspecs{specs, 1};
+  std::array<char*, 1> specs = {const_cast<char*>(spec.c_str())};
+  const git_strarray refspecs{specs.data(), specs.size()};
   rc = git_remote_push(remote_, &refspecs, &opts);
   if (rc != 0) {
     core::Error e = git::LastError(rc, "cannot push " + branch + " to " + url_);

@@ -1,5 +1,6 @@
 #include "reconciler/adapters/ray_client_options.h"
 
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -118,12 +119,12 @@ core::Result<RayClientOptions> ResolveRayClientOptions(const RayClientFlags& fla
     std::string value;
     std::string source;
   };
-  const Candidate candidates[] = {
+  const std::array<Candidate, 4> candidates = {{
       {Trim(flags.address), "--ray-address"},
       {Env("RAY_API_SERVER_ADDRESS"), "RAY_API_SERVER_ADDRESS"},
       {Env("RAY_ADDRESS"), "RAY_ADDRESS"},
       {Trim(flags.fallback_address), "the cluster file's address"},
-  };
+  }};
   for (const Candidate& c : candidates) {
     if (c.value.empty()) continue;
     auto normalized = NormalizeAddress(c.value, c.source);

@@ -20,7 +20,7 @@ using nlohmann::json;
 using ray_http::ClassifyHttpError;
 using ray_http::EncodePathSegment;
 
-constexpr char kJsonType[] = "application/json";
+constexpr const char* kJsonType = "application/json";
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -39,7 +39,7 @@ struct Exchange {
 class CallRegistry {
  public:
   static CallRegistry& Get() {
-    static CallRegistry* const registry = new CallRegistry();
+    static auto* const registry = new CallRegistry();
     return *registry;
   }
 
@@ -172,7 +172,7 @@ class RayHttpJobServer::Impl {
     core::Value gated = ray_http::GateSubmitBody(body, *ray_version_);
     std::string payload = core::ToCanonicalJson(gated);
     std::string submission_id;
-    if (const core::Value* sid = gated.Find("submission_id"); sid && sid->is_string()) {
+    if (const core::Value* sid = gated.Find("submission_id"); sid != nullptr && sid->is_string()) {
       submission_id = sid->as_string();
     }
 

@@ -1,6 +1,7 @@
 #include "reconciler/adapters/ray_http_rules.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -199,7 +200,7 @@ core::Result<core::RayVersion> ParseVersion(std::string_view text) {
 }
 
 std::optional<VersionTriple> ParseVersionTriple(std::string_view text) {
-  int parts[3] = {0, 0, 0};
+  std::array<int, 3> parts = {0, 0, 0};
   const char* p = text.data();
   const char* end = text.data() + text.size();
   for (int i = 0; i < 3; ++i) {
@@ -247,7 +248,7 @@ std::chrono::milliseconds BackoffDelay(int retry, std::chrono::milliseconds init
 }
 
 std::string EncodePathSegment(std::string_view segment) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  constexpr std::string_view kHex = "0123456789ABCDEF";
   std::string out;
   // "." and ".." would be read as path navigation, not as an id.
   if (segment.find_first_not_of('.') == std::string_view::npos) {

@@ -34,21 +34,24 @@ core::Error ClassifyHttpError(std::string_view method, std::string_view path, in
 // True for the text Ray answers a duplicate submission id with.
 bool IsDuplicateSubmissionBody(std::string_view body);
 
-// Reads one job-details object (every key may be null or missing). kFatal if `json` is not a
+// Reads one job-details object (every key may be null or missing). kFatal if `text` is not a
 // JSON object or a present key has the wrong type.
-core::Result<core::RayJob> ParseJobDetails(std::string_view json);
+core::Result<core::RayJob> ParseJobDetails(std::string_view text);
 // Reads the JSON array GET /api/jobs/ answers.
-core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view json);
-core::Result<core::RayVersion> ParseVersion(std::string_view json);
+core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text);
+core::Result<core::RayVersion> ParseVersion(std::string_view text);
 
 // "2.60.0" -> {2, 60, 0}; missing parts are 0; nullopt when it does not start with a number.
 struct VersionTriple {
   int major = 0;
   int minor = 0;
   int patch = 0;
+  // clang-tidy 14 reads the 0 in the defaulted comparison's synthesized code as a null
+  // pointer constant.
+  // NOLINTNEXTLINE(modernize-use-nullptr)
   friend auto operator<=>(const VersionTriple&, const VersionTriple&) = default;
 };
-std::optional<VersionTriple> ParseVersionTriple(std::string_view ray_version);
+std::optional<VersionTriple> ParseVersionTriple(std::string_view text);
 
 // The first Ray versions that accept each optional submit field. The first three are the
 // SDK's own gates. entrypoint_label_selector is Ray 2.54.0's JobSubmitRequest (2.53.0 has no

@@ -42,9 +42,10 @@ int RunHistory(const GlobalOptions& global, const HistoryFlags& flags) {
   for (const ports::StatusHistoryEntry& e : *history) {
     const core::StatusRecord* rec = e.record ? &*e.record : nullptr;
     rows.push_back({core::FormatRfc3339Millis(e.time_ms), e.commit.substr(0, 10),
-                    rec ? std::string(core::PhaseName(rec->phase)) : "deleted",
-                    rec && !rec->submission_id.empty() ? rec->submission_id : "-",
-                    rec ? std::string(core::RayJobStatusName(rec->status)) : "-", e.subject});
+                    rec != nullptr ? std::string(core::PhaseName(rec->phase)) : "deleted",
+                    rec != nullptr && !rec->submission_id.empty() ? rec->submission_id : "-",
+                    rec != nullptr ? std::string(core::RayJobStatusName(rec->status)) : "-",
+                    e.subject});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {

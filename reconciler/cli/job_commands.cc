@@ -50,8 +50,9 @@ core::Result<std::string> ReadTextFile(const std::string& path, std::string_view
   if (!in) return core::Error::InvalidInput(std::string(flag) + ": cannot read '" + path + "'");
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad())
+  if (in.bad()) {
     return core::Error::InvalidInput(std::string(flag) + ": cannot read '" + path + "'");
+  }
   return text.str();
 }
 
@@ -59,7 +60,7 @@ core::Result<std::string> ReadTextFile(const std::string& path, std::string_view
 // `--jobspec ~/repo/jobs/ppo/x.yaml` gets the same name and spec-path as the daemon would
 // give it; a file outside any jobs/ folder is treated as jobs/<file name>.
 std::string RepoRelativeSpecPath(const std::string& given) {
-  const std::string path = fs::path(given).lexically_normal().generic_string();
+  std::string path = fs::path(given).lexically_normal().generic_string();
   if (path.rfind("jobs/", 0) == 0) return path;
   if (size_t at = path.rfind("/jobs/"); at != std::string::npos) return path.substr(at + 1);
   return "jobs/" + fs::path(path).filename().string();

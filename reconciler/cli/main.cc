@@ -1,8 +1,12 @@
 #include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
 
 #include "reconciler/cli/global_options.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"ray-gitops: a declarative GitOps reconciler for Ray jobs"};
   app.require_subcommand(1);
   // Global flags may also follow the subcommand: `ray-gitops list --ray-address URL`.
@@ -41,4 +45,17 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   return exit_code;
+}
+
+}  // namespace
+
+// What a library throws is caught in the adapter that calls it; anything still escaping is a
+// bug, reported as one error line rather than std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -252,9 +252,9 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   run.ray_address = core::StripUrlCredentials(ray_options.address);
 
   auto make_server = [ray_options, decorate]() -> std::unique_ptr<ports::JobServer> {
-    std::unique_ptr<ports::JobServer> server =
-        std::make_unique<adapters::RayHttpJobServer>(ray_options);
-    return decorate ? decorate(std::move(server)) : std::move(server);
+    auto server = std::make_unique<adapters::RayHttpJobServer>(ray_options);
+    if (!decorate) return server;
+    return decorate(std::move(server));
   };
   std::unique_ptr<ports::JobServer> server = make_server();
   LoadedSnapshotSource source(run.snapshot, repo_source);

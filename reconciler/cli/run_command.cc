@@ -6,12 +6,12 @@
 
 #include <malloc.h>
 #include <pthread.h>
-#include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
@@ -112,7 +112,7 @@ void LogPassReport(const engine::PassReport& report) {
 engine::PassResult FailedBeforePass(const core::Error& error) {
   engine::PassResult r;
   ++r.errors_by_kind[error.kind()];
-  r.errors.push_back(core::Error(error.kind(), RedactForOutput(error.message())));
+  r.errors.emplace_back(error.kind(), RedactForOutput(error.message()));
   r.exit_status = engine::kExitError;
   return r;
 }
@@ -371,7 +371,7 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
 
   http.branch = branch;
   server::HttpServer http_server(
-      http, metrics, [&loop](std::string trigger_source) { loop.Trigger(trigger_source); },
+      http, metrics, [&loop](const std::string& trigger_source) { loop.Trigger(trigger_source); },
       [&loop]() { return loop.Snapshot(); });
   if (core::Status started = http_server.Start(); !started.ok()) {
     LogEvent("error", "cannot serve on " + flags.listen + ": " + started.error().ToString());

@@ -41,11 +41,6 @@ Phase PhaseForRayStatus(RayJobStatus status) {
 
 namespace {
 
-std::string MetaOr(const RayJob& job, std::string_view key, std::string fallback = "") {
-  auto it = job.metadata.find(key);
-  return it == job.metadata.end() ? fallback : it->second;
-}
-
 std::optional<int> ParseInt(std::string_view s) {
   int v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -56,7 +51,7 @@ std::optional<int> ParseInt(std::string_view s) {
 // The attempt number of a job of ours: its gitops.attempt label, else the "-r<k>" suffix of its
 // id after `base`, else 0.
 int AttemptOf(const RayJob& job, std::string_view base) {
-  if (auto a = ParseInt(MetaOr(job, kMetaAttempt))) return *a;
+  if (auto a = ParseInt(job.Label(kMetaAttempt))) return *a;
   std::string_view id = job.submission_id;
   if (id.size() > base.size() + 2 && id.substr(0, base.size()) == base &&
       id.substr(base.size(), 2) == "-r") {
@@ -64,8 +59,6 @@ int AttemptOf(const RayJob& job, std::string_view base) {
   }
   return 0;
 }
-
-bool IsActive(RayJobStatus s) { return s == RayJobStatus::kPending || s == RayJobStatus::kRunning; }
 
 // The latest of a set of jobs: greatest start time, then id, so the choice is stable.
 const RayJob* Latest(const std::vector<const RayJob*>& jobs) {
@@ -94,7 +87,7 @@ class Planner {
           ++plan_.adopted_previous[policy.owner.previous.at(RepoIdentity(job.Label(kMetaRepo)))];
           [[fallthrough]];
         case JobOwnership::kOurs:
-          by_name_[MetaOr(job, kMetaName)].push_back(&job);
+          by_name_[job.Label(kMetaName)].push_back(&job);
           break;
         case JobOwnership::kForeign:
           plan_.foreign.push_back(job);
@@ -145,8 +138,8 @@ class Planner {
       const std::string path = rec != ledger_.end() ? rec->second.spec_path : "";
       if (auto it = by_name_.find(name); it != by_name_.end()) {
         for (const RayJob* job : it->second) {
-          removed_by_hash_.try_emplace(MetaOr(*job, kMetaSpecHash), name,
-                                       path.empty() ? MetaOr(*job, kMetaSpecPath) : path);
+          removed_by_hash_.try_emplace(job->Label(kMetaSpecHash), name,
+                                       path.empty() ? job->Label(kMetaSpecPath) : path);
         }
       }
       if (rec == ledger_.end()) continue;
@@ -165,7 +158,7 @@ class Planner {
         jp.observed = *latest;
         jp.submission_id = latest->submission_id;
         jp.attempt = AttemptOf(*latest, "");
-        if (jp.spec_path.empty()) jp.spec_path = MetaOr(*latest, kMetaSpecPath);
+        if (jp.spec_path.empty()) jp.spec_path = latest->Label(kMetaSpecPath);
       }
     } else if (auto rec = ledger_.find(name); rec != ledger_.end()) {
       jp.submission_id = rec->second.submission_id;
@@ -261,11 +254,12 @@ class Planner {
       *why = "submission id " + id + " is taken by a job not managed by " + policy_.owner.instance;
       return false;
     }
-    if (!spec.IsCurrentHash(MetaOr(job, kMetaSpecHash))) {
+    if (!spec.IsCurrentHash(job.Label(kMetaSpecHash))) {
       *why = "submission id " + id + " is taken by a run of different content (spec hash " +
-             MetaOr(job, kMetaSpecHash, "?") + ", now " + spec.spec_hash + ")";
-      if (spec.submission_id)
+             job.Label(kMetaSpecHash, "?") + ", now " + spec.spec_hash + ")";
+      if (spec.submission_id) {
         *why += "; a pinned submission_id needs a new value when the spec changes";
+      }
       return false;
     }
     return true;
@@ -289,7 +283,7 @@ class Planner {
     VersionAttempts at;
     if (auto it = by_name_.find(spec.name); it != by_name_.end()) {
       for (const RayJob* job : it->second) {
-        if (spec.IsCurrentHash(MetaOr(*job, kMetaSpecHash))) {
+        if (spec.IsCurrentHash(job->Label(kMetaSpecHash))) {
           at.in_ray[AttemptOf(*job, base)] = job;
         } else {
           at.older_versions.push_back(job);
@@ -356,7 +350,7 @@ class Planner {
     for (const RayJob* old : at.older_versions) {
       if (!IsActive(old->status)) continue;
       AddStop(*old, spec.name, AttemptOf(*old, ""), kStopForReplacement,
-              "spec changed (" + MetaOr(*old, kMetaSpecHash, "?") + " -> " + spec.spec_hash +
+              "spec changed (" + old->Label(kMetaSpecHash, "?") + " -> " + spec.spec_hash +
                   "): stopping the old run");
     }
 
@@ -391,8 +385,11 @@ class Planner {
     Submit(spec, 0, jp.message, jp);
   }
 
+  // REQUIRES: job or remembered: attempt `latest` is in Ray or in the ledger (it is the
+  // latest of the two).
   void PlanLatestAttempt(const JobSpec& spec, int latest, const RayJob* job,
                          const AttemptRecord* remembered, JobPlan& jp) {
+    if (job == nullptr && remembered == nullptr) return;
     jp.submission_id = job != nullptr ? job->submission_id : remembered->submission_id;
     jp.attempt = latest;
     if (job != nullptr) jp.observed = *job;
@@ -528,7 +525,7 @@ class Planner {
     std::vector<const RayJob*> active;
     if (auto it = by_name_.find(name); it != by_name_.end()) {
       for (const RayJob* job : it->second) {
-        if (jp.spec_path.empty()) jp.spec_path = MetaOr(*job, kMetaSpecPath);
+        if (jp.spec_path.empty()) jp.spec_path = job->Label(kMetaSpecPath);
         if (IsActive(job->status)) active.push_back(job);
       }
       if (const RayJob* latest = Latest(it->second)) {
@@ -539,7 +536,7 @@ class Planner {
     }
     // A run whose spec file is now unreadable is frozen, whatever its name was.
     for (const RayJob* job : active) {
-      if (frozen_paths_.contains(MetaOr(*job, kMetaSpecPath))) {
+      if (frozen_paths_.contains(job->Label(kMetaSpecPath))) {
         jp.phase = Phase::kInvalid;
         jp.message = "its spec file is invalid; frozen";
         plan_.jobs.push_back(std::move(jp));

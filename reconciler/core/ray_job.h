@@ -17,6 +17,9 @@ RayJobStatus ParseRayJobStatus(std::string_view s);  // unknown strings -> kUnkn
 inline bool IsTerminal(RayJobStatus s) {
   return s == RayJobStatus::kStopped || s == RayJobStatus::kSucceeded || s == RayJobStatus::kFailed;
 }
+inline bool IsActive(RayJobStatus s) {
+  return s == RayJobStatus::kPending || s == RayJobStatus::kRunning;
+}
 
 struct RayJob {
   std::string type;                   // "SUBMISSION" or "DRIVER"
@@ -32,10 +35,10 @@ struct RayJob {
   std::optional<int64_t> driver_exit_code;
   std::optional<std::string> driver_node_id;
 
-  // The metadata value under `key`, or "" when the job has none.
-  std::string Label(std::string_view key) const {
+  // The metadata value under `key`, or `fallback` when the job has none.
+  std::string Label(std::string_view key, std::string_view fallback = {}) const {
     auto it = metadata.find(key);
-    return it == metadata.end() ? std::string() : it->second;
+    return it == metadata.end() ? std::string(fallback) : it->second;
   }
 };
 

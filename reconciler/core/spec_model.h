@@ -3,6 +3,7 @@
 // DESIGN.md 1.1 and 1.2. Values are kept as written: `${shared_root}` is substituted
 // when a spec is rendered, so that the spec hash never depends on cluster.yaml.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -89,10 +90,8 @@ struct JobSpec {
   bool IsCurrentHash(std::string_view hash) const {
     if (hash.empty()) return false;
     if (hash == spec_hash) return true;
-    for (const std::string& legacy : legacy_spec_hashes) {
-      if (hash == legacy) return true;
-    }
-    return false;
+    return std::ranges::any_of(legacy_spec_hashes,
+                               [hash](const std::string& legacy) { return hash == legacy; });
   }
   std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
 };

@@ -24,6 +24,7 @@ constexpr std::array<std::pair<Phase, std::string_view>, 12> kPhaseNames{{
     {Phase::kRemoved, "Removed"},
     {Phase::kStopping, "Stopping"},
 }};
+static_assert(kPhaseNames.size() == kAllPhases.size(), "a phase without a name");
 
 // How far a run has got in Ray: statuses only ever move up this order.
 int Progress(RayJobStatus s) {
@@ -141,13 +142,13 @@ std::string FormatRfc3339Millis(int64_t epoch_ms) {
   const auto day = floor<days>(tp);
   const year_month_day ymd{day};
   const hh_mm_ss hms{tp - day};
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
+  std::array<char, 40> buf{};
+  std::snprintf(buf.data(), buf.size(), "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
                 static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
                 static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
                 static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()),
                 static_cast<int>(hms.subseconds().count()));
-  return buf;
+  return buf.data();
 }
 
 std::optional<int64_t> ParseRfc3339Millis(std::string_view text) {
@@ -163,8 +164,12 @@ std::optional<int64_t> ParseRfc3339Millis(std::string_view text) {
       text[16] != ':') {
     return std::nullopt;
   }
-  auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
-       s = num(17, 2);
+  const auto y = num(0, 4);
+  const auto mo = num(5, 2);
+  const auto d = num(8, 2);
+  const auto h = num(11, 2);
+  const auto mi = num(14, 2);
+  const auto s = num(17, 2);
   if (!y || !mo || !d || !h || !mi || !s) return std::nullopt;
   int ms = 0;
   size_t pos = 19;

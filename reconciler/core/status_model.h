@@ -3,6 +3,7 @@
 // read back, are the ledger: the durable memory of which attempts existed and how they ended,
 // which survives a Ray head restart.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,6 +31,13 @@ enum class Phase {
   kStopping,   // a stop was sent and Ray still reports the run active (DESIGN.md 3.1)
 };
 
+// Every phase, in the order above: the order of the page's counts and of rg_jobs's series.
+inline constexpr std::array<Phase, 12> kAllPhases = {
+    Phase::kPending, Phase::kRunning,   Phase::kSucceeded, Phase::kFailed,
+    Phase::kStopped, Phase::kSuspended, Phase::kLost,      Phase::kInvalid,
+    Phase::kBlocked, Phase::kConflict,  Phase::kRemoved,   Phase::kStopping,
+};
+
 std::string_view PhaseName(Phase p);
 std::optional<Phase> ParsePhase(std::string_view s);
 
@@ -40,7 +48,7 @@ inline constexpr std::string_view kStopForReplacement = "replaced";
 
 // A stop that Ray acknowledged but has not carried out (a job PENDING for resources the
 // cluster lacks stays PENDING) is sent once more after this long.
-inline constexpr int64_t kStopResendAfterMs = 10 * 60 * 1000;
+inline constexpr int64_t kStopResendAfterMs = int64_t{10} * 60 * 1000;
 
 struct AttemptRecord {
   int attempt = 0;

@@ -97,7 +97,7 @@ std::vector<ActionOutcome> Started(std::vector<ActionOutcome> outcomes,
   std::vector<ActionOutcome> out;
   out.reserve(outcomes.size());
   for (size_t i = 0; i < outcomes.size(); ++i) {
-    if (started[i]) out.push_back(std::move(outcomes[i]));
+    if (started[i] != 0) out.push_back(std::move(outcomes[i]));
   }
   return out;
 }

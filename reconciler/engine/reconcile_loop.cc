@@ -11,12 +11,6 @@
 namespace rg::engine {
 namespace {
 
-constexpr std::array<core::Phase, 12> kAllPhases = {
-    core::Phase::kPending, core::Phase::kRunning,   core::Phase::kSucceeded, core::Phase::kFailed,
-    core::Phase::kStopped, core::Phase::kSuspended, core::Phase::kLost,      core::Phase::kInvalid,
-    core::Phase::kBlocked, core::Phase::kConflict,  core::Phase::kRemoved,   core::Phase::kStopping,
-};
-
 // Every kind of engine/warning.h: rg_warnings has a series for each, 0 when none, so an alert
 // can rely on the series existing.
 constexpr std::array<std::string_view, 4> kWarningKinds = {kWarnInvalidCluster, kWarnInvalidSpec,
@@ -117,7 +111,7 @@ int64_t ReconcileLoop::BaseBackoffMs(const LoopOptions& options, int failures) {
 }
 
 int64_t ReconcileLoop::JitteredBackoffMs(int failures) {
-  const double base = static_cast<double>(BaseBackoffMs(options_, failures));
+  const auto base = static_cast<double>(BaseBackoffMs(options_, failures));
   const double jitter = std::clamp(options_.jitter, 0.0, 1.0);
   std::uniform_real_distribution<double> factor(1.0 - jitter, 1.0 + jitter);
   const auto delay = static_cast<int64_t>(base * factor(random_));
@@ -245,7 +239,7 @@ void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int6
     std::map<core::Phase, int> by_phase;
     for (const core::StatusRecord& r : result.records) ++by_phase[r.phase];
     m.ClearGauge("rg_jobs");
-    for (core::Phase p : kAllPhases) {
+    for (core::Phase p : core::kAllPhases) {
       m.Set("rg_jobs", by_phase[p], {{"phase", std::string(core::PhaseName(p))}});
     }
     m.Set("rg_foreign_jobs", static_cast<double>(result.plan.foreign.size()));
@@ -321,8 +315,9 @@ DaemonSnapshot ReconcileLoop::Snapshot() const {
   DaemonSnapshot s = state_;
   const int64_t now_us = clock_.MonotonicUs();
   s.now_ms = clock_.NowMs();
-  if (!stopping_)
+  if (!stopping_) {
     s.next_pass_ms = s.now_ms + std::max<int64_t>(0, NextDueLocked(now_us) - now_us) / 1000;
+  }
   ReadinessLocked(now_us, s);
   return s;
 }
@@ -349,8 +344,9 @@ void ReconcileLoop::ReadinessLocked(int64_t now_us, DaemonSnapshot& s) const {
                        " passes in a row failed; the last error: " + state_.last_error;
   } else if (!last_success_us_) {
     s.unready_reason = "no pass has succeeded yet";
-    if (!state_.last_error.empty())
+    if (!state_.last_error.empty()) {
       s.unready_reason += "; the last one failed: " + state_.last_error;
+    }
   } else if (now_us - *last_success_us_ > window_us) {
     s.unready_reason = "no pass has succeeded for " + Seconds(now_us - *last_success_us_) +
                        " (the window is " + Seconds(window_us) + ")";

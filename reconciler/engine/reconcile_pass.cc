@@ -21,7 +21,7 @@ void AddError(PassResult& result, core::Error error) {
 }
 
 core::Error Prefixed(const core::Error& e, const std::string& what) {
-  return core::Error(e.kind(), what + ": " + e.message());
+  return {e.kind(), what + ": " + e.message()};
 }
 
 std::string OneLine(std::string text) {
@@ -36,7 +36,7 @@ void SanitizeJobs(std::vector<core::RayJob>& jobs, const core::Redactor& redacto
 }
 
 core::Error Redacted(const core::Error& e, const core::Redactor& redactor) {
-  return core::Error(e.kind(), redactor.Apply(e.message()));
+  return {e.kind(), redactor.Apply(e.message())};
 }
 
 // Everything a pass returns is redacted here, in one place, whatever sink it goes to next

@@ -9,21 +9,12 @@
 namespace rg::engine {
 namespace {
 
-std::string MetaOr(const core::RayJob& job, std::string_view key) {
-  auto it = job.metadata.find(key);
-  return it == job.metadata.end() ? std::string() : it->second;
-}
-
 std::optional<int> AttemptLabel(const core::RayJob& job) {
-  const std::string text = MetaOr(job, core::kMetaAttempt);
+  const std::string text = job.Label(core::kMetaAttempt);
   int v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
   return v;
-}
-
-bool IsActive(core::RayJobStatus s) {
-  return s == core::RayJobStatus::kPending || s == core::RayJobStatus::kRunning;
 }
 
 core::AttemptRecord* FindAttempt(core::StatusRecord& rec, std::string_view id) {
@@ -109,7 +100,7 @@ JobsByName OursByName(const StatusInputs& in) {
   JobsByName out;
   for (const auto& [id, job] : in.ray_jobs) {
     if (!core::IsOurs(core::ClassifyJob(job, in.owner))) continue;
-    out[MetaOr(job, core::kMetaName)].push_back(&job);
+    out[job.Label(core::kMetaName)].push_back(&job);
   }
   return out;
 }
@@ -166,13 +157,13 @@ void MergeRayAttempts(core::StatusRecord& rec, const StatusInputs& in, const Job
       const bool known = FindAttempt(rec, job->submission_id) != nullptr;
       core::AttemptRecord& a =
           FindOrAddAttempt(rec, job->submission_id, AttemptLabel(*job).value_or(0));
-      if (!known) a.spec_hash = MetaOr(*job, core::kMetaSpecHash);
+      if (!known) a.spec_hash = job->Label(core::kMetaSpecHash);
       RefreshAttempt(a, *job);
     }
   }
   if (!in.ray_jobs_complete) return;
   for (auto& a : rec.attempts) {
-    if (IsActive(a.status) && a.phase != core::Phase::kLost &&
+    if (core::IsActive(a.status) && a.phase != core::Phase::kLost &&
         !in.ray_jobs.contains(a.submission_id) && !done.submitted.contains(a.submission_id)) {
       a.phase = core::Phase::kLost;
     }

@@ -8,11 +8,6 @@
 namespace rg::engine {
 namespace {
 
-std::string MetadataOr(const core::RayJob& job, std::string_view key, std::string fallback) {
-  auto it = job.metadata.find(key);
-  return it == job.metadata.end() ? std::move(fallback) : it->second;
-}
-
 // The id the body carries; the renderer always sets it, the fallback keeps this total.
 std::string SubmissionIdOf(const core::Value& body, const core::JobSpec& spec, int attempt) {
   if (const core::Value* id = body.Find("submission_id"); id != nullptr && id->is_string()) {
@@ -125,9 +120,9 @@ core::Result<SubmitAttemptResult> SendAndRecord(
 }  // namespace
 
 std::string OwnerOf(const core::RayJob& job) {
-  std::string instance = MetadataOr(job, core::kMetaManagedBy, "");
+  std::string instance = job.Label(core::kMetaManagedBy);
   if (!instance.empty()) return instance;
-  if (MetadataOr(job, core::kMetaSubmittedBy, "") == core::kSubmittedByCli) {
+  if (job.Label(core::kMetaSubmittedBy) == core::kSubmittedByCli) {
     return std::string(core::kSubmittedByCli);
   }
   return "-";

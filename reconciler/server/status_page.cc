@@ -12,12 +12,6 @@ namespace {
 
 using core::Phase;
 
-constexpr Phase kAllPhases[] = {
-    Phase::kPending, Phase::kRunning,   Phase::kSucceeded, Phase::kFailed,
-    Phase::kStopped, Phase::kSuspended, Phase::kLost,      Phase::kInvalid,
-    Phase::kBlocked, Phase::kConflict,  Phase::kRemoved,   Phase::kStopping,
-};
-
 nlohmann::json TimeOrNull(const std::optional<int64_t>& ms) {
   if (!ms) return nullptr;
   return core::FormatRfc3339Millis(*ms);
@@ -188,7 +182,7 @@ std::string UnreadyNotice(const engine::DaemonSnapshot& s) {
   if (s.consecutive_failures > 0) {
     since += "; " + std::to_string(s.consecutive_failures) + " failed in a row";
   }
-  return "<section class=\"notice unreachable\" id=\"unready\"><h2>Not ready: " +
+  return R"(<section class="notice unreachable" id="unready"><h2>Not ready: )" +
          HtmlEscape(reason) + "</h2><p>" + HtmlEscape(since) +
          ". The jobs below are as last known.</p></section>\n";
 }
@@ -197,8 +191,8 @@ std::string WarningsBox(const engine::DaemonSnapshot& s) {
   if (s.warnings.empty()) return "";
   std::string h = "<section class=\"notice warnings\" id=\"warnings\"><h2>Warnings</h2><ul>\n";
   for (const auto& w : s.warnings) {
-    h += "<li data-kind=\"" + HtmlEscape(w.kind) + "\"><span class=\"kind\">" + HtmlEscape(w.kind) +
-         "</span>: " + HtmlEscape(w.message) + "</li>\n";
+    h += R"(<li data-kind=")" + HtmlEscape(w.kind) + R"("><span class="kind">)" +
+         HtmlEscape(w.kind) + "</span>: " + HtmlEscape(w.message) + "</li>\n";
   }
   return h + "</ul></section>\n";
 }
@@ -289,7 +283,7 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
   h.reserve(8192 + s.jobs.size() * 1024);
   h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   if (refresh_seconds > 0) {
-    h += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(refresh_seconds) + "\">\n";
+    h += R"(<meta http-equiv="refresh" content=")" + std::to_string(refresh_seconds) + "\">\n";
   }
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += "<title>ray-gitops";
@@ -297,13 +291,13 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
   h += "</title>\n<style>";
   h += kStyle;
   h += "</style>\n</head>\n<body>\n<header>\n<h1>ray-gitops";
-  if (!s.instance.empty()) h += " <span class=\"instance\">" + e(s.instance) + "</span>";
+  if (!s.instance.empty()) h += R"( <span class="instance">)" + e(s.instance) + "</span>";
   h += "</h1>\n";
-  h += "<div id=\"state\" class=\"state state-" + e(StateClass(s)) + "\">" + e(DaemonStateText(s)) +
-       "</div>\n";
+  h += R"(<div id="state" class="state state-)" + e(StateClass(s)) + R"(">)" +
+       e(DaemonStateText(s)) + "</div>\n";
   h += "<dl class=\"meta\">\n";
   const auto row = [&](std::string_view label, std::string_view id, const std::string& value) {
-    h += "<dt>" + e(label) + "</dt><dd id=\"" + e(id) + "\">" + e(value) + "</dd>\n";
+    h += "<dt>" + e(label) + R"(</dt><dd id=")" + e(id) + R"(">)" + e(value) + "</dd>\n";
   };
   row("Repository", "repo", s.repo_url);
   row("Branch", "branch", s.branch);
@@ -329,11 +323,12 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
   h += "<ul class=\"counts\" id=\"counts\">\n";
   h += "<li>Jobs<b>" + std::to_string(s.jobs.size()) + "</b></li>\n";
   const auto counts = CountByPhase(s);
-  for (const Phase p : kAllPhases) {
+  for (const Phase p : core::kAllPhases) {
     const auto it = counts.find(p);
     if (it == counts.end()) continue;
-    h += "<li data-phase=\"" + e(core::PhaseName(p)) + "\"><span class=\"dot " + PhaseClass(p) +
-         "\"></span>" + e(core::PhaseName(p)) + "<b>" + std::to_string(it->second) + "</b></li>\n";
+    h += R"(<li data-phase=")" + e(core::PhaseName(p)) + R"("><span class="dot )" + PhaseClass(p) +
+         R"("></span>)" + e(core::PhaseName(p)) + "<b>" + std::to_string(it->second) +
+         "</b></li>\n";
   }
   h += "</ul>\n";
 
@@ -345,16 +340,18 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
          "<th>Ended</th><th>Message</th></tr></thead>\n<tbody>\n";
     for (const auto& job : s.jobs) {
       const std::string phase(core::PhaseName(job.phase));
-      h += "<tr class=\"job\" data-name=\"" + e(job.name) + "\" data-phase=\"" + e(phase) + "\">";
-      h += "<td class=\"name\" title=\"" + e(job.spec_path) + "\">" + e(job.name) + "</td>";
-      h += "<td><span class=\"phase " + PhaseClass(job.phase) + "\">" + e(phase) + "</span></td>";
+      h +=
+          R"(<tr class="job" data-name=")" + e(job.name) + R"(" data-phase=")" + e(phase) + R"(">)";
+      h += R"(<td class="name" title=")" + e(job.spec_path) + R"(">)" + e(job.name) + "</td>";
+      h += R"(<td><span class="phase )" + PhaseClass(job.phase) + R"(">)" + e(phase) +
+           "</span></td>";
       std::string link = DashboardJobLink(s.dashboard_url, job.submission_id);
       if (link.empty()) link = job.dashboard_url;
       const bool web_link = link.starts_with("http://") || link.starts_with("https://");
-      h += "<td class=\"mono nowrap\">";
+      h += R"(<td class="mono nowrap">)";
       if (!job.submission_id.empty() && web_link) {
-        h +=
-            "<a class=\"dashboard-link\" href=\"" + e(link) + "\">" + e(job.submission_id) + "</a>";
+        h += R"(<a class="dashboard-link" href=")" + e(link) + R"(">)" + e(job.submission_id) +
+             "</a>";
       } else {
         h += e(job.submission_id);
       }
@@ -363,7 +360,7 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
       h += "<td>" +
            (job.submission_id.empty() ? std::string() : e(core::RayJobStatusName(job.status))) +
            "</td>";
-      h += "<td class=\"mono\" title=\"" + e(job.spec_commit) + "\">" +
+      h += R"(<td class="mono" title=")" + e(job.spec_commit) + R"(">)" +
            e(ShortCommit(job.spec_commit)) + "</td>";
       h += "<td>" + e(HumanTime(job.start_time_ms)) + "</td>";
       h += "<td>" + e(HumanTime(job.end_time_ms)) + "</td>";
@@ -372,14 +369,14 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
         if (!message.empty()) message += "\n";
         message += err;
       }
-      h += "<td class=\"message\">" + e(message) + "</td>";
+      h += R"(<td class="message">)" + e(message) + "</td>";
       h += "</tr>\n";
     }
     h += "</tbody>\n</table>\n";
   }
   h += "</main>\n<footer>";
   if (s.now_ms > 0) h += "Generated " + e(HumanTime(s.now_ms)) + ". ";
-  h += "JSON at <a href=\"api/v1/status\">/api/v1/status</a>, metrics at "
+  h += R"(JSON at <a href="api/v1/status">/api/v1/status</a>, metrics at )"
        "<a href=\"metrics\">/metrics</a>.</footer>\n</body>\n</html>\n";
   return h;
 }

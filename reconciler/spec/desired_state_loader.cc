@@ -112,8 +112,9 @@ std::optional<Parsed<core::RayConfig>> ReadClusterFromDirectory(const fs::path& 
   if (!fs::exists(status)) return std::nullopt;
   if (!fs::is_regular_file(status)) return rejected(path, EntryKind::kNotRegular);
   std::optional<std::string> content = ReadRegularFileBounded(root / path);
-  if (!content)
+  if (!content) {
     return Parsed<core::RayConfig>{std::nullopt, {{path, 0, 0, "cannot read the file"}}};
+  }
   return LoadRayConfig(*content, path);
 }
 
@@ -206,8 +207,9 @@ std::string FirstLinkAlong(const std::filesystem::path& root, std::string_view r
     at /= part;
     walked /= part;
     std::error_code ec;
-    if (std::filesystem::is_symlink(std::filesystem::symlink_status(at, ec)))
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(at, ec))) {
       return walked.generic_string();
+    }
   }
   return "";
 }

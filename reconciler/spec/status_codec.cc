@@ -64,8 +64,9 @@ void AppendAttempt(std::string& out, const core::AttemptRecord& a) {
   AppendField(out, kRest, kRest, "end_time", TimeOrNull(a.end_time_ms), true);
   AppendField(out, kRest, kRest, "message", StringOrNull(a.message));
   AppendField(out, kRest, kRest, "stop_reason", StringOrNull(a.stop_reason));
-  if (a.stop_sent_ms)
+  if (a.stop_sent_ms) {
     AppendField(out, kRest, kRest, "stop_sent_at", TimeOrNull(a.stop_sent_ms), true);
+  }
 }
 
 // Reads fields of one mapping, remembering the first problem; later reads become no-ops.

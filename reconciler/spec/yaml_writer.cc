@@ -99,13 +99,10 @@ bool CanBeLiteralBlock(std::string_view s) {
     if (!line.empty() && line.find_first_not_of(' ') == std::string_view::npos) return false;
     line_start = end + 1;
   }
-  for (char c : s) {
+  return std::ranges::none_of(s, [](char c) {
     const auto byte = static_cast<unsigned char>(c);
-    if ((byte < 0x20 && byte != '\n' && byte != '\t') || byte == 0x7F || byte >= 0x80) {
-      return false;
-    }
-  }
-  return true;
+    return (byte < 0x20 && byte != '\n' && byte != '\t') || byte == 0x7F || byte >= 0x80;
+  });
 }
 
 std::string ScalarText(std::string_view s) {
