@@ -145,13 +145,7 @@ bool ReconcileLoop::Step() {
   std::unique_lock<std::mutex> lock(mu_);
   const int64_t start_us = clock_.MonotonicUs();
   if (stopping_ || !DueLocked(start_us)) return false;
-  std::string trigger = "timer";
-  if (trigger_pending_) trigger = std::exchange(trigger_source_, std::string());
-  trigger_pending_ = false;
-  state_.pass_in_flight = true;
-  state_.last_pass_start_ms = clock_.NowMs();
-  pass_start_us_ = start_us;
-  deadline_reported_ = false;
+  const std::string trigger = BeginPassLocked(start_us);
   lock.unlock();
   if (metrics_ != nullptr && trigger == "timer") {
     metrics_->Add("rg_triggers_total", 1, {{"source", "timer"}});
@@ -164,14 +158,39 @@ bool ReconcileLoop::Step() {
 
   const int64_t end_us = clock_.MonotonicUs();
   const int64_t end_ms = clock_.NowMs();
-  const PassVerdict verdict = ClassifyPass(result);
   PassReport report;
   report.result = &result;
-  report.verdict = verdict;
+  report.verdict = ClassifyPass(result);
   report.trigger = trigger;
   report.duration_ms = (end_us - start_us) / 1000;
 
   lock.lock();
+  EndPassLocked(report, end_us, end_ms);
+  const std::vector<Warning> warnings = state_.warnings;
+  lock.unlock();
+  cv_.notify_all();
+
+  RecordMetrics(report, static_cast<double>(end_us - start_us) / 1e6, end_ms);
+  if (metrics_ != nullptr) RecordWarnings(warnings);
+  PublishLiveMetrics();
+  if (observer_) observer_(report);
+  return true;
+}
+
+std::string ReconcileLoop::BeginPassLocked(int64_t start_us) {
+  std::string trigger = "timer";
+  if (trigger_pending_) trigger = std::exchange(trigger_source_, std::string());
+  trigger_pending_ = false;
+  state_.pass_in_flight = true;
+  state_.last_pass_start_ms = clock_.NowMs();
+  pass_start_us_ = start_us;
+  deadline_reported_ = false;
+  return trigger;
+}
+
+void ReconcileLoop::EndPassLocked(PassReport& report, int64_t end_us, int64_t end_ms) {
+  const PassResult& result = *report.result;
+  const PassVerdict verdict = report.verdict;
   state_.pass_in_flight = false;
   pass_start_us_.reset();
   state_.last_pass_end_ms = end_ms;
@@ -180,7 +199,6 @@ bool ReconcileLoop::Step() {
   const bool warnings_known =
       verdict != PassVerdict::kFailed || result.planned || !result.warnings.empty();
   if (warnings_known) state_.warnings = result.warnings;
-  const std::vector<Warning> warnings = state_.warnings;
   if (!result.spec_commit.empty()) state_.spec_commit = result.spec_commit;
   if (!result.status_commit.empty()) state_.status_commit = result.status_commit;
   if (result.planned) {
@@ -204,14 +222,6 @@ bool ReconcileLoop::Step() {
   }
   report.consecutive_failures = state_.consecutive_failures;
   report.next_pass_in_ms = (next_due_us_ - end_us) / 1000;
-  lock.unlock();
-  cv_.notify_all();
-
-  RecordMetrics(report, static_cast<double>(end_us - start_us) / 1e6, end_ms);
-  if (metrics_ != nullptr) RecordWarnings(warnings);
-  PublishLiveMetrics();
-  if (observer_) observer_(report);
-  return true;
 }
 
 void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int64_t end_wall_ms) {

@@ -133,6 +133,12 @@ class ReconcileLoop {
   bool DueLocked(int64_t now_us) const;
   int64_t NextDueLocked(int64_t now_us) const;
   int64_t JitteredBackoffMs(int failures);  // REQUIRES: mu_ held
+  // The pass starts (REQUIRES: mu_ held): its trigger, taken off the queue, and the state the
+  // snapshot shows while it runs.
+  std::string BeginPassLocked(int64_t start_us);
+  // The pass ended (REQUIRES: mu_ held): the snapshot's state, the backoff or the next timer,
+  // and the report's failures and next-pass time.
+  void EndPassLocked(PassReport& report, int64_t end_us, int64_t end_ms);
   // Sets s.ready and s.unready_reason. REQUIRES: mu_ held.
   void ReadinessLocked(int64_t now_us, DaemonSnapshot& s) const;
   // rg_warnings{kind} from the warnings the snapshot shows. REQUIRES: metrics_ not null.
