@@ -27,6 +27,51 @@ void PrintError(const std::string& path, const std::string& message) {
   std::cerr << core::Diagnostic{path, 0, 0, message}.ToString() << "\n";
 }
 
+// Prints what keeps the spec from rendering: the cluster file's problems and the spec's own.
+// True when there were any.
+bool ReportUnrenderable(const RenderOptions& options, const core::DesiredState& state,
+                        const core::InvalidSpec* invalid) {
+  bool failed = false;
+  for (const auto& d : state.cluster_diagnostics) {
+    std::cerr << d.ToString() << "\n";
+    failed = true;
+  }
+  if (!state.ClusterValid() && state.cluster_diagnostics.empty()) {
+    PrintError(options.cluster_file, "cluster file not found");
+    failed = true;
+  }
+  if (invalid != nullptr) {
+    for (const auto& d : invalid->diagnostics) std::cerr << d.ToString() << "\n";
+    failed = true;
+  }
+  return failed;
+}
+
+int PrintSubmission(const RenderOptions& options, const core::DesiredState& state,
+                    const core::JobSpec& spec) {
+  core::RenderContext context;
+  context.instance = options.instance;
+  context.attempt = options.attempt;
+  core::JobSpec bound = spec;  // the id this instance's daemon would give it (DESIGN.md 2.1)
+  core::BindSpecToInstance(bound, options.instance);
+  auto body = core::RenderSubmission(bound, *state.cluster, context);
+  if (!body.ok()) {
+    PrintError(spec.path, body.error().message());
+    return 1;
+  }
+  // What may be written (DESIGN.md 4): secret-named env vars show as <redacted>, and any
+  // other place their values appear is redacted too.
+  const core::Value shown = core::RedactSecrets(*body);
+  core::Redactor secrets;
+  secrets.AddDesiredState(state);
+  if (options.format == "json") {
+    std::cout << secrets.Apply(core::ToPrettyJson(shown)) << "\n";
+  } else {
+    std::cout << secrets.Apply(spec::ToYaml(shown));
+  }
+  return 0;
+}
+
 int RunRender(const RenderOptions& options) {
   // FILE names a JobSpec relative to the repository or, failing that, to the working directory.
   const std::optional<RepoFile> file = ResolveRepoFile(options.repo, options.file);
@@ -51,43 +96,8 @@ int RunRender(const RenderOptions& options) {
                                  options.jobs_dir + "/ in " + options.repo + ")");
     return 1;
   }
-
-  bool failed = false;
-  for (const auto& d : state.cluster_diagnostics) {
-    std::cerr << d.ToString() << "\n";
-    failed = true;
-  }
-  if (!state.ClusterValid() && state.cluster_diagnostics.empty()) {
-    PrintError(options.cluster_file, "cluster file not found");
-    failed = true;
-  }
-  if (invalid != nullptr) {
-    for (const auto& d : invalid->diagnostics) std::cerr << d.ToString() << "\n";
-    failed = true;
-  }
-  if (failed) return 1;
-
-  core::RenderContext context;
-  context.instance = options.instance;
-  context.attempt = options.attempt;
-  core::JobSpec bound = *spec;  // the id this instance's daemon would give it (DESIGN.md 2.1)
-  core::BindSpecToInstance(bound, options.instance);
-  auto body = core::RenderSubmission(bound, *state.cluster, context);
-  if (!body.ok()) {
-    PrintError(spec->path, body.error().message());
-    return 1;
-  }
-  // What may be written (DESIGN.md 4): secret-named env vars show as <redacted>, and any
-  // other place their values appear is redacted too.
-  const core::Value shown = core::RedactSecrets(*body);
-  core::Redactor secrets;
-  secrets.AddDesiredState(state);
-  if (options.format == "json") {
-    std::cout << secrets.Apply(core::ToPrettyJson(shown)) << "\n";
-  } else {
-    std::cout << secrets.Apply(spec::ToYaml(shown));
-  }
-  return 0;
+  if (ReportUnrenderable(options, state, invalid)) return 1;
+  return PrintSubmission(options, state, *spec);
 }
 
 }  // namespace
