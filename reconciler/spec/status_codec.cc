@@ -195,7 +195,10 @@ std::string EncodeStatusYaml(const core::StatusRecord& r) {
   return out;
 }
 
-core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const std::string& path) {
+namespace {
+
+// The document of a status file: a mapping, or the first problem met reading it.
+core::Result<Value> StatusDocument(std::string_view text, const std::string& path) {
   YamlParse parse = ParseYamlDocument(text, path);
   if (!parse.root) {
     return core::Error::InvalidInput(parse.diagnostics.empty()
@@ -205,12 +208,15 @@ core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const s
   if (!parse.diagnostics.empty()) {
     return core::Error::InvalidInput(parse.diagnostics.front().ToString());
   }
-  const Value root = ToValue(*parse.root);
+  Value root = ToValue(*parse.root);
   if (!root.is_object()) {
     return core::Error::InvalidInput(path + ": a status file must be a mapping");
   }
+  return root;
+}
 
-  core::StatusRecord r;
+// The record's own fields, everything but `errors` and `attempts`.
+core::Status ReadRecordFields(const Value& root, const std::string& path, core::StatusRecord& r) {
   FieldReader fields(root.as_object(), path + ": ");
   fields.String("name", r.name);
   if (!fields.problem() && r.name.empty()) fields.Fail("name", "a non-empty string");
@@ -238,42 +244,63 @@ core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const s
   fields.Integer("driver_exit_code", r.driver_exit_code);
   fields.String("dashboard_url", r.dashboard_url);
   if (fields.problem()) return core::Error::InvalidInput(*fields.problem());
+  return core::OkStatus();
+}
 
-  if (const Value* errors = root.Find("errors"); errors != nullptr && !errors->is_null()) {
-    if (!errors->is_array()) return core::Error::InvalidInput(path + ": errors must be a list");
-    for (const Value& e : errors->as_array()) {
-      if (!e.is_string()) {
-        return core::Error::InvalidInput(path + ": errors must be a list of strings");
-      }
-      r.errors.push_back(e.as_string());
+core::Status ReadErrors(const Value& root, const std::string& path, core::StatusRecord& r) {
+  const Value* errors = root.Find("errors");
+  if (errors == nullptr || errors->is_null()) return core::OkStatus();
+  if (!errors->is_array()) return core::Error::InvalidInput(path + ": errors must be a list");
+  for (const Value& e : errors->as_array()) {
+    if (!e.is_string()) {
+      return core::Error::InvalidInput(path + ": errors must be a list of strings");
     }
+    r.errors.push_back(e.as_string());
   }
+  return core::OkStatus();
+}
 
-  if (const Value* attempts = root.Find("attempts"); attempts != nullptr && !attempts->is_null()) {
-    if (!attempts->is_array()) {
-      return core::Error::InvalidInput(path + ": attempts must be a list");
-    }
-    for (size_t i = 0; i < attempts->as_array().size(); ++i) {
-      const Value& item = attempts->as_array()[i];
-      const std::string where = path + ": attempts[" + std::to_string(i) + "]";
-      if (!item.is_object()) return core::Error::InvalidInput(where + " must be a mapping");
-      core::AttemptRecord a;
-      FieldReader af(item.as_object(), where + ".");
-      af.String("submission_id", a.submission_id);
-      std::optional<int> number;
-      af.Integer("attempt", number);
-      a.attempt = number.value_or(0);
-      af.String("spec_hash", a.spec_hash);
-      af.Status("status", a.status);
-      af.PhaseField("phase", a.phase, /*required=*/false);
-      af.Time("start_time", a.start_time_ms);
-      af.Time("end_time", a.end_time_ms);
-      af.String("message", a.message);
-      af.String("stop_reason", a.stop_reason);
-      af.Time("stop_sent_at", a.stop_sent_ms);
-      if (af.problem()) return core::Error::InvalidInput(*af.problem());
-      r.attempts.push_back(std::move(a));
-    }
+core::Result<core::AttemptRecord> ReadAttempt(const Value& item, const std::string& where) {
+  if (!item.is_object()) return core::Error::InvalidInput(where + " must be a mapping");
+  core::AttemptRecord a;
+  FieldReader af(item.as_object(), where + ".");
+  af.String("submission_id", a.submission_id);
+  std::optional<int> number;
+  af.Integer("attempt", number);
+  a.attempt = number.value_or(0);
+  af.String("spec_hash", a.spec_hash);
+  af.Status("status", a.status);
+  af.PhaseField("phase", a.phase, /*required=*/false);
+  af.Time("start_time", a.start_time_ms);
+  af.Time("end_time", a.end_time_ms);
+  af.String("message", a.message);
+  af.String("stop_reason", a.stop_reason);
+  af.Time("stop_sent_at", a.stop_sent_ms);
+  if (af.problem()) return core::Error::InvalidInput(*af.problem());
+  return a;
+}
+
+core::Status ReadAttempts(const Value& root, const std::string& path, core::StatusRecord& r) {
+  const Value* attempts = root.Find("attempts");
+  if (attempts == nullptr || attempts->is_null()) return core::OkStatus();
+  if (!attempts->is_array()) return core::Error::InvalidInput(path + ": attempts must be a list");
+  for (size_t i = 0; i < attempts->as_array().size(); ++i) {
+    core::Result<core::AttemptRecord> a =
+        ReadAttempt(attempts->as_array()[i], path + ": attempts[" + std::to_string(i) + "]");
+    if (!a.ok()) return a.error();
+    r.attempts.push_back(std::move(*a));
+  }
+  return core::OkStatus();
+}
+
+}  // namespace
+
+core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const std::string& path) {
+  core::Result<Value> root = StatusDocument(text, path);
+  if (!root.ok()) return root.error();
+  core::StatusRecord r;
+  for (auto read : {ReadRecordFields, ReadErrors, ReadAttempts}) {
+    if (core::Status s = read(*root, path, r); !s.ok()) return s.error();
   }
   return r;
 }
