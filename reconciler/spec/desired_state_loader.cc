@@ -220,6 +220,78 @@ std::shared_ptr<const LoadedJobSpec> ParseSpecFileForDesiredState(std::string_vi
   return std::make_shared<const LoadedJobSpec>(LoadJobSpecForDesiredState(text, path, jobs_dir));
 }
 
+namespace {
+
+// The spec files in path order, each paired with a copy of its loaded result: the checks add
+// diagnostics, and cached results must stay as parsed.
+struct SpecSet {
+  std::vector<const LoadedSpecFile*> files;
+  std::vector<LoadedJobSpec> loaded;
+
+  // The paths of the group's files other than `self`, comma-separated.
+  std::string Others(const std::vector<size_t>& group, size_t self) const {
+    std::string out;
+    for (size_t other : group) {
+      if (other == self) continue;
+      if (!out.empty()) out += ", ";
+      out += files[other]->path;
+    }
+    return out;
+  }
+};
+
+SpecSet SortedSpecSet(const std::vector<LoadedSpecFile>& spec_files) {
+  SpecSet set;
+  set.files.reserve(spec_files.size());
+  for (const auto& file : spec_files) set.files.push_back(&file);
+  std::stable_sort(
+      set.files.begin(), set.files.end(),
+      [](const LoadedSpecFile* a, const LoadedSpecFile* b) { return a->path < b->path; });
+  set.loaded.reserve(set.files.size());
+  for (const LoadedSpecFile* file : set.files) set.loaded.push_back(*file->loaded);
+  return set;
+}
+
+// Two files may not share a name or a pinned submission id. Invalid files count too: a broken
+// file still owns its name.
+void CheckUniqueNamesAndPins(SpecSet& set) {
+  std::map<std::string, std::vector<size_t>> by_name;
+  std::map<std::string, std::vector<size_t>> by_pin;
+  for (size_t i = 0; i < set.loaded.size(); ++i) {
+    by_name[set.loaded[i].name].push_back(i);
+    if (set.loaded[i].pinned_id) by_pin[*set.loaded[i].pinned_id].push_back(i);
+  }
+  for (const auto& [name, group] : by_name) {
+    if (group.size() < 2) continue;
+    for (size_t i : group) {
+      LoadedJobSpec& spec = set.loaded[i];
+      AddDiagnostic(spec, set.files[i]->path, spec.name_pos,
+                    "name \"" + name + "\"" +
+                        (spec.name_is_explicit ? "" : " (derived from the path)") +
+                        " is also used by " + set.Others(group, i));
+    }
+  }
+  for (const auto& [pin, group] : by_pin) {
+    if (group.size() < 2) continue;
+    for (size_t i : group) {
+      AddDiagnostic(set.loaded[i], set.files[i]->path, set.loaded[i].pinned_id_pos,
+                    "submission_id \"" + pin + "\" is also pinned by " + set.Others(group, i));
+    }
+  }
+}
+
+void CheckSharedRootUses(const core::RayConfig& cluster, SpecSet& set) {
+  if (cluster.shared_root) return;
+  for (size_t i = 0; i < set.loaded.size(); ++i) {
+    for (core::SourcePos pos : set.loaded[i].shared_root_uses) {
+      AddDiagnostic(set.loaded[i], set.files[i]->path, pos,
+                    "${shared_root} is used but " + cluster.path + " sets no shared_root");
+    }
+  }
+}
+
+}  // namespace
+
 core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConfig>>& cluster,
                                         const std::string& cluster_path,
                                         const std::vector<LoadedSpecFile>& spec_files) {
@@ -230,69 +302,18 @@ core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConf
   } else {
     state.cluster_diagnostics.push_back({cluster_path, 0, 0, "file not found"});
   }
+  SpecSet set = SortedSpecSet(spec_files);
+  CheckUniqueNamesAndPins(set);
+  if (state.cluster) CheckSharedRootUses(*state.cluster, set);
 
-  std::vector<const LoadedSpecFile*> files;
-  files.reserve(spec_files.size());
-  for (const auto& file : spec_files) files.push_back(&file);
-  std::stable_sort(
-      files.begin(), files.end(),
-      [](const LoadedSpecFile* a, const LoadedSpecFile* b) { return a->path < b->path; });
-
-  // Copies: the checks below add diagnostics, and cached results must stay as parsed.
-  std::vector<LoadedJobSpec> loaded;
-  loaded.reserve(files.size());
-  for (const LoadedSpecFile* file : files) loaded.push_back(*file->loaded);
-
-  // Cross-file checks see invalid files too: a broken file still owns its name.
-  std::map<std::string, std::vector<size_t>> by_name;
-  std::map<std::string, std::vector<size_t>> by_pin;
-  for (size_t i = 0; i < loaded.size(); ++i) {
-    by_name[loaded[i].name].push_back(i);
-    if (loaded[i].pinned_id) by_pin[*loaded[i].pinned_id].push_back(i);
-  }
-  auto others = [&](const std::vector<size_t>& group, size_t self) {
-    std::string out;
-    for (size_t other : group) {
-      if (other == self) continue;
-      if (!out.empty()) out += ", ";
-      out += files[other]->path;
-    }
-    return out;
-  };
-  for (const auto& [name, group] : by_name) {
-    if (group.size() < 2) continue;
-    for (size_t i : group) {
-      LoadedJobSpec& spec = loaded[i];
-      AddDiagnostic(spec, files[i]->path, spec.name_pos,
-                    "name \"" + name + "\"" +
-                        (spec.name_is_explicit ? "" : " (derived from the path)") +
-                        " is also used by " + others(group, i));
-    }
-  }
-  for (const auto& [pin, group] : by_pin) {
-    if (group.size() < 2) continue;
-    for (size_t i : group) {
-      AddDiagnostic(loaded[i], files[i]->path, loaded[i].pinned_id_pos,
-                    "submission_id \"" + pin + "\" is also pinned by " + others(group, i));
-    }
-  }
-  if (state.cluster && !state.cluster->shared_root) {
-    for (size_t i = 0; i < loaded.size(); ++i) {
-      for (core::SourcePos pos : loaded[i].shared_root_uses) {
-        AddDiagnostic(loaded[i], files[i]->path, pos,
-                      "${shared_root} is used but " + state.cluster->path + " sets no shared_root");
-      }
-    }
-  }
-
-  for (size_t i = 0; i < loaded.size(); ++i) {
-    LoadedJobSpec& spec = loaded[i];
+  for (size_t i = 0; i < set.loaded.size(); ++i) {
+    LoadedJobSpec& spec = set.loaded[i];
     if (spec.parsed.diagnostics.empty() && spec.parsed.value) {
       state.jobs.push_back(std::move(*spec.parsed.value));
       continue;
     }
     SortByPosition(spec.parsed.diagnostics);
-    state.invalid.push_back({files[i]->path, RecordName(spec.name, files[i]->path),
+    state.invalid.push_back({set.files[i]->path, RecordName(spec.name, set.files[i]->path),
                              std::move(spec.parsed.diagnostics)});
   }
   return state;
