@@ -311,6 +311,51 @@ engine::LoopOptions LoopOptionsFrom(const RunFlags& flags, const Timings& timing
   return options;
 }
 
+// Every Git call of the daemon is bounded by --git-timeout (docs/daemon.md, "Deadlines").
+void ApplyGitTimeout(const Timings& timings) {
+  adapters::GitTransportLimits git_limits = adapters::CurrentGitTransportLimits();
+  git_limits.io_timeout = std::chrono::milliseconds(timings.git_timeout_ms);
+  adapters::SetGitTransportLimits(git_limits);
+}
+
+// One pass of the daemon: on the repository through `source` and `store`, its Ray calls
+// counted in `metrics`; the loop learns the Ray address each pass resolves.
+engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& flags,
+                                ports::DesiredStateSource& source, ports::StatusStore* store,
+                                core::MetricsRegistry& metrics, adapters::SystemClock& clock,
+                                engine::ReconcileLoop* const& loop) {
+  auto decorate = [&metrics, &clock](std::unique_ptr<ports::JobServer> inner) {
+    return std::unique_ptr<ports::JobServer>(
+        std::make_unique<engine::InstrumentedJobServer>(std::move(inner), metrics, clock));
+  };
+  return [&global, &flags, &source, store, decorate,
+          &loop](const engine::ReconcileOptions& pass_options) {
+    core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store, pass_options,
+                                              /*artifacts=*/true, decorate);
+    // glibc gives freed heap back to the system only from the top of the heap; the holes a
+    // pass leaves (pack building, parsing) would otherwise make the resident size creep up
+    // over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).
+    malloc_trim(0);
+    if (!run.ok()) return FailedBeforePass(run.error());
+    if (!run->ray_address.empty()) loop->SetRayAddress(run->ray_address, run->ray_address);
+    return std::move(run->result);
+  };
+}
+
+void LogStarted(const RunFlags& flags, const Timings& timings, const engine::LoopOptions& options,
+                const server::HttpServerOptions& http, int port) {
+  LogEvent("info", "started",
+           {{"repo", options.identity.repo_url},
+            {"branch", flags.repo.ref},
+            {"status_branch", flags.repo.status_branch},
+            {"instance", flags.repo.instance},
+            {"interval_ms", std::to_string(timings.interval_ms)},
+            {"pass_deadline_ms", std::to_string(timings.pass_deadline_ms)},
+            {"listen", flags.listen},
+            {"port", std::to_string(port)},
+            {"webhook", http.webhook.secret ? flags.webhook_kind : "off"}});
+}
+
 int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   ConfigureLogging(global);
   const std::optional<Timings> timings = ParseTimings(flags);
@@ -325,9 +370,7 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   // cancelled by a signal too.
   ShutdownWatch::Block();
   ShutdownWatch watch;
-  adapters::GitTransportLimits git_limits = adapters::CurrentGitTransportLimits();
-  git_limits.io_timeout = std::chrono::milliseconds(timings->git_timeout_ms);
-  adapters::SetGitTransportLimits(git_limits);
+  ApplyGitTimeout(*timings);
 
   core::Result<RepoHandles> handles = OpenRepo(flags.repo);
   if (!handles.ok()) {
@@ -351,22 +394,9 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
 
   engine::ReconcileLoop* loop_ptr = nullptr;
   ports::StatusStore* store_ptr = flags.pass.no_status ? nullptr : &store;
-  auto decorate = [&metrics, &clock](std::unique_ptr<ports::JobServer> inner) {
-    return std::unique_ptr<ports::JobServer>(
-        std::make_unique<engine::InstrumentedJobServer>(std::move(inner), metrics, clock));
-  };
-  auto pass = [&](const engine::ReconcileOptions& pass_options) {
-    core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store_ptr, pass_options,
-                                              /*artifacts=*/true, decorate);
-    // glibc gives freed heap back to the system only from the top of the heap; the holes a
-    // pass leaves (pack building, parsing) would otherwise make the resident size creep up
-    // over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).
-    malloc_trim(0);
-    if (!run.ok()) return FailedBeforePass(run.error());
-    if (!run->ray_address.empty()) loop_ptr->SetRayAddress(run->ray_address, run->ray_address);
-    return std::move(run->result);
-  };
-  engine::ReconcileLoop loop(options, pass, clock, &metrics, LogPassReport);
+  engine::ReconcileLoop loop(options,
+                             DaemonPass(global, flags, source, store_ptr, metrics, clock, loop_ptr),
+                             clock, &metrics, LogPassReport);
   loop_ptr = &loop;
 
   http.branch = branch;
@@ -377,16 +407,7 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
     LogEvent("error", "cannot serve on " + flags.listen + ": " + started.error().ToString());
     return engine::kExitError;
   }
-  LogEvent("info", "started",
-           {{"repo", options.identity.repo_url},
-            {"branch", flags.repo.ref},
-            {"status_branch", flags.repo.status_branch},
-            {"instance", flags.repo.instance},
-            {"interval_ms", std::to_string(timings->interval_ms)},
-            {"pass_deadline_ms", std::to_string(timings->pass_deadline_ms)},
-            {"listen", flags.listen},
-            {"port", std::to_string(http_server.port())},
-            {"webhook", http.webhook.secret ? flags.webhook_kind : "off"}});
+  LogStarted(flags, *timings, options, http, http_server.port());
 
   watch.Attach(&loop);
   loop.Run();
