@@ -175,11 +175,25 @@ core::Result<int> NextOneOffRun(ports::JobServer& server, const core::JobSpec& s
   return next;
 }
 
-int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
+// The two files of a one-off submit, read and loaded; nullopt once their problems are printed.
+struct OneOffFiles {
+  std::string config_text;
+  std::string spec_text;
+  core::RayConfig cluster;
+  core::JobSpec job;
+};
+
+std::optional<OneOffFiles> LoadOneOffFiles(const SubmitFlags& flags) {
   core::Result<std::string> config_text = ReadTextFile(flags.config, "--config");
-  if (!config_text.ok()) return Fail(config_text.error().message());
+  if (!config_text.ok()) {
+    Fail(config_text.error().message());
+    return std::nullopt;
+  }
   core::Result<std::string> spec_text = ReadTextFile(flags.jobspec, "--jobspec");
-  if (!spec_text.ok()) return Fail(spec_text.error().message());
+  if (!spec_text.ok()) {
+    Fail(spec_text.error().message());
+    return std::nullopt;
+  }
 
   spec::Parsed<core::RayConfig> cluster = spec::LoadRayConfig(*config_text, flags.config);
   spec::Parsed<core::JobSpec> job =
@@ -191,64 +205,99 @@ int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
       shown.path = flags.jobspec;  // name the file as the user gave it
       std::cerr << shown.ToString() << "\n";
     }
-    return 1;
+    return std::nullopt;
   }
+  return OneOffFiles{std::move(*config_text), std::move(*spec_text), std::move(*cluster.value),
+                     std::move(*job.value)};
+}
+
+// Where the run's artifacts go: --artifacts-root, else the cluster's shared_root when this
+// machine has it; else no writer, and `note` says why.
+std::unique_ptr<adapters::ArtifactWriter> OneOffArtifactWriter(const SubmitFlags& flags,
+                                                               const core::RayConfig& cluster,
+                                                               const core::Redactor& secrets,
+                                                               std::string& note) {
+  if (flags.no_artifacts) return nullptr;
+  std::string root = flags.artifacts_root;
+  if (root.empty() && cluster.shared_root) {
+    std::error_code ec;
+    if (fs::is_directory(*cluster.shared_root, ec)) {
+      root = *cluster.shared_root;
+    } else {
+      note = "no artifacts: shared_root " + *cluster.shared_root +
+             " does not exist on this machine (use --artifacts-root)";
+    }
+  } else if (root.empty()) {
+    note = "no artifacts: the cluster file has no shared_root (use --artifacts-root)";
+  }
+  if (root.empty()) return nullptr;
+  return std::make_unique<adapters::ArtifactWriter>(root, secrets);
+}
+
+void ReportOneOff(const engine::SubmitAttemptResult& result, const std::string& address,
+                  const adapters::ArtifactWriter* writer, const std::string& artifacts_note) {
+  std::cout << result.submission_id << "\n";
+  std::cerr << "ray-gitops: submitted " << result.submission_id << " to "
+            << core::StripUrlCredentials(address)
+            << " (a one-off run: no ray-gitops instance manages it)\n";
+  if (writer != nullptr) {
+    if (result.artifact_error.empty()) {
+      std::cerr << "ray-gitops: artifacts in " << writer->JobDir(result.submission_id).string()
+                << "\n";
+    } else {
+      std::cerr << "ray-gitops: warning: the job was submitted but its artifacts were not "
+                   "written: "
+                << result.artifact_error << "\n";
+    }
+  } else if (!artifacts_note.empty()) {
+    std::cerr << "ray-gitops: " << artifacts_note << "\n";
+  }
+}
+
+int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
+  const std::optional<OneOffFiles> files = LoadOneOffFiles(flags);
+  if (!files) return 1;
   if (!flags.instance.empty()) {
     std::cerr << "ray-gitops: warning: --instance is ignored: a one-off run belongs to no "
                  "instance (it carries "
               << core::kMetaSubmittedBy << ": " << core::kSubmittedByCli << ")\n";
   }
 
-  core::Result<adapters::RayClientOptions> options = ResolveOptions(global, cluster.value->address);
+  core::Result<adapters::RayClientOptions> options = ResolveOptions(global, files->cluster.address);
   if (!options.ok()) return Fail(options.error().message());
   adapters::RayHttpJobServer server(*options);
   // The Ray token, the header values and the secret-named env vars of both files: what the
   // output and the artifacts of this command must never show.
   core::Redactor secrets = ProcessSecrets(*options, nullptr);
   core::DesiredState inputs_read;
-  inputs_read.cluster = *cluster.value;
-  inputs_read.jobs.push_back(*job.value);
+  inputs_read.cluster = files->cluster;
+  inputs_read.jobs.push_back(files->job);
   secrets.AddDesiredState(inputs_read);
 
   int run = 0;
+  const std::string first_id = core::OneOffSubmissionId(files->job, 0);
   if (flags.new_run) {
-    core::Result<int> next = NextOneOffRun(server, *job.value);
+    core::Result<int> next = NextOneOffRun(server, files->job);
     if (!next.ok()) return Fail("cannot list the jobs in Ray: " + next.error().ToString());
     run = *next;
   } else {
-    const std::string id = core::OneOffSubmissionId(*job.value, 0);
-    core::Result<core::RayJob> existing = server.Get(id);
-    if (existing.ok()) return RefuseExisting(*existing, id, secrets);
+    core::Result<core::RayJob> existing = server.Get(first_id);
+    if (existing.ok()) return RefuseExisting(*existing, first_id, secrets);
     if (!existing.error().IsNotFound()) {
-      return Fail("cannot learn whether " + id + " exists: " + existing.error().ToString());
+      return Fail("cannot learn whether " + first_id + " exists: " + existing.error().ToString());
     }
   }
 
-  std::unique_ptr<adapters::ArtifactWriter> writer;
   std::string artifacts_note;
-  if (!flags.no_artifacts) {
-    std::string root = flags.artifacts_root;
-    if (root.empty() && cluster.value->shared_root) {
-      std::error_code ec;
-      if (fs::is_directory(*cluster.value->shared_root, ec)) {
-        root = *cluster.value->shared_root;
-      } else {
-        artifacts_note = "no artifacts: shared_root " + *cluster.value->shared_root +
-                         " does not exist on this machine (use --artifacts-root)";
-      }
-    } else if (root.empty()) {
-      artifacts_note = "no artifacts: the cluster file has no shared_root (use --artifacts-root)";
-    }
-    if (!root.empty()) writer = std::make_unique<adapters::ArtifactWriter>(root, secrets);
-  }
-
+  const std::unique_ptr<adapters::ArtifactWriter> writer =
+      OneOffArtifactWriter(flags, files->cluster, secrets, artifacts_note);
   core::RenderContext context;
-  engine::SubmitArtifactInputs inputs{*config_text, *spec_text, options->address};
+  engine::SubmitArtifactInputs inputs{files->config_text, files->spec_text, options->address};
   // Another submit of the same spec may take the id between the look-up and the POST: then
   // the plain submit reports that run, and --new-run moves on to the next number.
   constexpr int kMaxTries = 5;
   auto submit_run = [&](int n) {
-    return engine::SubmitOneOff(server, writer.get(), *job.value, n, *cluster.value, context,
+    return engine::SubmitOneOff(server, writer.get(), files->job, n, files->cluster, context,
                                 inputs);
   };
   core::Result<engine::SubmitAttemptResult> result = submit_run(run);
@@ -257,29 +306,12 @@ int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
     result = submit_run(++run);
   }
   if (!result.ok() && result.error().IsConflict() && !flags.new_run) {
-    const std::string id = core::OneOffSubmissionId(*job.value, 0);
-    if (core::Result<core::RayJob> existing = server.Get(id); existing.ok()) {
-      return RefuseExisting(*existing, id, secrets);
+    if (core::Result<core::RayJob> existing = server.Get(first_id); existing.ok()) {
+      return RefuseExisting(*existing, first_id, secrets);
     }
   }
   if (!result.ok()) return Fail("submit failed: " + result.error().ToString());
-
-  std::cout << result->submission_id << "\n";
-  std::cerr << "ray-gitops: submitted " << result->submission_id << " to "
-            << core::StripUrlCredentials(options->address)
-            << " (a one-off run: no ray-gitops instance manages it)\n";
-  if (writer) {
-    if (result->artifact_error.empty()) {
-      std::cerr << "ray-gitops: artifacts in " << writer->JobDir(result->submission_id).string()
-                << "\n";
-    } else {
-      std::cerr << "ray-gitops: warning: the job was submitted but its artifacts were not "
-                   "written: "
-                << result->artifact_error << "\n";
-    }
-  } else if (!artifacts_note.empty()) {
-    std::cerr << "ray-gitops: " << artifacts_note << "\n";
-  }
+  ReportOneOff(*result, options->address, writer.get(), artifacts_note);
   return 0;
 }
 
