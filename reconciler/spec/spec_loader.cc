@@ -15,57 +15,7 @@ namespace {
 
 using core::SourcePos;
 
-constexpr std::array<std::string_view, 9> kClusterKeys = {
-    "name",
-    "address",
-    "shared_root",
-    "entrypoint_num_cpus",
-    "entrypoint_num_gpus",
-    "entrypoint_memory",
-    "entrypoint_resources",
-    "runtime_env",
-    "user_code_path",
-};
-
-constexpr std::array<std::string_view, 24> kJobKeys = {
-    "workload",
-    "name",
-    "submission_id",
-    "code_path",
-    "model_id",
-    "train_file",
-    "val_file",
-    "nnodes",
-    "n_gpus_per_node",
-    "total_training_steps",
-    "save_freq",
-    "test_freq",
-    "overrides",
-    "entrypoint",
-    "runtime_env",
-    "env_vars",
-    "entrypoint_num_cpus",
-    "entrypoint_num_gpus",
-    "entrypoint_memory",
-    "entrypoint_resources",
-    "retries",
-    "suspend",
-    "on_remove",
-    "annotations",
-};
-
-// Fields that only shape the verl trainer command, which a custom entrypoint does not use.
-constexpr std::array<std::string_view, 9> kTrainerOnlyKeys = {
-    "model_id",  "train_file", "val_file",  "nnodes", "n_gpus_per_node", "total_training_steps",
-    "save_freq", "test_freq",  "overrides",
-};
-
 constexpr std::string_view kSharedRootVariable = "${shared_root}";
-
-template <size_t N>
-bool Contains(const std::array<std::string_view, N>& keys, std::string_view key) {
-  return std::find(keys.begin(), keys.end(), key) != keys.end();
-}
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -82,8 +32,7 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-template <size_t N>
-std::string UnknownKeyMessage(std::string_view key, const std::array<std::string_view, N>& known) {
+std::string UnknownKeyMessage(std::string_view key, const std::vector<std::string_view>& known) {
   std::string message = "unknown key \"" + std::string(key) + "\"";
   std::string_view best;
   size_t best_distance = std::max<size_t>(2, key.size() / 3) + 1;
@@ -259,7 +208,310 @@ const YamlEntry* FindEntry(const YamlNode& mapping, std::string_view key) {
   return nullptr;
 }
 
+// --- One table per document kind -----------------------------------------------------------
+// Each field of cluster.yaml and of a JobSpec is one row: its key and the function that reads
+// it into the model. The rows drive the loading, the unknown-key check and its "did you mean"
+// (which prefers the earlier row on a tie), and tests/unit/spec/document_fields_test.cc holds
+// them against schema/. docs/architecture.md, "Adding a JobSpec field".
+
+// What a row reads into: the document being built and where problems go.
+struct ClusterFields {
+  FieldReader& reader;
+  core::RayConfig& doc;
+  bool has_address = false;
+};
+
+struct JobFields {
+  FieldReader& reader;
+  core::JobSpec& doc;
+  LoadedJobSpec& out;
+  std::optional<core::Workload> workload;
+  bool custom = false;
+};
+
+template <typename Fields>
+struct FieldRule {
+  std::string_view key;
+  void (*read)(Fields& f, const YamlEntry& entry);
+  bool trainer_only = false;  // JobSpec: shapes only the verl trainer command
+};
+
+// The entrypoint resources, which both documents take (the spec's win over the cluster's).
+template <typename Fields>
+void ReadEntrypointNumCpus(Fields& f, const YamlEntry& e) {
+  f.doc.entrypoint_num_cpus = f.reader.NonNegativeNumber(e.key, e.value);
+}
+template <typename Fields>
+void ReadEntrypointNumGpus(Fields& f, const YamlEntry& e) {
+  f.doc.entrypoint_num_gpus = f.reader.NonNegativeNumber(e.key, e.value);
+}
+template <typename Fields>
+void ReadEntrypointMemory(Fields& f, const YamlEntry& e) {
+  f.doc.entrypoint_memory = f.reader.Memory(e.key, e.value);
+}
+template <typename Fields>
+void ReadEntrypointResources(Fields& f, const YamlEntry& e) {
+  f.doc.entrypoint_resources = f.reader.Resources(e.key, e.value);
+}
+
+// The cluster's identity in the ledger (DESIGN.md 4): it is written into every status file and
+// compared as is, so a line break or an edge space could never match by eye.
+void ReadClusterName(ClusterFields& f, const YamlEntry& e) {
+  const YamlNode& value = e.value;
+  const std::string name = value.is_string() ? value.scalar.as_string() : std::string();
+  const bool ok = !name.empty() && name.size() <= 253 && name.front() != ' ' &&
+                  name.back() != ' ' && std::none_of(name.begin(), name.end(), [](char c) {
+                    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                  });
+  if (ok) {
+    f.doc.name = name;
+  } else {
+    f.reader.TypeError(e.key, "1 to 253 characters without control characters or edge spaces",
+                       value);
+  }
+}
+
+void ReadClusterAddress(ClusterFields& f, const YamlEntry& e) {
+  const YamlNode& value = e.value;
+  f.has_address = true;
+  const bool url = value.is_string() && (value.scalar.as_string().starts_with("http://") ||
+                                         value.scalar.as_string().starts_with("https://"));
+  const size_t scheme = url && value.scalar.as_string()[4] == 's' ? 8 : 7;
+  if (!url || value.scalar.as_string().size() <= scheme ||
+      value.scalar.as_string().find_first_of(" \t\n") != std::string::npos) {
+    f.reader.TypeError(e.key, "an http:// or https:// URL", value);
+  } else {
+    f.doc.address = value.scalar.as_string();
+  }
+}
+
+void ReadSharedRoot(ClusterFields& f, const YamlEntry& e) {
+  if (!e.value.is_string() || !e.value.scalar.as_string().starts_with('/')) {
+    f.reader.TypeError(e.key, "an absolute path", e.value);
+  } else {
+    f.doc.shared_root = e.value.scalar.as_string();
+  }
+}
+
+// The cluster's runtime_env may set env_vars for every job (their values read as text).
+void ReadClusterRuntimeEnv(ClusterFields& f, const YamlEntry& e) {
+  if (!e.value.is_mapping()) {
+    f.reader.TypeError(e.key, "a mapping", e.value);
+    return;
+  }
+  core::Value::Object runtime_env;
+  for (const auto& inner : e.value.entries) {
+    if (inner.key == "env_vars") {
+      if (auto env = f.reader.ScalarMap("runtime_env.env_vars", inner.value, true)) {
+        runtime_env.emplace(inner.key, StringMapValue(*env));
+      }
+    } else {
+      runtime_env.emplace(inner.key, ToValue(inner.value));
+    }
+  }
+  f.doc.runtime_env = std::move(runtime_env);
+}
+
+constexpr std::array<FieldRule<ClusterFields>, 9> kClusterFields = {{
+    {"name", ReadClusterName},
+    {"address", ReadClusterAddress},
+    {"shared_root", ReadSharedRoot},
+    {"entrypoint_num_cpus", ReadEntrypointNumCpus<ClusterFields>},
+    {"entrypoint_num_gpus", ReadEntrypointNumGpus<ClusterFields>},
+    {"entrypoint_memory", ReadEntrypointMemory<ClusterFields>},
+    {"entrypoint_resources", ReadEntrypointResources<ClusterFields>},
+    {"runtime_env", ReadClusterRuntimeEnv},
+    {"user_code_path",
+     [](ClusterFields& f, const YamlEntry& e) {
+       f.doc.user_code_path = f.reader.String(e.key, e.value);
+     }},
+}};
+
+// Only a valid name is kept: an invalid one ("../x", "sub/dir") would become a status file's
+// path, so the file keeps the name derived from its path.
+void ReadJobName(JobFields& f, const YamlEntry& e) {
+  if (e.value.is_string() && core::IsValidJobName(e.value.scalar.as_string())) {
+    f.out.name = e.value.scalar.as_string();
+    f.out.name_is_explicit = true;
+    f.out.name_pos = e.value.pos;
+  } else {
+    f.reader.TypeError(e.key,
+                       "1 to 63 characters of [a-z0-9._-] starting and ending with a letter "
+                       "or digit",
+                       e.value);
+  }
+}
+
+void ReadPinnedSubmissionId(JobFields& f, const YamlEntry& e) {
+  const YamlNode& value = e.value;
+  if (value.is_string()) {
+    f.out.pinned_id = value.scalar.as_string();
+    f.out.pinned_id_pos = value.pos;
+  }
+  if (!value.is_string() || !core::IsValidPinnedSubmissionId(value.scalar.as_string())) {
+    f.reader.TypeError(e.key,
+                       "1 to 100 characters of [a-z0-9._-] starting and ending with a letter "
+                       "or digit, and not 8 hex digits",
+                       value);
+  } else {
+    f.doc.submission_id = value.scalar.as_string();
+  }
+}
+
+std::optional<int64_t> ReadCount(JobFields& f, const YamlEntry& e) {
+  return f.reader.Integer(e.key, e.value, 1, INT64_MAX, "an integer >= 1");
+}
+
+// verl reads -1 as "never".
+std::optional<int64_t> ReadFrequency(JobFields& f, const YamlEntry& e) {
+  return f.reader.Integer(e.key, e.value, -1, INT64_MAX, "an integer >= -1");
+}
+
+void ReadOverrides(JobFields& f, const YamlEntry& e) {
+  if (!e.value.is_sequence()) {
+    f.reader.TypeError(e.key, "a list of key=value strings", e.value);
+    return;
+  }
+  for (size_t i = 0; i < e.value.items.size(); ++i) {
+    const YamlNode& item = e.value.items[i];
+    const size_t equals = item.is_string() ? item.scalar.as_string().find('=') : 0;
+    if (!item.is_string() || equals == 0 || equals == std::string::npos) {
+      f.reader.TypeError("overrides[" + std::to_string(i) + "]", "a key=value string", item);
+      continue;
+    }
+    f.doc.overrides.push_back(item.scalar.as_string());
+  }
+}
+
+void ReadEntrypoint(JobFields& f, const YamlEntry& e) {
+  if (f.workload && !f.custom) {
+    f.reader.Error(e.key_pos, "entrypoint is only allowed with workload custom (workload " +
+                                  std::string(core::WorkloadName(*f.workload)) +
+                                  " builds its own command)");
+    return;
+  }
+  f.doc.entrypoint = f.reader.String(e.key, e.value);
+}
+
+void ReadJobRuntimeEnv(JobFields& f, const YamlEntry& e) {
+  if (!e.value.is_mapping()) {
+    f.reader.TypeError(e.key, "a mapping", e.value);
+    return;
+  }
+  core::Value::Object runtime_env;
+  for (const auto& inner : e.value.entries) {
+    if (inner.key == "env_vars") {
+      f.reader.Error(inner.key_pos,
+                     "runtime_env.env_vars is not allowed in a JobSpec; use the top-level "
+                     "env_vars");
+      continue;
+    }
+    runtime_env.emplace(inner.key, ToValue(inner.value));
+  }
+  f.doc.runtime_env = std::move(runtime_env);
+}
+
+void ReadEnvVars(JobFields& f, const YamlEntry& e) {
+  if (auto env = f.reader.ScalarMap(e.key, e.value, true)) {
+    f.doc.env_vars = std::move(*env);
+    // The run sees the text written, so `X: 1` and `X: "1"` are the same run.
+    f.doc.document.as_object()[e.key] = StringMapValue(f.doc.env_vars);
+  }
+}
+
+void ReadSuspend(JobFields& f, const YamlEntry& e) {
+  if (!e.value.is_scalar() || !e.value.scalar.is_bool()) {
+    f.reader.TypeError(e.key, "true or false", e.value);
+  } else {
+    f.doc.suspend = e.value.scalar.as_bool();
+  }
+}
+
+void ReadOnRemove(JobFields& f, const YamlEntry& e) {
+  if (e.value.is_string() && e.value.scalar.as_string() == "stop") {
+    f.doc.on_remove = core::OnRemove::kStop;
+  } else if (e.value.is_string() && e.value.scalar.as_string() == "keep") {
+    f.doc.on_remove = core::OnRemove::kKeep;
+  } else {
+    f.reader.TypeError(e.key, "stop or keep", e.value);
+  }
+}
+
+using JobRule = FieldRule<JobFields>;
+constexpr bool kTrainerOnly = true;
+
+constexpr std::array<JobRule, 24> kJobFields = {{
+    // Read before the others (the entrypoint and the trainer-only fields depend on it).
+    {"workload", [](JobFields&, const YamlEntry&) {}},
+    {"name", ReadJobName},
+    {"submission_id", ReadPinnedSubmissionId},
+    {"code_path",
+     [](JobFields& f, const YamlEntry& e) { f.doc.code_path = f.reader.String(e.key, e.value); }},
+    {"model_id",
+     [](JobFields& f, const YamlEntry& e) { f.doc.model_id = f.reader.String(e.key, e.value); },
+     kTrainerOnly},
+    {"train_file",
+     [](JobFields& f, const YamlEntry& e) { f.doc.train_file = f.reader.String(e.key, e.value); },
+     kTrainerOnly},
+    {"val_file",
+     [](JobFields& f, const YamlEntry& e) { f.doc.val_file = f.reader.String(e.key, e.value); },
+     kTrainerOnly},
+    {"nnodes", [](JobFields& f, const YamlEntry& e) { f.doc.nnodes = ReadCount(f, e); },
+     kTrainerOnly},
+    {"n_gpus_per_node",
+     [](JobFields& f, const YamlEntry& e) { f.doc.n_gpus_per_node = ReadCount(f, e); },
+     kTrainerOnly},
+    {"total_training_steps",
+     [](JobFields& f, const YamlEntry& e) { f.doc.total_training_steps = ReadCount(f, e); },
+     kTrainerOnly},
+    {"save_freq", [](JobFields& f, const YamlEntry& e) { f.doc.save_freq = ReadFrequency(f, e); },
+     kTrainerOnly},
+    {"test_freq", [](JobFields& f, const YamlEntry& e) { f.doc.test_freq = ReadFrequency(f, e); },
+     kTrainerOnly},
+    {"overrides", ReadOverrides, kTrainerOnly},
+    {"entrypoint", ReadEntrypoint},
+    {"runtime_env", ReadJobRuntimeEnv},
+    {"env_vars", ReadEnvVars},
+    {"entrypoint_num_cpus", ReadEntrypointNumCpus<JobFields>},
+    {"entrypoint_num_gpus", ReadEntrypointNumGpus<JobFields>},
+    {"entrypoint_memory", ReadEntrypointMemory<JobFields>},
+    {"entrypoint_resources", ReadEntrypointResources<JobFields>},
+    {"retries",
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.retries =
+           f.reader.Integer(e.key, e.value, 0, 100, "an integer from 0 to 100").value_or(0);
+     }},
+    {"suspend", ReadSuspend},
+    {"on_remove", ReadOnRemove},
+    {"annotations",
+     [](JobFields& f, const YamlEntry& e) {
+       if (auto annotations = f.reader.ScalarMap(e.key, e.value, false)) {
+         f.doc.annotations = std::move(*annotations);
+       }
+     }},
+}};
+
+template <typename Fields, size_t N>
+const FieldRule<Fields>* FindRule(const std::array<FieldRule<Fields>, N>& table,
+                                  std::string_view key) {
+  for (const FieldRule<Fields>& rule : table) {
+    if (rule.key == key) return &rule;
+  }
+  return nullptr;
+}
+
+template <typename Fields, size_t N>
+std::vector<std::string_view> KeysOf(const std::array<FieldRule<Fields>, N>& table) {
+  std::vector<std::string_view> keys;
+  keys.reserve(N);
+  for (const FieldRule<Fields>& rule : table) keys.push_back(rule.key);
+  return keys;
+}
+
 }  // namespace
+
+std::vector<std::string_view> RayConfigKeys() { return KeysOf(kClusterFields); }
+std::vector<std::string_view> JobSpecKeys() { return KeysOf(kJobFields); }
 
 Parsed<core::RayConfig> LoadRayConfig(std::string_view text, const std::string& path) {
   Parsed<core::RayConfig> out;
@@ -274,80 +526,68 @@ Parsed<core::RayConfig> LoadRayConfig(std::string_view text, const std::string& 
 
   core::RayConfig config;
   config.path = path;
-  bool has_address = false;
+  ClusterFields fields{reader, config};
   for (const auto& entry : root->entries) {
-    const std::string& key = entry.key;
-    const YamlNode& value = entry.value;
-    if (!Contains(kClusterKeys, key)) {
-      reader.Error(entry.key_pos, UnknownKeyMessage(key, kClusterKeys));
+    const FieldRule<ClusterFields>* rule = FindRule(kClusterFields, entry.key);
+    if (rule == nullptr) {
+      reader.Error(entry.key_pos, UnknownKeyMessage(entry.key, KeysOf(kClusterFields)));
       continue;
     }
-    config.positions[key] = entry.key_pos;
-    if (key == "name") {
-      // The cluster's identity in the ledger (DESIGN.md 4): it is written into every status
-      // file and compared as is, so a line break or an edge space could never match by eye.
-      const std::string name = value.is_string() ? value.scalar.as_string() : std::string();
-      const bool ok = !name.empty() && name.size() <= 253 && name.front() != ' ' &&
-                      name.back() != ' ' && std::none_of(name.begin(), name.end(), [](char c) {
-                        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-                      });
-      if (ok) {
-        config.name = name;
-      } else {
-        reader.TypeError(key, "1 to 253 characters without control characters or edge spaces",
-                         value);
-      }
-    } else if (key == "address") {
-      has_address = true;
-      const bool url = value.is_string() && (value.scalar.as_string().starts_with("http://") ||
-                                             value.scalar.as_string().starts_with("https://"));
-      const size_t scheme = url && value.scalar.as_string()[4] == 's' ? 8 : 7;
-      if (!url || value.scalar.as_string().size() <= scheme ||
-          value.scalar.as_string().find_first_of(" \t\n") != std::string::npos) {
-        reader.TypeError(key, "an http:// or https:// URL", value);
-      } else {
-        config.address = value.scalar.as_string();
-      }
-    } else if (key == "shared_root") {
-      if (!value.is_string() || !value.scalar.as_string().starts_with('/')) {
-        reader.TypeError(key, "an absolute path", value);
-      } else {
-        config.shared_root = value.scalar.as_string();
-      }
-    } else if (key == "user_code_path") {
-      config.user_code_path = reader.String(key, value);
-    } else if (key == "entrypoint_num_cpus") {
-      config.entrypoint_num_cpus = reader.NonNegativeNumber(key, value);
-    } else if (key == "entrypoint_num_gpus") {
-      config.entrypoint_num_gpus = reader.NonNegativeNumber(key, value);
-    } else if (key == "entrypoint_memory") {
-      config.entrypoint_memory = reader.Memory(key, value);
-    } else if (key == "entrypoint_resources") {
-      config.entrypoint_resources = reader.Resources(key, value);
-    } else if (key == "runtime_env") {
-      if (!value.is_mapping()) {
-        reader.TypeError(key, "a mapping", value);
-        continue;
-      }
-      core::Value::Object runtime_env;
-      for (const auto& inner : value.entries) {
-        if (inner.key == "env_vars") {
-          if (auto env = reader.ScalarMap("runtime_env.env_vars", inner.value, true)) {
-            runtime_env.emplace(inner.key, StringMapValue(*env));
-          }
-        } else {
-          runtime_env.emplace(inner.key, ToValue(inner.value));
-        }
-      }
-      config.runtime_env = std::move(runtime_env);
-    }
+    config.positions[entry.key] = entry.key_pos;
+    rule->read(fields, entry);
   }
-  if (!has_address) reader.Error(root->pos, "missing required key \"address\"");
+  if (!fields.has_address) reader.Error(root->pos, "missing required key \"address\"");
 
   SortDiagnostics(out.diagnostics);
   if (out.diagnostics.empty()) out.value = std::move(config);
   return out;
 }
+
+namespace {
+
+// `workload` first: the entrypoint and the trainer-only fields depend on it.
+std::optional<core::Workload> ReadWorkload(const YamlNode& root, FieldReader& reader) {
+  const YamlEntry* entry = FindEntry(root, "workload");
+  if (entry == nullptr) {
+    reader.Error(root.pos, "missing required key \"workload\"");
+    return std::nullopt;
+  }
+  std::optional<core::Workload> workload =
+      entry->value.is_string() ? ParseWorkload(entry->value.scalar.as_string()) : std::nullopt;
+  if (!workload) reader.TypeError("workload", "one of ppo, grpo, sft, custom", entry->value);
+  return workload;
+}
+
+void ReadJobEntries(const YamlNode& root, JobFields& fields) {
+  for (const auto& entry : root.entries) {
+    const JobRule* rule = FindRule(kJobFields, entry.key);
+    if (rule == nullptr) {
+      fields.reader.Error(entry.key_pos, UnknownKeyMessage(entry.key, KeysOf(kJobFields)));
+      continue;
+    }
+    fields.doc.positions[entry.key] = entry.key_pos;
+    if (fields.custom && rule->trainer_only) {
+      fields.reader.Error(entry.key_pos, entry.key + " is ignored by workload custom; remove it");
+      continue;
+    }
+    rule->read(fields, entry);
+  }
+}
+
+// What only the whole document can show: a custom workload without its entrypoint, a name
+// that must be written because the path gives none.
+void CheckJobDocument(const YamlNode& root, const JobFields& fields) {
+  if (fields.custom && FindEntry(root, "entrypoint") == nullptr) {
+    fields.reader.Error(root.pos, "missing required key \"entrypoint\" (workload custom needs it)");
+  }
+  // A name written but invalid has its own error; the derived one is then beside the point.
+  if (FindEntry(root, "name") == nullptr && !core::IsValidJobName(fields.out.name)) {
+    fields.reader.Error({1, 1}, "the name derived from the path (\"" + fields.out.name +
+                                    "\") is not a valid job name; set name: explicitly");
+  }
+}
+
+}  // namespace
 
 LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::string& path,
                                          std::string_view jobs_dir) {
@@ -367,163 +607,17 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
   core::JobSpec spec;
   spec.path = path;
   spec.document = ToValue(*root);
+  JobFields fields{reader, spec, out, ReadWorkload(*root, reader)};
+  fields.custom = fields.workload == core::Workload::kCustom;
+  if (fields.workload) spec.workload = *fields.workload;
+  ReadJobEntries(*root, fields);
+  CheckJobDocument(*root, fields);
 
-  std::optional<core::Workload> workload;
-  if (const YamlEntry* entry = FindEntry(*root, "workload")) {
-    workload =
-        entry->value.is_string() ? ParseWorkload(entry->value.scalar.as_string()) : std::nullopt;
-    if (!workload) reader.TypeError("workload", "one of ppo, grpo, sft, custom", entry->value);
-  } else {
-    reader.Error(root->pos, "missing required key \"workload\"");
-  }
-  const bool custom = workload == core::Workload::kCustom;
-  if (workload) spec.workload = *workload;
-
-  for (const auto& entry : root->entries) {
-    const std::string& key = entry.key;
-    const YamlNode& value = entry.value;
-    if (!Contains(kJobKeys, key)) {
-      reader.Error(entry.key_pos, UnknownKeyMessage(key, kJobKeys));
-      continue;
-    }
-    spec.positions[key] = entry.key_pos;
-    if (custom && Contains(kTrainerOnlyKeys, key)) {
-      reader.Error(entry.key_pos, key + " is ignored by workload custom; remove it");
-      continue;
-    }
-    if (key == "workload") continue;  // read above: the other fields depend on it
-    if (key == "name") {
-      // Only a valid name is kept: an invalid one ("../x", "sub/dir") would become a status
-      // file's path, so the file keeps the name derived from its path.
-      if (value.is_string() && core::IsValidJobName(value.scalar.as_string())) {
-        out.name = value.scalar.as_string();
-        out.name_is_explicit = true;
-        out.name_pos = value.pos;
-      } else {
-        reader.TypeError(key,
-                         "1 to 63 characters of [a-z0-9._-] starting and ending with a letter "
-                         "or digit",
-                         value);
-      }
-    } else if (key == "submission_id") {
-      if (value.is_string()) {
-        out.pinned_id = value.scalar.as_string();
-        out.pinned_id_pos = value.pos;
-      }
-      if (!value.is_string() || !core::IsValidPinnedSubmissionId(value.scalar.as_string())) {
-        reader.TypeError(key,
-                         "1 to 100 characters of [a-z0-9._-] starting and ending with a letter "
-                         "or digit, and not 8 hex digits",
-                         value);
-      } else {
-        spec.submission_id = value.scalar.as_string();
-      }
-    } else if (key == "code_path") {
-      spec.code_path = reader.String(key, value);
-    } else if (key == "model_id") {
-      spec.model_id = reader.String(key, value);
-    } else if (key == "train_file") {
-      spec.train_file = reader.String(key, value);
-    } else if (key == "val_file") {
-      spec.val_file = reader.String(key, value);
-    } else if (key == "nnodes" || key == "n_gpus_per_node" || key == "total_training_steps") {
-      auto number = reader.Integer(key, value, 1, INT64_MAX, "an integer >= 1");
-      if (key == "nnodes") spec.nnodes = number;
-      if (key == "n_gpus_per_node") spec.n_gpus_per_node = number;
-      if (key == "total_training_steps") spec.total_training_steps = number;
-    } else if (key == "save_freq" || key == "test_freq") {
-      // verl reads -1 as "never".
-      auto number = reader.Integer(key, value, -1, INT64_MAX, "an integer >= -1");
-      (key == "save_freq" ? spec.save_freq : spec.test_freq) = number;
-    } else if (key == "overrides") {
-      if (!value.is_sequence()) {
-        reader.TypeError(key, "a list of key=value strings", value);
-        continue;
-      }
-      for (size_t i = 0; i < value.items.size(); ++i) {
-        const YamlNode& item = value.items[i];
-        const size_t equals = item.is_string() ? item.scalar.as_string().find('=') : 0;
-        if (!item.is_string() || equals == 0 || equals == std::string::npos) {
-          reader.TypeError("overrides[" + std::to_string(i) + "]", "a key=value string", item);
-          continue;
-        }
-        spec.overrides.push_back(item.scalar.as_string());
-      }
-    } else if (key == "entrypoint") {
-      if (workload && !custom) {
-        reader.Error(entry.key_pos, "entrypoint is only allowed with workload custom (workload " +
-                                        std::string(core::WorkloadName(*workload)) +
-                                        " builds its own command)");
-        continue;
-      }
-      spec.entrypoint = reader.String(key, value);
-    } else if (key == "runtime_env") {
-      if (!value.is_mapping()) {
-        reader.TypeError(key, "a mapping", value);
-        continue;
-      }
-      core::Value::Object runtime_env;
-      for (const auto& inner : value.entries) {
-        if (inner.key == "env_vars") {
-          reader.Error(inner.key_pos,
-                       "runtime_env.env_vars is not allowed in a JobSpec; use the top-level "
-                       "env_vars");
-          continue;
-        }
-        runtime_env.emplace(inner.key, ToValue(inner.value));
-      }
-      spec.runtime_env = std::move(runtime_env);
-    } else if (key == "env_vars") {
-      if (auto env = reader.ScalarMap(key, value, true)) {
-        spec.env_vars = std::move(*env);
-        // The run sees the text written, so `X: 1` and `X: "1"` are the same run.
-        spec.document.as_object()[key] = StringMapValue(spec.env_vars);
-      }
-    } else if (key == "entrypoint_num_cpus") {
-      spec.entrypoint_num_cpus = reader.NonNegativeNumber(key, value);
-    } else if (key == "entrypoint_num_gpus") {
-      spec.entrypoint_num_gpus = reader.NonNegativeNumber(key, value);
-    } else if (key == "entrypoint_memory") {
-      spec.entrypoint_memory = reader.Memory(key, value);
-    } else if (key == "entrypoint_resources") {
-      spec.entrypoint_resources = reader.Resources(key, value);
-    } else if (key == "retries") {
-      spec.retries = reader.Integer(key, value, 0, 100, "an integer from 0 to 100").value_or(0);
-    } else if (key == "suspend") {
-      if (!value.is_scalar() || !value.scalar.is_bool()) {
-        reader.TypeError(key, "true or false", value);
-      } else {
-        spec.suspend = value.scalar.as_bool();
-      }
-    } else if (key == "on_remove") {
-      if (value.is_string() && value.scalar.as_string() == "stop") {
-        spec.on_remove = core::OnRemove::kStop;
-      } else if (value.is_string() && value.scalar.as_string() == "keep") {
-        spec.on_remove = core::OnRemove::kKeep;
-      } else {
-        reader.TypeError(key, "stop or keep", value);
-      }
-    } else if (key == "annotations") {
-      if (auto annotations = reader.ScalarMap(key, value, false)) {
-        spec.annotations = std::move(*annotations);
-      }
-    }
-  }
-
-  if (custom && FindEntry(*root, "entrypoint") == nullptr) {
-    reader.Error(root->pos, "missing required key \"entrypoint\" (workload custom needs it)");
-  }
-  // A name written but invalid has its own error; the derived one is then beside the point.
-  if (FindEntry(*root, "name") == nullptr && !core::IsValidJobName(out.name)) {
-    reader.Error({1, 1}, "the name derived from the path (\"" + out.name +
-                             "\") is not a valid job name; set name: explicitly");
-  }
   spec.name = out.name;
   spec.spec_hash = core::ComputeSpecHash(spec.document);
   if (std::string legacy = core::ComputeLegacySpecHash(spec.document); !legacy.empty()) {
     spec.legacy_spec_hashes.push_back(std::move(legacy));
   }
-
   SortDiagnostics(diagnostics);
   if (diagnostics.empty()) out.parsed.value = std::move(spec);
   return out;

@@ -30,6 +30,11 @@ struct Parsed {
 
 // `path` is used in diagnostics and, for a JobSpec, to derive the default name.
 Parsed<core::RayConfig> LoadRayConfig(std::string_view text, const std::string& path);
+
+// The keys each kind of document takes, in the order of its table of fields (spec_loader.cc);
+// schema/cluster.schema.json and schema/jobspec.schema.json list the same keys.
+std::vector<std::string_view> RayConfigKeys();
+std::vector<std::string_view> JobSpecKeys();
 Parsed<core::JobSpec> LoadJobSpec(std::string_view text, const std::string& path,
                                   std::string_view jobs_dir = "jobs");
 
