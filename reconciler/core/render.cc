@@ -30,8 +30,6 @@
 namespace rg::core {
 namespace {
 
-constexpr std::string_view kSharedRootVar = "${shared_root}";
-
 bool IsAsciiAlnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
@@ -339,7 +337,7 @@ Result<std::string> InterpolateSharedRoot(std::string_view text, const RayConfig
   std::string out;
   size_t start = 0;
   while (true) {
-    size_t at = text.find(kSharedRootVar, start);
+    size_t at = text.find(kSharedRootVariable, start);
     if (at == std::string_view::npos) break;
     if (!cluster.shared_root.has_value()) {
       return Error::InvalidInput("uses ${shared_root} but " + cluster.path +
@@ -347,7 +345,7 @@ Result<std::string> InterpolateSharedRoot(std::string_view text, const RayConfig
     }
     out.append(text.substr(start, at - start));
     out += *cluster.shared_root;
-    start = at + kSharedRootVar.size();
+    start = at + kSharedRootVariable.size();
   }
   out.append(text.substr(start));
   return out;

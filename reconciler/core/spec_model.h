@@ -15,6 +15,10 @@
 
 namespace rg::core {
 
+// Written in a JobSpec's strings, kept as written (the spec hash never depends on the
+// cluster file) and replaced by cluster.yaml's shared_root when the spec is rendered.
+inline constexpr std::string_view kSharedRootVariable = "${shared_root}";
+
 struct SourcePos {
   int line = 0;    // 1-based
   int column = 0;  // 1-based

@@ -15,8 +15,6 @@ namespace {
 
 using core::SourcePos;
 
-constexpr std::string_view kSharedRootVariable = "${shared_root}";
-
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -186,7 +184,8 @@ void SortDiagnostics(core::Diagnostics& diagnostics) {
 }
 
 void CollectSharedRootUses(const YamlNode& node, std::vector<SourcePos>& out) {
-  if (node.is_string() && node.scalar.as_string().find(kSharedRootVariable) != std::string::npos) {
+  if (node.is_string() &&
+      node.scalar.as_string().find(core::kSharedRootVariable) != std::string::npos) {
     out.push_back(node.pos);
   }
   for (const auto& item : node.items) CollectSharedRootUses(item, out);
