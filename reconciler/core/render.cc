@@ -363,41 +363,31 @@ Result<std::string> RenderEntrypoint(const JobSpec& spec, const RayConfig& clust
   return RenderVerlEntrypoint(spec, cluster, submission_id);
 }
 
-Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
-                               const RenderContext& context) {
-  std::string submission_id = SubmissionIdForAttempt(spec, context.attempt);
-  auto entrypoint = RenderEntrypoint(spec, cluster, submission_id);
-  if (!entrypoint.ok()) return entrypoint.error();
+namespace {
 
-  Value body = Value::Object{};
-  body["submission_id"] = submission_id;
-  body["entrypoint"] = std::move(*entrypoint);
-
-  // runtime_env: the cluster's, then the job's top-level keys over it.
-  auto cluster_env = InterpolateValue(cluster.runtime_env, cluster);
-  if (!cluster_env.ok()) return cluster_env.error();
-  auto job_env = InterpolateValue(spec.runtime_env, cluster);
-  if (!job_env.ok()) return job_env.error();
-  Value::Object runtime_env;
-  if (cluster_env->is_object()) runtime_env = cluster_env->as_object();
+// The env_vars of the body: the cluster's, the job's runtime_env's, then the job's top-level
+// env_vars, each over the one before.
+Result<Value::Object> RenderEnvVars(const JobSpec& spec, const RayConfig& cluster,
+                                    const Value& cluster_env, const Value& job_env) {
   Value::Object env_vars;
   auto take_env_vars = [&env_vars](const Value* vars) {
     if (vars == nullptr || !vars->is_object()) return;
     for (const auto& [key, value] : vars->as_object()) env_vars[key] = value;
   };
-  take_env_vars(cluster_env->Find("env_vars"));
-  if (job_env->is_object()) {
-    for (const auto& [key, value] : job_env->as_object()) runtime_env[key] = value;
-  }
-  take_env_vars(job_env->Find("env_vars"));
+  take_env_vars(cluster_env.Find("env_vars"));
+  take_env_vars(job_env.Find("env_vars"));
   for (const auto& [key, value] : spec.env_vars) {
     auto interpolated = InterpolateSharedRoot(value, cluster);
     if (!interpolated.ok()) return interpolated.error();
     env_vars[key] = std::move(*interpolated);
   }
+  return env_vars;
+}
 
-  // PYTHONPATH = <code_path>:<user_code_path>:<inherited>, where the inherited part is an
-  // existing PYTHONPATH value or ${PYTHONPATH}, which Ray expands on the node.
+// PYTHONPATH = <code_path>:<user_code_path>:<inherited>, where the inherited part is an
+// existing PYTHONPATH value or ${PYTHONPATH}, which Ray expands on the node.
+Result<std::string> RenderPythonPath(const JobSpec& spec, const RayConfig& cluster,
+                                     const Value::Object& env_vars) {
   std::vector<std::string> python_path;
   if (spec.code_path.has_value()) {
     auto code_path = InterpolateSharedRoot(*spec.code_path, cluster);
@@ -424,10 +414,31 @@ Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
     if (!joined.empty()) joined += ':';
     joined += part;
   }
-  env_vars["PYTHONPATH"] = std::move(joined);
-  runtime_env["env_vars"] = Value(std::move(env_vars));
-  body["runtime_env"] = Value(std::move(runtime_env));
+  return joined;
+}
 
+// runtime_env: the cluster's, then the job's top-level keys over it; env_vars merged.
+Result<Value> RenderRuntimeEnv(const JobSpec& spec, const RayConfig& cluster) {
+  auto cluster_env = InterpolateValue(cluster.runtime_env, cluster);
+  if (!cluster_env.ok()) return cluster_env.error();
+  auto job_env = InterpolateValue(spec.runtime_env, cluster);
+  if (!job_env.ok()) return job_env.error();
+  Value::Object runtime_env;
+  if (cluster_env->is_object()) runtime_env = cluster_env->as_object();
+  if (job_env->is_object()) {
+    for (const auto& [key, value] : job_env->as_object()) runtime_env[key] = value;
+  }
+  Result<Value::Object> env_vars = RenderEnvVars(spec, cluster, *cluster_env, *job_env);
+  if (!env_vars.ok()) return env_vars.error();
+  Result<std::string> python_path = RenderPythonPath(spec, cluster, *env_vars);
+  if (!python_path.ok()) return python_path.error();
+  (*env_vars)["PYTHONPATH"] = std::move(*python_path);
+  runtime_env["env_vars"] = Value(std::move(*env_vars));
+  return Value(std::move(runtime_env));
+}
+
+// The entrypoint resources: the spec's, else the cluster's.
+void RenderEntrypointResources(const JobSpec& spec, const RayConfig& cluster, Value& body) {
   if (auto cpus =
           spec.entrypoint_num_cpus ? spec.entrypoint_num_cpus : cluster.entrypoint_num_cpus) {
     body["entrypoint_num_cpus"] = *cpus;
@@ -445,7 +456,9 @@ Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
     for (const auto& [key, amount] : *resources) out.emplace(key, amount);
     body["entrypoint_resources"] = Value(std::move(out));
   }
+}
 
+Value RenderMetadata(const JobSpec& spec, const RenderContext& context) {
   Value::Object metadata;
   metadata.emplace(kMetaManagedBy, context.instance);
   metadata.emplace(kMetaName, spec.name);
@@ -456,7 +469,25 @@ Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
   if (!context.repo_url.empty()) {
     metadata.emplace(kMetaRepo, StripUrlCredentials(context.repo_url));
   }
-  body["metadata"] = Value(std::move(metadata));
+  return Value(std::move(metadata));
+}
+
+}  // namespace
+
+Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
+                               const RenderContext& context) {
+  std::string submission_id = SubmissionIdForAttempt(spec, context.attempt);
+  auto entrypoint = RenderEntrypoint(spec, cluster, submission_id);
+  if (!entrypoint.ok()) return entrypoint.error();
+  Result<Value> runtime_env = RenderRuntimeEnv(spec, cluster);
+  if (!runtime_env.ok()) return runtime_env.error();
+
+  Value body = Value::Object{};
+  body["submission_id"] = submission_id;
+  body["entrypoint"] = std::move(*entrypoint);
+  body["runtime_env"] = std::move(*runtime_env);
+  RenderEntrypointResources(spec, cluster, body);
+  body["metadata"] = RenderMetadata(spec, context);
   return body;
 }
 
