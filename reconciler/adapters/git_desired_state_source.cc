@@ -117,6 +117,44 @@ std::optional<core::Diagnostic> JobsDirProblem(git_tree* root, const std::string
   }
 }
 
+// Every JobSpec blob under the jobs folder of `tree` (or the whole tree), and the entries that
+// cannot be specs. A jobs folder that is a link or a file is an error: read as "no specs", it
+// would stop every run as removed.
+core::Result<WalkState> ListSpecBlobs(git_repository* repo, git_tree* tree,
+                                      const GitDesiredStateOptions& options,
+                                      const std::string& commit) {
+  WalkState walk;
+  walk.jobs_dir = options.jobs_dir;
+  walk.excluded_dir = options.excluded_dir;
+  walk.cluster_file = options.cluster_file;
+  git::Tree jobs_tree;
+  git_tree* walk_root = tree;
+  if (!options.jobs_dir.empty()) {
+    if (std::optional<core::Diagnostic> problem = JobsDirProblem(tree, options.jobs_dir)) {
+      return core::Error::InvalidInput(problem->ToString() + " (in " + commit + ")");
+    }
+    walk.prefix = options.jobs_dir + "/";
+    walk_root = nullptr;
+    git_tree_entry* raw_entry = nullptr;
+    if (git_tree_entry_bypath(&raw_entry, tree, options.jobs_dir.c_str()) == 0) {
+      git::TreeEntry entry(raw_entry);
+      git_object* object = nullptr;
+      if (git_tree_entry_type(entry.get()) == GIT_OBJECT_TREE &&
+          git_tree_entry_to_object(&object, repo, entry.get()) == 0) {
+        jobs_tree.reset(reinterpret_cast<git_tree*>(object));
+        walk_root = jobs_tree.get();
+      }
+    }
+    git_error_clear();
+  }
+  if (walk_root != nullptr) {
+    if (int rc = git_tree_walk(walk_root, GIT_TREEWALK_PRE, CollectSpec, &walk); rc != 0) {
+      return git::LastError(rc, "cannot list " + options.jobs_dir + " in " + commit);
+    }
+  }
+  return walk;
+}
+
 }  // namespace
 
 GitDesiredStateSource::GitDesiredStateSource(std::shared_ptr<GitWorkspace> workspace,
@@ -168,6 +206,35 @@ core::Result<GitDesiredStateSource::ResolvedRef> GitDesiredStateSource::Resolve(
   return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in " + workspace_->url());
 }
 
+core::Result<std::optional<spec::Parsed<core::RayConfig>>> GitDesiredStateSource::ReadClusterFile(
+    git_repository* repo, git_tree* tree, ports::DesiredSnapshot& snapshot,
+    std::map<std::string, CachedCluster>& next_cache) {
+  std::optional<spec::Parsed<core::RayConfig>> cluster;
+  git_tree_entry* raw_entry = nullptr;
+  if (git_tree_entry_bypath(&raw_entry, tree, options_.cluster_file.c_str()) != 0) {
+    git_error_clear();
+    return cluster;
+  }
+  git::TreeEntry entry(raw_entry);
+  if (std::optional<spec::EntryKind> kind = IrregularKind(entry.get())) {
+    return std::optional(spec::RejectedClusterEntry(options_.cluster_file, *kind));
+  }
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return cluster;
+  const git_oid& oid = *git_tree_entry_id(entry.get());
+  const std::string key = git::OidHex(oid);
+  auto it = cluster_cache_.find(key);
+  if (it == cluster_cache_.end()) {
+    auto text = ReadSpecBlob(repo, oid, options_.cluster_file);
+    if (!text) return text.error();
+    ++cluster_parses_;
+    auto parsed = spec::LoadRayConfig(*text, options_.cluster_file);
+    it = cluster_cache_.emplace(key, CachedCluster{std::move(*text), std::move(parsed)}).first;
+  }
+  snapshot.texts.emplace(options_.cluster_file, it->second.text);
+  next_cache.insert(*it);
+  return std::optional(it->second.parsed);
+}
+
 core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::string& ref) {
   if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
   auto resolved = Resolve(ref);
@@ -192,71 +259,18 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
   snapshot.repo_url = workspace_->recorded_url();
   snapshot.repo_aliases = workspace_->aliases();
 
-  // The cluster file.
-  std::optional<spec::Parsed<core::RayConfig>> cluster;
   std::map<std::string, CachedCluster> next_cluster_cache;
-  git_tree_entry* raw_entry = nullptr;
-  if (git_tree_entry_bypath(&raw_entry, tree.get(), options_.cluster_file.c_str()) == 0) {
-    git::TreeEntry entry(raw_entry);
-    if (std::optional<spec::EntryKind> kind = IrregularKind(entry.get())) {
-      cluster = spec::RejectedClusterEntry(options_.cluster_file, *kind);
-    } else if (git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB) {
-      const git_oid& oid = *git_tree_entry_id(entry.get());
-      const std::string key = git::OidHex(oid);
-      auto it = cluster_cache_.find(key);
-      if (it == cluster_cache_.end()) {
-        auto text = ReadSpecBlob(repo, oid, options_.cluster_file);
-        if (!text) return text.error();
-        ++cluster_parses_;
-        auto parsed = spec::LoadRayConfig(*text, options_.cluster_file);
-        it = cluster_cache_.emplace(key, CachedCluster{std::move(*text), std::move(parsed)}).first;
-      }
-      cluster = it->second.parsed;
-      snapshot.texts.emplace(options_.cluster_file, it->second.text);
-      next_cluster_cache.insert(*it);
-    }
-  } else {
-    git_error_clear();
-  }
-
-  // Every JobSpec.
-  WalkState walk;
-  walk.jobs_dir = options_.jobs_dir;
-  walk.excluded_dir = options_.excluded_dir;
-  walk.cluster_file = options_.cluster_file;
-  git::Tree jobs_tree;
-  git_tree* walk_root = tree.get();
-  if (!options_.jobs_dir.empty()) {
-    if (std::optional<core::Diagnostic> problem = JobsDirProblem(tree.get(), options_.jobs_dir)) {
-      // Read as "no specs", it would stop every run as removed.
-      return core::Error::InvalidInput(problem->ToString() + " (in " + resolved->commit + ")");
-    }
-    walk.prefix = options_.jobs_dir + "/";
-    walk_root = nullptr;
-    if (git_tree_entry_bypath(&raw_entry, tree.get(), options_.jobs_dir.c_str()) == 0) {
-      git::TreeEntry entry(raw_entry);
-      git_object* object = nullptr;
-      if (git_tree_entry_type(entry.get()) == GIT_OBJECT_TREE &&
-          git_tree_entry_to_object(&object, repo, entry.get()) == 0) {
-        jobs_tree.reset(reinterpret_cast<git_tree*>(object));
-        walk_root = jobs_tree.get();
-      }
-    }
-    git_error_clear();
-  }
-  if (walk_root != nullptr) {
-    if (int rc = git_tree_walk(walk_root, GIT_TREEWALK_PRE, CollectSpec, &walk); rc != 0) {
-      return git::LastError(rc, "cannot list " + options_.jobs_dir + " in " + resolved->commit);
-    }
-  }
-
+  auto cluster = ReadClusterFile(repo, tree.get(), snapshot, next_cluster_cache);
+  if (!cluster.ok()) return cluster.error();
+  core::Result<WalkState> walk = ListSpecBlobs(repo, tree.get(), options_, resolved->commit);
+  if (!walk.ok()) return walk.error();
   std::map<std::string, CachedSpec> next_spec_cache;
   std::vector<spec::LoadedSpecFile> files;
-  files.reserve(walk.blobs.size() + walk.rejected.size());
-  for (const RejectedAt& entry : walk.rejected) {
+  files.reserve(walk->blobs.size() + walk->rejected.size());
+  for (const RejectedAt& entry : walk->rejected) {
     files.push_back(spec::RejectedSpecEntry(entry.path, options_.jobs_dir, entry.kind));
   }
-  for (const BlobAt& blob : walk.blobs) {
+  for (const BlobAt& blob : walk->blobs) {
     std::string key = git::OidHex(blob.oid);
     key += '\0';
     key += blob.path;
@@ -275,7 +289,7 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
   spec_cache_ = std::move(next_spec_cache);
   cluster_cache_ = std::move(next_cluster_cache);
 
-  snapshot.state = spec::CheckDesiredStateSet(cluster, options_.cluster_file, files);
+  snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, files);
   return snapshot;
 }
 

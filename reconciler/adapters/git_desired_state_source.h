@@ -16,6 +16,9 @@
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/spec/spec_loader.h"
 
+struct git_repository;
+struct git_tree;
+
 namespace rg::adapters {
 
 struct GitDesiredStateOptions {
@@ -60,6 +63,12 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
     std::string text;
     spec::Parsed<core::RayConfig> parsed;
   };
+
+  // The cluster file of `tree`, parsed (from the cache when its blob was read before); nullopt
+  // when the tree has none. Its text goes into `snapshot`, its cache entry into `next_cache`.
+  core::Result<std::optional<spec::Parsed<core::RayConfig>>> ReadClusterFile(
+      git_repository* repo, git_tree* tree, ports::DesiredSnapshot& snapshot,
+      std::map<std::string, CachedCluster>& next_cache);
 
   std::shared_ptr<GitWorkspace> workspace_;
   GitDesiredStateOptions options_;
