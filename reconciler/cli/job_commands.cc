@@ -459,7 +459,19 @@ int RunList(const GlobalOptions& global, const std::string& config, const std::s
 
 }  // namespace
 
-void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+namespace {
+
+// The other commands take the id as a positional and an optional cluster file whose address
+// is the last fallback.
+struct IdFlags {
+  std::string id;
+  std::string config;
+  bool follow = false;
+  int tail = -1;
+  std::string format = "table";
+};
+
+void AddSubmitCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
   auto submit_flags = std::make_shared<SubmitFlags>();
   CLI::App* submit = app.add_subcommand(
       "submit",
@@ -482,16 +494,28 @@ void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code) 
   submit->add_flag("--no-artifacts", submit_flags->no_artifacts, "write no artifacts");
   submit->callback(
       [&global, exit_code, submit_flags] { *exit_code = RunSubmit(global, *submit_flags); });
+}
 
-  // The other commands take the id as a positional and an optional cluster file whose
-  // address is the last fallback.
-  struct IdFlags {
-    std::string id;
-    std::string config;
-    bool follow = false;
-    int tail = -1;
-    std::string format = "table";
-  };
+void AddListCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  auto list_flags = std::make_shared<IdFlags>();
+  CLI::App* list = app.add_subcommand(
+      "list",
+      "list every job Ray knows, managed or not; MANAGED_BY is the instance, cli for a "
+      "one-off run of `submit`, - for neither");
+  list->add_option("--format", list_flags->format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  list->add_option("--config", list_flags->config,
+                   "a cluster file whose address is used when no other is given");
+  list->callback([&global, exit_code, list_flags] {
+    *exit_code = RunList(global, list_flags->config, list_flags->format);
+  });
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code) {
+  AddSubmitCommand(app, global, exit_code);
+
   auto add_id_command = [&app](const std::string& name, const std::string& help,
                                const std::shared_ptr<IdFlags>& flags) {
     CLI::App* cmd = app.add_subcommand(name, help);
@@ -524,18 +548,7 @@ void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code) 
         RunLogs(global, logs_flags->config, logs_flags->id, logs_flags->follow, logs_flags->tail);
   });
 
-  auto list_flags = std::make_shared<IdFlags>();
-  CLI::App* list = app.add_subcommand(
-      "list",
-      "list every job Ray knows, managed or not; MANAGED_BY is the instance, cli for a "
-      "one-off run of `submit`, - for neither");
-  list->add_option("--format", list_flags->format, "table or json")
-      ->check(CLI::IsMember({"table", "json"}));
-  list->add_option("--config", list_flags->config,
-                   "a cluster file whose address is used when no other is given");
-  list->callback([&global, exit_code, list_flags] {
-    *exit_code = RunList(global, list_flags->config, list_flags->format);
-  });
+  AddListCommand(app, global, exit_code);
 }
 
 }  // namespace rg::cli
