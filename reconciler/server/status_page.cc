@@ -277,27 +277,33 @@ std::string RenderStatusJson(const engine::DaemonSnapshot& s) {
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_seconds) {
-  const auto e = [](std::string_view v) { return HtmlEscape(v); };
-  std::string h;
-  h.reserve(8192 + s.jobs.size() * 1024);
-  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+namespace {
+
+// <head>, and the header's title with the daemon's state.
+std::string PageTop(const engine::DaemonSnapshot& s, int refresh_seconds) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   if (refresh_seconds > 0) {
     h += R"(<meta http-equiv="refresh" content=")" + std::to_string(refresh_seconds) + "\">\n";
   }
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += "<title>ray-gitops";
-  if (!s.instance.empty()) h += " \xE2\x80\x94 " + e(s.instance);
+  if (!s.instance.empty()) h += " \xE2\x80\x94 " + HtmlEscape(s.instance);
   h += "</title>\n<style>";
   h += kStyle;
   h += "</style>\n</head>\n<body>\n<header>\n<h1>ray-gitops";
-  if (!s.instance.empty()) h += R"( <span class="instance">)" + e(s.instance) + "</span>";
+  if (!s.instance.empty()) h += R"( <span class="instance">)" + HtmlEscape(s.instance) + "</span>";
   h += "</h1>\n";
-  h += R"(<div id="state" class="state state-)" + e(StateClass(s)) + R"(">)" +
-       e(DaemonStateText(s)) + "</div>\n";
-  h += "<dl class=\"meta\">\n";
+  h += R"(<div id="state" class="state state-)" + HtmlEscape(StateClass(s)) + R"(">)" +
+       HtmlEscape(DaemonStateText(s)) + "</div>\n";
+  return h;
+}
+
+// The header's list: repository, branches, commits, passes, Ray.
+std::string MetaList(const engine::DaemonSnapshot& s) {
+  std::string h = "<dl class=\"meta\">\n";
   const auto row = [&](std::string_view label, std::string_view id, const std::string& value) {
-    h += "<dt>" + e(label) + R"(</dt><dd id=")" + e(id) + R"(">)" + e(value) + "</dd>\n";
+    h += "<dt>" + HtmlEscape(label) + R"(</dt><dd id=")" + HtmlEscape(id) + R"(">)" +
+         HtmlEscape(value) + "</dd>\n";
   };
   row("Repository", "repo", s.repo_url);
   row("Branch", "branch", s.branch);
@@ -316,66 +322,87 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
   }
   if (s.next_pass_ms) row("Next pass", "next-pass", HumanTime(s.next_pass_ms));
   row("Ray", "ray", s.ray_address);
-  h += "</dl>\n</header>\n<main>\n";
-  h += UnreadyNotice(s);
-  h += WarningsBox(s);
+  return h + "</dl>\n";
+}
 
-  h += "<ul class=\"counts\" id=\"counts\">\n";
+std::string PhaseCounts(const engine::DaemonSnapshot& s) {
+  std::string h = "<ul class=\"counts\" id=\"counts\">\n";
   h += "<li>Jobs<b>" + std::to_string(s.jobs.size()) + "</b></li>\n";
   const auto counts = CountByPhase(s);
   for (const Phase p : core::kAllPhases) {
     const auto it = counts.find(p);
     if (it == counts.end()) continue;
-    h += R"(<li data-phase=")" + e(core::PhaseName(p)) + R"("><span class="dot )" + PhaseClass(p) +
-         R"("></span>)" + e(core::PhaseName(p)) + "<b>" + std::to_string(it->second) +
-         "</b></li>\n";
+    h += R"(<li data-phase=")" + HtmlEscape(core::PhaseName(p)) + R"("><span class="dot )" +
+         PhaseClass(p) + R"("></span>)" + HtmlEscape(core::PhaseName(p)) + "<b>" +
+         std::to_string(it->second) + "</b></li>\n";
   }
-  h += "</ul>\n";
+  return h + "</ul>\n";
+}
 
-  if (s.jobs.empty()) {
-    h += "<p class=\"empty\">No jobs in the desired state.</p>\n";
+// The submission id, linked to the Ray dashboard when there is a web address for it.
+std::string SubmissionCell(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
+  std::string link = DashboardJobLink(s.dashboard_url, job.submission_id);
+  if (link.empty()) link = job.dashboard_url;
+  const bool web_link = link.starts_with("http://") || link.starts_with("https://");
+  std::string h = R"(<td class="mono nowrap">)";
+  if (!job.submission_id.empty() && web_link) {
+    h += R"(<a class="dashboard-link" href=")" + HtmlEscape(link) + R"(">)" +
+         HtmlEscape(job.submission_id) + "</a>";
   } else {
-    h += "<table id=\"jobs\">\n<thead><tr><th>Job</th><th>Phase</th><th>Submission</th>"
-         "<th>Attempt</th><th>Ray status</th><th>Spec commit</th><th>Started</th>"
-         "<th>Ended</th><th>Message</th></tr></thead>\n<tbody>\n";
-    for (const auto& job : s.jobs) {
-      const std::string phase(core::PhaseName(job.phase));
-      h +=
-          R"(<tr class="job" data-name=")" + e(job.name) + R"(" data-phase=")" + e(phase) + R"(">)";
-      h += R"(<td class="name" title=")" + e(job.spec_path) + R"(">)" + e(job.name) + "</td>";
-      h += R"(<td><span class="phase )" + PhaseClass(job.phase) + R"(">)" + e(phase) +
-           "</span></td>";
-      std::string link = DashboardJobLink(s.dashboard_url, job.submission_id);
-      if (link.empty()) link = job.dashboard_url;
-      const bool web_link = link.starts_with("http://") || link.starts_with("https://");
-      h += R"(<td class="mono nowrap">)";
-      if (!job.submission_id.empty() && web_link) {
-        h += R"(<a class="dashboard-link" href=")" + e(link) + R"(">)" + e(job.submission_id) +
-             "</a>";
-      } else {
-        h += e(job.submission_id);
-      }
-      h += "</td>";
-      h += "<td>" + (job.attempt ? std::to_string(*job.attempt) : std::string()) + "</td>";
-      h += "<td>" +
-           (job.submission_id.empty() ? std::string() : e(core::RayJobStatusName(job.status))) +
-           "</td>";
-      h += R"(<td class="mono" title=")" + e(job.spec_commit) + R"(">)" +
-           e(ShortCommit(job.spec_commit)) + "</td>";
-      h += "<td>" + e(HumanTime(job.start_time_ms)) + "</td>";
-      h += "<td>" + e(HumanTime(job.end_time_ms)) + "</td>";
-      std::string message = job.message;
-      for (const auto& err : job.errors) {
-        if (!message.empty()) message += "\n";
-        message += err;
-      }
-      h += R"(<td class="message">)" + e(message) + "</td>";
-      h += "</tr>\n";
-    }
-    h += "</tbody>\n</table>\n";
+    h += HtmlEscape(job.submission_id);
   }
+  return h + "</td>";
+}
+
+std::string JobRow(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
+  const auto e = [](std::string_view v) { return HtmlEscape(v); };
+  const std::string phase(core::PhaseName(job.phase));
+  std::string h =
+      R"(<tr class="job" data-name=")" + e(job.name) + R"(" data-phase=")" + e(phase) + R"(">)";
+  h += R"(<td class="name" title=")" + e(job.spec_path) + R"(">)" + e(job.name) + "</td>";
+  h += R"(<td><span class="phase )" + PhaseClass(job.phase) + R"(">)" + e(phase) + "</span></td>";
+  h += SubmissionCell(s, job);
+  h += "<td>" + (job.attempt ? std::to_string(*job.attempt) : std::string()) + "</td>";
+  h += "<td>" +
+       (job.submission_id.empty() ? std::string() : e(core::RayJobStatusName(job.status))) +
+       "</td>";
+  h += R"(<td class="mono" title=")" + e(job.spec_commit) + R"(">)" +
+       e(ShortCommit(job.spec_commit)) + "</td>";
+  h += "<td>" + e(HumanTime(job.start_time_ms)) + "</td>";
+  h += "<td>" + e(HumanTime(job.end_time_ms)) + "</td>";
+  std::string message = job.message;
+  for (const auto& err : job.errors) {
+    if (!message.empty()) message += "\n";
+    message += err;
+  }
+  h += R"(<td class="message">)" + e(message) + "</td>";
+  return h + "</tr>\n";
+}
+
+std::string JobsTable(const engine::DaemonSnapshot& s) {
+  if (s.jobs.empty()) return "<p class=\"empty\">No jobs in the desired state.</p>\n";
+  std::string h =
+      "<table id=\"jobs\">\n<thead><tr><th>Job</th><th>Phase</th><th>Submission</th>"
+      "<th>Attempt</th><th>Ray status</th><th>Spec commit</th><th>Started</th>"
+      "<th>Ended</th><th>Message</th></tr></thead>\n<tbody>\n";
+  for (const auto& job : s.jobs) h += JobRow(s, job);
+  return h + "</tbody>\n</table>\n";
+}
+
+}  // namespace
+
+std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_seconds) {
+  std::string h;
+  h.reserve(8192 + s.jobs.size() * 1024);
+  h += PageTop(s, refresh_seconds);
+  h += MetaList(s);
+  h += "</header>\n<main>\n";
+  h += UnreadyNotice(s);
+  h += WarningsBox(s);
+  h += PhaseCounts(s);
+  h += JobsTable(s);
   h += "</main>\n<footer>";
-  if (s.now_ms > 0) h += "Generated " + e(HumanTime(s.now_ms)) + ". ";
+  if (s.now_ms > 0) h += "Generated " + HtmlEscape(HumanTime(s.now_ms)) + ". ";
   h += R"(JSON at <a href="api/v1/status">/api/v1/status</a>, metrics at )"
        "<a href=\"metrics\">/metrics</a>.</footer>\n</body>\n</html>\n";
   return h;
