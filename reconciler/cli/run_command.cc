@@ -320,16 +320,22 @@ void ApplyGitTimeout(const Timings& timings) {
 
 // One pass of the daemon: on the repository through `source` and `store`, its Ray calls
 // counted in `metrics`; the loop learns the Ray address each pass resolves.
+// The loop a pass reports to; the pass function is built before the loop that runs it, so the
+// loop is filled in once it exists (a pass never runs before that).
+struct LoopSlot {
+  engine::ReconcileLoop* loop = nullptr;
+};
+
 engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& flags,
                                 ports::DesiredStateSource& source, ports::StatusStore* store,
                                 core::MetricsRegistry& metrics, adapters::SystemClock& clock,
-                                engine::ReconcileLoop* const& loop) {
+                                const LoopSlot& slot) {
   auto decorate = [&metrics, &clock](std::unique_ptr<ports::JobServer> inner) {
     return std::unique_ptr<ports::JobServer>(
         std::make_unique<engine::InstrumentedJobServer>(std::move(inner), metrics, clock));
   };
   return [&global, &flags, &source, store, decorate,
-          &loop](const engine::ReconcileOptions& pass_options) {
+          &slot](const engine::ReconcileOptions& pass_options) {
     core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store, pass_options,
                                               /*artifacts=*/true, decorate);
     // glibc gives freed heap back to the system only from the top of the heap; the holes a
@@ -337,7 +343,9 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     // over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).
     malloc_trim(0);
     if (!run.ok()) return FailedBeforePass(run.error());
-    if (!run->ray_address.empty()) loop->SetRayAddress(run->ray_address, run->ray_address);
+    if (!run->ray_address.empty()) {
+      slot.loop->SetRayAddress(run->ray_address, run->ray_address);
+    }
     return std::move(run->result);
   };
 }
@@ -392,12 +400,12 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   const engine::LoopOptions options =
       LoopOptionsFrom(flags, *timings, http, branch, handles->workspace->recorded_url());
 
-  engine::ReconcileLoop* loop_ptr = nullptr;
+  LoopSlot slot;
   ports::StatusStore* store_ptr = flags.pass.no_status ? nullptr : &store;
   engine::ReconcileLoop loop(options,
-                             DaemonPass(global, flags, source, store_ptr, metrics, clock, loop_ptr),
+                             DaemonPass(global, flags, source, store_ptr, metrics, clock, slot),
                              clock, &metrics, LogPassReport);
-  loop_ptr = &loop;
+  slot.loop = &loop;
 
   http.branch = branch;
   server::HttpServer http_server(

@@ -469,7 +469,7 @@ Value RenderMetadata(const JobSpec& spec, const RenderContext& context) {
   if (!context.repo_url.empty()) {
     metadata.emplace(kMetaRepo, StripUrlCredentials(context.repo_url));
   }
-  return Value(std::move(metadata));
+  return {std::move(metadata)};
 }
 
 }  // namespace
