@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "reconciler/core/render.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::adapters {
 namespace {
@@ -73,15 +74,6 @@ std::string WithTrailingNewline(std::string text) {
 }
 
 }  // namespace
-
-std::string FormatRfc3339Utc(std::chrono::system_clock::time_point t) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  std::array<char, 32> buffer{};
-  const size_t n = std::strftime(buffer.data(), buffer.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return {buffer.data(), n};
-}
 
 core::Status WriteFileAtomically(const fs::path& path, std::string_view content) {
   static std::atomic<unsigned> counter{0};
@@ -164,7 +156,7 @@ core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& reco
   }
 
   std::string entry;
-  entry += "time: " + FormatRfc3339Utc(now_()) + "\n";
+  entry += "time: " + core::FormatRfc3339Seconds(now_()) + "\n";
   entry += "submission_id: " + record.submission_id + "\n";
   entry += std::string("outcome: ") + (record.adopted ? "adopted" : "submitted") + "\n";
   entry += "commit: " + (record.commit.empty() ? std::string("(none)") : record.commit) + "\n";

@@ -53,7 +53,4 @@ class ArtifactWriter : public ports::ArtifactSink {
 // and renamed over `path`. Creates missing parent directories.
 core::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
 
-// UTC time as RFC 3339 with a "Z" suffix and whole seconds, e.g. "2025-01-31T08:05:09Z".
-std::string FormatRfc3339Utc(std::chrono::system_clock::time_point t);
-
 }  // namespace rg::adapters

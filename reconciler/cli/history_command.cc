@@ -10,6 +10,7 @@
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/status_model.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::cli {
 namespace {

@@ -27,6 +27,7 @@
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/time_format.h"
 #include "reconciler/core/value.h"
 #include "reconciler/engine/submit_attempt.h"
 #include "reconciler/ports/job_server.h"
@@ -106,9 +107,7 @@ std::string ShownMessage(const std::string& ray_message) {
 
 std::string FormatTime(const std::optional<int64_t>& ms) {
   if (!ms) return "-";
-  return adapters::FormatRfc3339Utc(std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::milliseconds(*ms))));
+  return core::FormatRfc3339Seconds(*ms);
 }
 
 core::Value MetadataOrNull(const core::RayJob& job, std::string_view key) {

@@ -15,6 +15,7 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::cli {
 namespace {
@@ -351,7 +352,7 @@ void LogEvent(std::string_view level, std::string_view message,
   if (g_json_logs) {
     nlohmann::json j;
     const auto now = std::chrono::system_clock::now();
-    j["time"] = adapters::FormatRfc3339Utc(now);
+    j["time"] = core::FormatRfc3339Seconds(now);
     j["level"] = std::string(level);
     j["msg"] = safe_message;
     for (const auto& [k, v] : safe_fields) j[k] = v;

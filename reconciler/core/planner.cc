@@ -7,6 +7,7 @@
 
 #include "reconciler/core/identity.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::core {
 

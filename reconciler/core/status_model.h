@@ -135,9 +135,4 @@ StatusRecord MergeRecords(const StatusRecord& theirs, const StatusRecord& ours);
 // on http://127.0.0.1:8265".
 std::string DescribeTransition(const StatusRecord* before, const StatusRecord* after);
 
-// RFC 3339 UTC with millisecond precision, e.g. "2026-11-22T09:11:31.123Z".
-std::string FormatRfc3339Millis(int64_t epoch_ms);
-// Parses what FormatRfc3339Millis writes (and whole seconds with Z). nullopt on bad input.
-std::optional<int64_t> ParseRfc3339Millis(std::string_view text);
-
 }  // namespace rg::core

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "reconciler/core/status_model.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::server {
 

@@ -6,6 +6,7 @@
 #include "reconciler/core/value.h"
 #include "reconciler/spec/spec_loader.h"
 #include "reconciler/spec/yaml_document.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::spec {
 namespace {

@@ -157,13 +157,4 @@ TEST_CASE("WriteFileAtomically replaces content and reports an unwritable place"
   CHECK_THAT(status.error().message(), Catch::Contains("plain"));
 }
 
-TEST_CASE("FormatRfc3339Utc writes whole seconds in UTC with a Z") {
-  using std::chrono::seconds;
-  using std::chrono::system_clock;
-  CHECK(rg::adapters::FormatRfc3339Utc(system_clock::time_point(seconds(0))) ==
-        "1970-01-01T00:00:00Z");
-  CHECK(rg::adapters::FormatRfc3339Utc(system_clock::time_point(seconds(951782400))) ==
-        "2000-02-29T00:00:00Z");
-}
-
 }  // namespace

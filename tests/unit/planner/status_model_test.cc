@@ -5,15 +5,6 @@
 namespace rg::core {
 namespace {
 
-TEST_CASE("RFC 3339 formatting of epoch milliseconds round-trips") {
-  CHECK(FormatRfc3339Millis(0) == "1970-01-01T00:00:00.000Z");
-  CHECK(FormatRfc3339Millis(1795338691123) == "2026-11-22T09:11:31.123Z");
-  CHECK(ParseRfc3339Millis("2026-11-22T09:11:31.123Z") == 1795338691123);
-  CHECK(ParseRfc3339Millis("2026-11-22T09:11:31Z") == 1795338691000);
-  CHECK_FALSE(ParseRfc3339Millis("2026-13-22T09:11:31Z").has_value());
-  CHECK_FALSE(ParseRfc3339Millis("yesterday").has_value());
-}
-
 TEST_CASE("phase names round-trip") {
   for (Phase p : {Phase::kPending, Phase::kRunning, Phase::kSucceeded, Phase::kFailed,
                   Phase::kStopped, Phase::kSuspended, Phase::kLost, Phase::kInvalid,

@@ -1,4 +1,5 @@
 #include "reconciler/server/status_page.h"
+#include "reconciler/core/time_format.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
