@@ -303,7 +303,7 @@ void LogPass(const engine::PassResult& result) {
       continue;
     }
     if (stop) {
-      fields["reason"] = o.action.stop_reason;
+      fields["reason"] = core::StopReasonName(o.action.stop_reason);
       LogEvent("info", o.stop_sent ? "stopped" : "already ended", fields);
     } else {
       fields["attempt"] = std::to_string(o.action.attempt);

@@ -297,7 +297,7 @@ Value ActionsJson(const Plan& plan) {
     v["submission_id"] = a.submission_id;
     v["attempt"] = a.attempt;
     v["reason"] = a.reason;
-    if (a.kind == ActionKind::kStop) v["stop_reason"] = a.stop_reason;
+    if (a.kind == ActionKind::kStop) v["stop_reason"] = std::string(StopReasonName(a.stop_reason));
     if (a.kind == ActionKind::kSubmit) v["spec_path"] = a.spec_path;
     actions.push_back(std::move(v));
   }

@@ -221,7 +221,7 @@ class Planner {
 
   // Stops `job` unless a stop sent earlier is still pending. Returns the time of the stop that
   // is (or is now being) waited for: the pending one, or now.
-  int64_t AddStop(const RayJob& job, const std::string& name, int attempt, std::string_view why,
+  int64_t AddStop(const RayJob& job, const std::string& name, int attempt, StopReason why,
                   std::string reason) {
     if (std::optional<int64_t> sent = PendingStop(name, job)) return *sent;
     if (const AttemptRecord* a = LedgerAttempt(name, job); a != nullptr && a->stop_sent_ms) {
@@ -233,7 +233,7 @@ class Planner {
     a.name = name;
     a.submission_id = job.submission_id;
     a.attempt = attempt;
-    a.stop_reason = std::string(why);
+    a.stop_reason = why;
     a.reason = std::move(reason);
     stops_.push_back(std::move(a));
     return policy_.now_ms;
@@ -350,7 +350,7 @@ class Planner {
     // Older versions of this job that are still active are replaced.
     for (const RayJob* old : at.older_versions) {
       if (!IsActive(old->status)) continue;
-      AddStop(*old, spec.name, AttemptOf(*old, ""), kStopForReplacement,
+      AddStop(*old, spec.name, AttemptOf(*old, ""), StopReason::kReplacement,
               "spec changed (" + old->Label(kMetaSpecHash, "?") + " -> " + spec.spec_hash +
                   "): stopping the old run");
     }
@@ -433,17 +433,31 @@ class Planner {
   // suspend, replacement or removal, or any stop it sent (older ledgers name no reason).
   static bool StoppedByUs(const AttemptRecord* a) {
     if (a == nullptr) return false;
-    if (a->stop_reason == kStopForSuspend || a->stop_reason == kStopForReplacement ||
-        a->stop_reason == kStopForRemoval) {
-      return true;
+    switch (a->stop_reason) {
+      case StopReason::kSuspend:
+      case StopReason::kRemoval:
+      case StopReason::kReplacement:
+        return true;
+      case StopReason::kUnknown:  // a newer version's reason: not one a spec undoes
+        return false;
+      case StopReason::kNone:
+        break;
     }
-    return a->stop_reason.empty() && a->stop_sent_ms.has_value();
+    return a->stop_sent_ms.has_value();
   }
 
-  static std::string StopCause(std::string_view reason) {
-    if (reason == kStopForReplacement) return "when its spec was replaced";
-    if (reason == kStopForRemoval) return "when its spec was removed";
-    if (reason == kStopForSuspend) return "for suspend: true";
+  static std::string StopCause(StopReason reason) {
+    switch (reason) {
+      case StopReason::kReplacement:
+        return "when its spec was replaced";
+      case StopReason::kRemoval:
+        return "when its spec was removed";
+      case StopReason::kSuspend:
+        return "for suspend: true";
+      case StopReason::kNone:
+      case StopReason::kUnknown:
+        break;
+    }
     return "(a stop was sent before it ended)";
   }
 
@@ -457,7 +471,7 @@ class Planner {
     }
     const std::string next = "attempt " + std::to_string(latest + 1);
     jp.phase = Phase::kPending;
-    if (stopped.stop_reason == kStopForSuspend) {
+    if (stopped.stop_reason == StopReason::kSuspend) {
       jp.message = "unsuspended: submitting " + next;
     } else {
       jp.message = "restored: " + stopped.submission_id + " was stopped by ray-gitops " +
@@ -492,7 +506,7 @@ class Planner {
     jp.phase = Phase::kSuspended;
     jp.message = "suspend: true; stopping the active run";
     if (job != nullptr) {
-      const int64_t sent = AddStop(*job, spec.name, latest, kStopForSuspend, jp.message);
+      const int64_t sent = AddStop(*job, spec.name, latest, StopReason::kSuspend, jp.message);
       jp.phase = Phase::kStopping;
       jp.message = StoppingMessage("suspend: true", sent, *job);
     }
@@ -558,7 +572,7 @@ class Planner {
       jp.message = "spec removed; stopping its active run";
       int64_t sent = 0;
       for (const RayJob* job : active) {
-        sent = std::max(sent, AddStop(*job, name, AttemptOf(*job, ""), kStopForRemoval,
+        sent = std::max(sent, AddStop(*job, name, AttemptOf(*job, ""), StopReason::kRemoval,
                                       "spec removed; stopping its active run"));
       }
       jp.phase = Phase::kStopping;

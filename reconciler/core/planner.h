@@ -41,9 +41,9 @@ struct Action {
   std::string name;
   std::string submission_id;
   int attempt = 0;
-  std::string reason;       // one line for people: why this action
-  std::string stop_reason;  // kStop: kStopForSuspend / kStopForRemoval / kStopForReplacement
-  std::string spec_path;    // kSubmit: the spec to render (a path in DesiredState::jobs)
+  std::string reason;                          // one line for people: why this action
+  StopReason stop_reason = StopReason::kNone;  // kStop only
+  std::string spec_path;  // kSubmit: the spec to render (a path in DesiredState::jobs)
 };
 
 // What the planner concluded about one job name.

@@ -1,4 +1,5 @@
 #include "reconciler/core/status_markdown.h"
+
 #include "reconciler/core/time_format.h"
 
 namespace rg::core {

@@ -35,12 +35,21 @@ AttemptRecord MergeAttempt(const AttemptRecord& theirs, const AttemptRecord& our
   const bool theirs_later = Progress(theirs.status) > Progress(ours.status);
   AttemptRecord out = theirs_later ? theirs : ours;
   const AttemptRecord& other = theirs_later ? ours : theirs;
-  if (out.stop_reason.empty()) out.stop_reason = other.stop_reason;
+  if (out.stop_reason == StopReason::kNone) {
+    out.stop_reason = other.stop_reason;
+    out.unknown_stop_reason = other.unknown_stop_reason;
+  }
   if (other.stop_sent_ms && (!out.stop_sent_ms || *other.stop_sent_ms > *out.stop_sent_ms)) {
     out.stop_sent_ms = other.stop_sent_ms;
   }
   return out;
 }
+
+constexpr std::array<std::pair<StopReason, std::string_view>, 3> kStopReasonNames{{
+    {StopReason::kSuspend, "suspend"},
+    {StopReason::kRemoval, "removed"},
+    {StopReason::kReplacement, "replaced"},
+}};
 
 }  // namespace
 
@@ -54,6 +63,25 @@ std::string_view PhaseName(Phase p) {
 std::optional<Phase> ParsePhase(std::string_view s) {
   for (const auto& [phase, name] : kPhaseNames) {
     if (name == s) return phase;
+  }
+  return std::nullopt;
+}
+
+std::string_view StopReasonName(StopReason r) {
+  for (const auto& [reason, name] : kStopReasonNames) {
+    if (reason == r) return name;
+  }
+  return "";
+}
+
+std::string StopReasonText(const AttemptRecord& a) {
+  if (a.stop_reason == StopReason::kUnknown) return a.unknown_stop_reason;
+  return std::string(StopReasonName(a.stop_reason));
+}
+
+std::optional<StopReason> ParseStopReason(std::string_view s) {
+  for (const auto& [reason, name] : kStopReasonNames) {
+    if (name == s) return reason;
   }
   return std::nullopt;
 }

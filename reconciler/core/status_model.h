@@ -41,10 +41,16 @@ inline constexpr std::array<Phase, 12> kAllPhases = {
 std::string_view PhaseName(Phase p);
 std::optional<Phase> ParsePhase(std::string_view s);
 
-// Why ray-gitops stopped an attempt; empty when it did not (or a person did).
-inline constexpr std::string_view kStopForSuspend = "suspend";
-inline constexpr std::string_view kStopForRemoval = "removed";
-inline constexpr std::string_view kStopForReplacement = "replaced";
+// Why ray-gitops stopped an attempt; kNone when it did not (or a person did). Written in
+// status files, the plan's JSON and the logs as the names below. kUnknown is a name this
+// version does not know (a newer version wrote it): a spec cannot undo such a stop, and the
+// name is kept as written (AttemptRecord::unknown_stop_reason).
+enum class StopReason { kNone, kSuspend, kRemoval, kReplacement, kUnknown };
+
+// "suspend", "removed", "replaced"; "" for kNone and kUnknown.
+std::string_view StopReasonName(StopReason r);
+// The reverse of StopReasonName for the three reasons; nullopt for anything else ("" included).
+std::optional<StopReason> ParseStopReason(std::string_view s);
 
 // A stop that Ray acknowledged but has not carried out (a job PENDING for resources the
 // cluster lacks stays PENDING) is sent once more after this long.
@@ -59,13 +65,18 @@ struct AttemptRecord {
   std::optional<int64_t> start_time_ms;
   std::optional<int64_t> end_time_ms;
   std::string message;
-  std::string stop_reason;  // kStopFor*, or empty
+  StopReason stop_reason = StopReason::kNone;
+  std::string unknown_stop_reason;  // the name as written, when stop_reason is kUnknown
   // When ray-gitops last sent this attempt a stop (ms since the epoch); unset when it never
   // did. A stop Ray has not carried out yet is not sent again before kStopResendAfterMs.
   std::optional<int64_t> stop_sent_ms;
 
   friend bool operator==(const AttemptRecord&, const AttemptRecord&) = default;
 };
+
+// The stop reason as status files and the page write it: its name, the unknown name kept as
+// written, or "" when ray-gitops did not stop the attempt.
+std::string StopReasonText(const AttemptRecord& a);
 
 struct StatusRecord {
   std::string name;

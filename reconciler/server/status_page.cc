@@ -39,7 +39,7 @@ nlohmann::json AttemptJson(const core::AttemptRecord& a) {
       {"start_time", TimeOrNull(a.start_time_ms)},
       {"end_time", TimeOrNull(a.end_time_ms)},
       {"message", a.message},
-      {"stop_reason", StringOrNull(a.stop_reason)},
+      {"stop_reason", StringOrNull(core::StopReasonText(a))},
   };
 }
 

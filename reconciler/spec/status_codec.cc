@@ -3,10 +3,10 @@
 #include <limits>
 #include <utility>
 
+#include "reconciler/core/time_format.h"
 #include "reconciler/core/value.h"
 #include "reconciler/spec/spec_loader.h"
 #include "reconciler/spec/yaml_document.h"
-#include "reconciler/core/time_format.h"
 
 namespace rg::spec {
 namespace {
@@ -64,7 +64,7 @@ void AppendAttempt(std::string& out, const core::AttemptRecord& a) {
   AppendField(out, kRest, kRest, "start_time", TimeOrNull(a.start_time_ms), true);
   AppendField(out, kRest, kRest, "end_time", TimeOrNull(a.end_time_ms), true);
   AppendField(out, kRest, kRest, "message", StringOrNull(a.message));
-  AppendField(out, kRest, kRest, "stop_reason", StringOrNull(a.stop_reason));
+  AppendField(out, kRest, kRest, "stop_reason", StringOrNull(core::StopReasonText(a)));
   if (a.stop_sent_ms) {
     AppendField(out, kRest, kRest, "stop_sent_at", TimeOrNull(a.stop_sent_ms), true);
   }
@@ -275,7 +275,12 @@ core::Result<core::AttemptRecord> ReadAttempt(const Value& item, const std::stri
   af.Time("start_time", a.start_time_ms);
   af.Time("end_time", a.end_time_ms);
   af.String("message", a.message);
-  af.String("stop_reason", a.stop_reason);
+  std::string stop_reason;
+  af.String("stop_reason", stop_reason);
+  if (!stop_reason.empty()) {
+    a.stop_reason = core::ParseStopReason(stop_reason).value_or(core::StopReason::kUnknown);
+    if (a.stop_reason == core::StopReason::kUnknown) a.unknown_stop_reason = stop_reason;
+  }
   af.Time("stop_sent_at", a.stop_sent_ms);
   if (af.problem()) return core::Error::InvalidInput(*af.problem());
   return a;

@@ -87,7 +87,7 @@ StatusRecord RemovedButKept() {
   only.submission_id = r.submission_id;
   only.status = RayJobStatus::kStopped;
   only.phase = Phase::kStopped;
-  only.stop_reason = std::string(rg::core::kStopForRemoval);
+  only.stop_reason = rg::core::StopReason::kRemoval;
   only.stop_sent_ms = kStartMs - 5000;
   r.attempts = {only};
   return r;

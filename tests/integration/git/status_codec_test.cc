@@ -46,14 +46,14 @@ core::StatusRecord Full() {
   first.start_time_ms = 1794990000000;
   first.end_time_ms = 1794999000000;
   first.message = "Job entrypoint command failed with exit code 1";
-  first.stop_reason = "";
+  first.stop_reason = core::StopReason::kNone;
   core::AttemptRecord second;
   second.attempt = 1;
   second.submission_id = r.submission_id;
   second.spec_hash = "3f2a1c9b0e";
   second.status = RayJobStatus::kStopped;
   second.phase = Phase::kSuspended;
-  second.stop_reason = std::string(core::kStopForSuspend);
+  second.stop_reason = core::StopReason::kSuspend;
   second.stop_sent_ms = 1795000050789;  // written as stop_sent_at only when set
   r.attempts = {first, second};
   return r;
@@ -130,6 +130,26 @@ TEST_CASE("An unknown Ray status reads as unknown rather than failing", "[status
   CHECK(back->phase == Phase::kRunning);
 }
 
+TEST_CASE("A stop reason a newer version wrote is read as unknown and written back as it was",
+          "[status][codec]") {
+  const std::string text =
+      "name: x\nspec_path: jobs/x.yaml\nphase: Stopped\nattempts:\n"
+      "- submission_id: x-0123456789\n  attempt: 0\n  stop_reason: deadline\n";
+  auto back = spec::DecodeStatusYaml(text, "status/x.yaml");
+  REQUIRE(back.ok());
+  REQUIRE(back->attempts.size() == 1);
+  CHECK(back->attempts[0].stop_reason == core::StopReason::kUnknown);
+  CHECK(back->attempts[0].unknown_stop_reason == "deadline");
+  CHECK(spec::EncodeStatusYaml(*back).find("stop_reason: deadline\n") != std::string::npos);
+  auto known = spec::DecodeStatusYaml(
+      "name: x\nspec_path: jobs/x.yaml\nphase: Stopped\nattempts:\n"
+      "- submission_id: x-0123456789\n  stop_reason: removed\n",
+      "status/x.yaml");
+  REQUIRE(known.ok());
+  CHECK(known->attempts[0].stop_reason == core::StopReason::kRemoval);
+  CHECK(known->attempts[0].unknown_stop_reason.empty());
+}
+
 TEST_CASE("Files that are not status records are errors naming the file", "[status][codec]") {
   struct Case {
     const char* text;
@@ -173,7 +193,7 @@ TEST_CASE("Encoded status files validate against schema/status.schema.json", "[s
   std::filesystem::create_directories(dir);
   core::StatusRecord removed = Full();
   removed.phase = Phase::kRemoved;
-  removed.attempts.back().stop_reason = std::string(core::kStopForRemoval);
+  removed.attempts.back().stop_reason = core::StopReason::kRemoval;
   const std::pair<const char*, core::StatusRecord> records[] = {
       {"full.yaml", Full()}, {"minimal.yaml", Minimal()}, {"removed.yaml", removed}};
   for (const auto& [file, record] : records) {

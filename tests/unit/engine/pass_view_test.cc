@@ -111,7 +111,7 @@ TEST_CASE("git revert v2 -> v1 stops v2 and runs v1 again as its next attempt", 
   CHECK(c.ray().StatusOf(v1 + "-r1").has_value());
   CHECK(c.Record("a").submission_id == v1 + "-r1");
   CHECK(c.Record("a").attempt == 1);
-  CHECK(c.Record("a").FindAttempt(v2)->stop_reason == core::kStopForReplacement);
+  CHECK(c.Record("a").FindAttempt(v2)->stop_reason == core::StopReason::kReplacement);
   CHECK(c.Pass(*repo).outcomes.empty());  // and it stays: converged
 }
 
@@ -129,7 +129,7 @@ TEST_CASE("a deleted spec restored by a revert runs again as its next attempt", 
   // The record of the removed spec is kept, with how its run ended.
   REQUIRE(c.store().ledger().contains("a"));
   CHECK(c.Record("a").phase == Phase::kRemoved);
-  CHECK(c.Record("a").FindAttempt(id)->stop_reason == core::kStopForRemoval);
+  CHECK(c.Record("a").FindAttempt(id)->stop_reason == core::StopReason::kRemoval);
 
   repo->SetFile("jobs/a.yaml", Spec("sleep 300"), CommitId(3));
   CHECK(Actions(c.Pass(*repo)) == "submit " + id + "-r1;");

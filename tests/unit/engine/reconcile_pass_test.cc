@@ -142,7 +142,7 @@ TEST_CASE("a changed spec stops the old run before the new one is submitted", "[
   CHECK(rec.submission_id == new_id);
   const core::AttemptRecord* old_attempt = rec.FindAttempt(old_id);
   REQUIRE(old_attempt != nullptr);
-  CHECK(old_attempt->stop_reason == core::kStopForReplacement);
+  CHECK(old_attempt->stop_reason == core::StopReason::kReplacement);
 }
 
 TEST_CASE("a run that reached Ray before a crash is adopted, not submitted twice", "[engine]") {
@@ -280,7 +280,7 @@ TEST_CASE("suspend stops the run and unsuspending submits the next attempt", "[e
   // Ray stops asynchronously: until it reports the run ended, the job is Stopping.
   CHECK(w.Record("a").phase == Phase::kStopping);
   REQUIRE(w.Record("a").FindAttempt(id0) != nullptr);
-  CHECK(w.Record("a").FindAttempt(id0)->stop_reason == core::kStopForSuspend);
+  CHECK(w.Record("a").FindAttempt(id0)->stop_reason == core::StopReason::kSuspend);
   CHECK(w.Record("a").FindAttempt(id0)->stop_sent_ms.has_value());
   std::this_thread::sleep_for(200ms);
   w.ray().Tick();
@@ -306,7 +306,7 @@ TEST_CASE("a run stopped by a person is not resubmitted", "[engine]") {
   PassResult r = w.Pass();
   CHECK(r.plan.actions.empty());
   CHECK(w.Record("a").phase == Phase::kStopped);
-  CHECK(w.Record("a").attempts.back().stop_reason.empty());
+  CHECK(w.Record("a").attempts.back().stop_reason == core::StopReason::kNone);
 }
 
 TEST_CASE("the max-stops guard blocks the stops and exits 3 until overridden", "[engine]") {
@@ -335,7 +335,7 @@ TEST_CASE("the max-stops guard blocks the stops and exits 3 until overridden", "
   CHECK(forced.exit_status == kExitApplied);
   CHECK(CountStops(forced) == 3);
   CHECK(w.Record("a").phase == Phase::kStopping);
-  CHECK(w.Record("a").attempts.back().stop_reason == core::kStopForRemoval);
+  CHECK(w.Record("a").attempts.back().stop_reason == core::StopReason::kRemoval);
 }
 
 TEST_CASE("a dry run plans but sends nothing and records nothing", "[engine]") {

@@ -49,7 +49,10 @@ AttemptRecord Attempt(const std::string& name, int attempt, RayJobStatus status,
   a.spec_hash = hash;
   a.status = status;
   a.phase = PhaseForRayStatus(status);
-  a.stop_reason = stop_reason;
+  if (!stop_reason.empty()) {  // as the status codec reads it
+    a.stop_reason = ParseStopReason(stop_reason).value_or(StopReason::kUnknown);
+    if (a.stop_reason == StopReason::kUnknown) a.unknown_stop_reason = stop_reason;
+  }
   return a;
 }
 
@@ -265,7 +268,7 @@ TEST_CASE("a changed spec stops the old attempt and submits the new id") {
       Desired({Spec("a")}), {Job("a", 0, RayJobStatus::kRunning, kOldHash)},
       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning, "", kOldHash)})}}, PlanPolicy{});
   CHECK(Describe(plan) == "stop a-bbbbbbbbbb;submit a-aaaaaaaaaa;");
-  CHECK(plan.actions[0].stop_reason == kStopForReplacement);
+  CHECK(plan.actions[0].stop_reason == StopReason::kReplacement);
   REQUIRE(plan.jobs.size() == 1);
   CHECK(plan.jobs[0].spec_changed);
   CHECK(plan.jobs[0].previous_spec_hash == kOldHash);
@@ -304,7 +307,7 @@ TEST_CASE("a removed spec stops its active run, and on_remove keep leaves it run
                     {{"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kRunning)})}},
                     PlanPolicy{.max_stops_explicit = true});
     CHECK(Describe(plan) == "stop gone-aaaaaaaaaa;");
-    CHECK(plan.actions[0].stop_reason == kStopForRemoval);
+    CHECK(plan.actions[0].stop_reason == StopReason::kRemoval);
     CHECK(plan.jobs.at(0).phase == Phase::kStopping);
   }
   SECTION("keep") {
@@ -533,7 +536,7 @@ TEST_CASE("a revert stops the newer version and restores the older run as its ne
       {Job("a", 0, RayJobStatus::kStopped), Job("a", 0, RayJobStatus::kRunning, kOldHash)}, ledger,
       PlanPolicy{});
   CHECK(Describe(plan) == "stop a-bbbbbbbbbb;submit a-aaaaaaaaaa-r1;");
-  CHECK(plan.actions[0].stop_reason == kStopForReplacement);
+  CHECK(plan.actions[0].stop_reason == StopReason::kReplacement);
   const JobPlan* a = plan.FindJob("a");
   REQUIRE(a != nullptr);
   CHECK(a->phase == Phase::kPending);

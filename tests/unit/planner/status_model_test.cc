@@ -14,6 +14,17 @@ TEST_CASE("phase names round-trip") {
   CHECK_FALSE(ParsePhase("running").has_value());
 }
 
+TEST_CASE("stop reason names round-trip, and no reason has no name") {
+  for (StopReason r : {StopReason::kSuspend, StopReason::kRemoval, StopReason::kReplacement}) {
+    CHECK_FALSE(StopReasonName(r).empty());
+    CHECK(ParseStopReason(StopReasonName(r)) == r);
+  }
+  CHECK(StopReasonName(StopReason::kRemoval) == "removed");
+  CHECK(StopReasonName(StopReason::kNone).empty());
+  CHECK_FALSE(ParseStopReason("").has_value());
+  CHECK_FALSE(ParseStopReason("Suspend").has_value());
+}
+
 TEST_CASE("only changes a person cares about count as meaningful") {
   StatusRecord a;
   a.name = "x";
@@ -95,7 +106,7 @@ TEST_CASE("two writers' records of one job merge: attempts joined, a finished ru
   theirs.status = RayJobStatus::kSucceeded;
   theirs.attempts = {Attempt("x-0", 0, RayJobStatus::kFailed),
                      Attempt("x-1", 1, RayJobStatus::kSucceeded)};
-  theirs.attempts[0].stop_reason = "replaced";
+  theirs.attempts[0].stop_reason = StopReason::kReplacement;
   theirs.attempts[0].stop_sent_ms = 5;
   StatusRecord ours = theirs;  // this writer's older view of the same run
   ours.phase = Phase::kRunning;
@@ -107,7 +118,7 @@ TEST_CASE("two writers' records of one job merge: attempts joined, a finished ru
   CHECK(merged.phase == Phase::kSucceeded);
   CHECK(merged.status == RayJobStatus::kSucceeded);
   REQUIRE(merged.attempts.size() == 2);
-  CHECK(merged.attempts[0].stop_reason == "replaced");
+  CHECK(merged.attempts[0].stop_reason == StopReason::kReplacement);
   CHECK(merged.attempts[0].stop_sent_ms == 5);
   CHECK(merged.attempts[1].status == RayJobStatus::kSucceeded);
   // The other way round gives the same run state: order of writers does not matter.
