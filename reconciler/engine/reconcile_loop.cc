@@ -73,6 +73,19 @@ std::string_view PassVerdictName(PassVerdict verdict) {
   return "failed";
 }
 
+std::string_view PassMetricResult(PassVerdict verdict) {
+  switch (verdict) {
+    case PassVerdict::kOk:
+      return "ok";
+    case PassVerdict::kBlocked:
+      return "blocked";
+    case PassVerdict::kInvalid:
+    case PassVerdict::kFailed:
+      return "error";
+  }
+  return "error";
+}
+
 PassVerdict ClassifyPass(const PassResult& result) {
   if (result.exit_status == kExitApplied) return PassVerdict::kOk;
   if (result.exit_status == kExitBlocked) return PassVerdict::kBlocked;
@@ -230,10 +243,7 @@ void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int6
   const PassVerdict verdict = report.verdict;
   core::MetricsRegistry& m = *metrics_;
   m.Observe("rg_pass_duration_seconds", seconds);
-  const char* label = verdict == PassVerdict::kOk        ? "ok"
-                      : verdict == PassVerdict::kBlocked ? "blocked"
-                                                         : "error";
-  m.Add("rg_passes_total", 1, {{"result", label}});
+  m.Add("rg_passes_total", 1, {{"result", std::string(PassMetricResult(verdict))}});
   for (const ActionOutcome& o : result.outcomes) {
     if (!o.ok) continue;
     if (o.action.kind == core::ActionKind::kStop) {

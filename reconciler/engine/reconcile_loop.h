@@ -48,6 +48,9 @@ enum class PassVerdict {
   kFailed,
 };
 std::string_view PassVerdictName(PassVerdict verdict);  // "ok", "blocked", "invalid", "failed"
+// The `result` label of rg_passes_total: the pass's exit status by name, "ok" (0), "error" (1:
+// kInvalid and kFailed) or "blocked" (3), as `sync` would have exited (docs/daemon.md).
+std::string_view PassMetricResult(PassVerdict verdict);
 PassVerdict ClassifyPass(const PassResult& result);
 
 struct LoopOptions {

@@ -584,5 +584,14 @@ TEST_CASE("passes are classified by exit status and error kinds", "[loop]") {
   CHECK(PassVerdictName(PassVerdict::kBlocked) == "blocked");
 }
 
+TEST_CASE("the metric's result is the exit status by name: invalid and failed are both error") {
+  CHECK(PassMetricResult(PassVerdict::kOk) == "ok");
+  CHECK(PassMetricResult(PassVerdict::kBlocked) == "blocked");
+  CHECK(PassMetricResult(PassVerdict::kInvalid) == "error");
+  CHECK(PassMetricResult(PassVerdict::kFailed) == "error");
+  CHECK(PassVerdictName(PassVerdict::kInvalid) == "invalid");
+  CHECK(PassVerdictName(PassVerdict::kFailed) == "failed");
+}
+
 }  // namespace
 }  // namespace rg::engine
