@@ -1,16 +1,19 @@
 #include "reconciler/core/status_model.h"
 
 #include <catch2/catch.hpp>
+#include <set>
+#include <string_view>
 
 namespace rg::core {
 namespace {
 
 TEST_CASE("phase names round-trip") {
-  for (Phase p : {Phase::kPending, Phase::kRunning, Phase::kSucceeded, Phase::kFailed,
-                  Phase::kStopped, Phase::kSuspended, Phase::kLost, Phase::kInvalid,
-                  Phase::kBlocked, Phase::kConflict, Phase::kRemoved}) {
+  std::set<std::string_view> names;
+  for (Phase p : kAllPhases) {
     CHECK(ParsePhase(PhaseName(p)) == p);
+    CHECK(names.insert(PhaseName(p)).second);  // no two phases share a name
   }
+  CHECK(names.count("Stopping") == 1);
   CHECK_FALSE(ParsePhase("running").has_value());
 }
 
