@@ -52,7 +52,7 @@ std::optional<int> ParseInt(std::string_view s) {
 // The attempt number of a job of ours: its gitops.attempt label, else the "-r<k>" suffix of its
 // id after `base`, else 0.
 int AttemptOf(const RayJob& job, std::string_view base) {
-  if (auto a = ParseInt(job.Label(kMetaAttempt))) return *a;
+  if (auto a = AttemptLabel(job)) return *a;
   std::string_view id = job.submission_id;
   if (id.size() > base.size() + 2 && id.substr(0, base.size()) == base &&
       id.substr(base.size(), 2) == "-r") {

@@ -13,6 +13,7 @@
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/ray_job.h"
+#include "reconciler/core/result.h"
 #include "reconciler/core/status_model.h"
 
 namespace rg::core {
@@ -44,6 +45,16 @@ struct Action {
   std::string reason;                          // one line for people: why this action
   StopReason stop_reason = StopReason::kNone;  // kStop only
   std::string spec_path;  // kSubmit: the spec to render (a path in DesiredState::jobs)
+};
+
+// What carrying out one action came to (engine::ApplyPlan fills it; BuildStatusUpdate reads it).
+struct ActionOutcome {
+  Action action;
+  bool ok = false;
+  bool adopted = false;        // kSubmit: Ray already had the run; nothing was sent
+  bool stop_sent = false;      // kStop: false when the run had already ended
+  std::optional<Error> error;  // set iff !ok
+  std::string artifact_error;  // the submission stands; the artifacts could not be written
 };
 
 // What the planner concluded about one job name.

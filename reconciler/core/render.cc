@@ -1,6 +1,7 @@
 #include "reconciler/core/render.h"
 
 #include <array>
+#include <charconv>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,16 @@
 // inside single quotes, so no spec value can reach the shell as syntax.
 
 namespace rg::core {
+
+std::optional<int> AttemptLabel(const RayJob& job) {
+  const std::string text = job.Label(kMetaAttempt);
+  int v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || p != text.data() + text.size() || v < 0) {
+    return std::nullopt;
+  }
+  return v;
+}
 namespace {
 
 bool IsAsciiAlnum(char c) {

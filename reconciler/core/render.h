@@ -1,6 +1,7 @@
 #pragma once
 // From JobSpec to the exact body of `POST /api/jobs/` (DESIGN.md 1.3).
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,9 @@ inline constexpr std::string_view kMetaSpecHash = "gitops.spec-hash";
 inline constexpr std::string_view kMetaAttempt = "gitops.attempt";
 inline constexpr std::string_view kMetaCommit = "gitops.commit";
 inline constexpr std::string_view kMetaRepo = "gitops.repo";
+
+// The gitops.attempt label of a job as a number >= 0; nullopt when it is absent or not one.
+std::optional<int> AttemptLabel(const RayJob& job);
 
 struct RenderContext {
   std::string instance = std::string(kDefaultInstance);  // --instance

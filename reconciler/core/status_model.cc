@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 namespace rg::core {
 
@@ -91,6 +92,10 @@ const AttemptRecord* StatusRecord::FindAttempt(std::string_view id) const {
     if (a.submission_id == id) return &a;
   }
   return nullptr;
+}
+
+AttemptRecord* StatusRecord::FindAttempt(std::string_view id) {
+  return const_cast<AttemptRecord*>(std::as_const(*this).FindAttempt(id));
 }
 
 LedgerMatch MatchLedger(const StatusRecord& record, std::string_view instance,

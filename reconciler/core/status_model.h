@@ -110,7 +110,11 @@ struct StatusRecord {
 
   // REQUIRES: nothing. The attempt record with this submission id, or nullptr.
   const AttemptRecord* FindAttempt(std::string_view submission_id) const;
+  AttemptRecord* FindAttempt(std::string_view submission_id);
 };
+
+// Changes to the ledger: name -> new record, or nullopt to delete that job's status file.
+using RecordChanges = std::map<std::string, std::optional<StatusRecord>, std::less<>>;
 
 // name -> record
 using Ledger = std::map<std::string, StatusRecord, std::less<>>;

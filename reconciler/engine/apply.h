@@ -31,14 +31,7 @@ struct ApplyOptions {
   std::function<bool()> stop_requested;
 };
 
-struct ActionOutcome {
-  core::Action action;
-  bool ok = false;
-  bool adopted = false;              // kSubmit: Ray already had the run; nothing was sent
-  bool stop_sent = false;            // kStop: false when the run had already ended
-  std::optional<core::Error> error;  // set iff !ok
-  std::string artifact_error;        // the submission stands; the artifacts could not be written
-};
+using ActionOutcome = core::ActionOutcome;
 
 // REQUIRES: every kSubmit action's spec_path names a spec in snapshot.state.jobs and the
 // snapshot's cluster is valid. `server` does the stops (and the submits when `factory` is

@@ -9,7 +9,8 @@
 
 #include "reconciler/core/identity.h"
 #include "reconciler/core/render.h"
-#include "reconciler/engine/status_update.h"
+#include "reconciler/core/status_update.h"
+#include "reconciler/engine/status_commit.h"
 
 namespace rg::engine {
 
@@ -275,7 +276,7 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
             const ports::DesiredSnapshot& snapshot, const core::Ledger& ledger, JobsById ray_jobs,
             PassResult& result) {
   const std::string address = core::StripUrlCredentials(options.ray_address);
-  StatusInputs in;
+  core::StatusInputs in;
   in.desired = &snapshot.state;
   in.plan = &result.plan;
   in.ledger = &ledger;
@@ -285,7 +286,7 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   in.spec_commit = snapshot.commit;
   in.ray_address = address;
   in.now_ms = options.now_ms;
-  StatusUpdate update = BuildStatusUpdate(in);
+  core::StatusUpdate update = core::BuildStatusUpdate(in);
   for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);
   result.records.reserve(update.records.size());
   for (const auto& [name, record] : update.records) result.records.push_back(record);
@@ -296,7 +297,7 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
     update.records.erase(name);
     std::erase(update.forget, name);
   }
-  const StatusDiff diff = DiffAgainstLedger(update, ledger);
+  const core::StatusDiff diff = core::DiffAgainstLedger(update, ledger);
   result.transitions = diff.transitions;
   if (options.dry_run || !options.record_status || deps.store == nullptr || diff.changes.empty()) {
     return;

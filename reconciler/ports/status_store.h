@@ -13,7 +13,7 @@
 namespace rg::ports {
 
 // One pass's changes: name -> new record, or nullopt to delete that job's status file.
-using StatusChanges = std::map<std::string, std::optional<core::StatusRecord>, std::less<>>;
+using StatusChanges = core::RecordChanges;
 
 struct StatusCommit {
   std::string subject;                          // first line

@@ -8,7 +8,7 @@
 
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/core/status_model.h"
-#include "reconciler/engine/status_update.h"
+#include "reconciler/engine/status_commit.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 #include "tests/support/in_memory_ports.h"
@@ -425,12 +425,6 @@ TEST_CASE("the status commit lists one transition per changed job with trailers"
   CHECK(w.store().commits()[1].message.subject == "ray-gitops: 1 change");
   CHECK(w.store().commits()[1].message.body_lines ==
         std::vector<std::string>{"b: Pending -> Stopping (" + id_b + ", PENDING)"});
-}
-
-TEST_CASE("dashboard links never carry credentials", "[engine]") {
-  CHECK(DashboardUrl("http://user:secret@ray.example:8265/", "a-1") ==
-        "http://ray.example:8265/#/jobs/a-1");
-  CHECK(DashboardUrl("http://ray:8265", "").empty());
 }
 
 TEST_CASE("Ray's log tail and known secrets never reach the status records or the result",

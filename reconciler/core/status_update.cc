@@ -1,38 +1,22 @@
-#include "reconciler/engine/status_update.h"
+#include "reconciler/core/status_update.h"
 
-#include <charconv>
 #include <set>
 #include <utility>
 
 #include "reconciler/core/render.h"
 
-namespace rg::engine {
+namespace rg::core {
 namespace {
 
-std::optional<int> AttemptLabel(const core::RayJob& job) {
-  const std::string text = job.Label(core::kMetaAttempt);
-  int v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
-core::AttemptRecord* FindAttempt(core::StatusRecord& rec, std::string_view id) {
-  for (auto& a : rec.attempts) {
-    if (a.submission_id == id) return &a;
-  }
-  return nullptr;
-}
-
-void RefreshAttempt(core::AttemptRecord& a, const core::RayJob& job) {
+void RefreshAttempt(AttemptRecord& a, const RayJob& job) {
   a.status = job.status;
-  a.phase = core::PhaseForRayStatus(job.status);
+  a.phase = PhaseForRayStatus(job.status);
   a.start_time_ms = job.start_time_ms;
   a.end_time_ms = job.end_time_ms;
   a.message = job.message;
 }
 
-void SetRayFields(core::StatusRecord& rec, const core::RayJob& job) {
+void SetRayFields(StatusRecord& rec, const RayJob& job) {
   rec.status = job.status;
   rec.error_type = job.error_type;
   rec.job_id = job.job_id;
@@ -46,13 +30,13 @@ void SetRayFields(core::StatusRecord& rec, const core::RayJob& job) {
 std::string LedgerCluster(const StatusInputs& in) {
   if (!in.ray_cluster.empty()) return in.ray_cluster;
   if (in.desired != nullptr && in.desired->cluster) {
-    return core::RayClusterName(*in.desired->cluster, in.ray_address);
+    return RayClusterName(*in.desired->cluster, in.ray_address);
   }
-  return core::StripUrlCredentials(in.ray_address);
+  return StripUrlCredentials(in.ray_address);
 }
 
-void ClearRayFields(core::StatusRecord& rec) {
-  rec.status = core::RayJobStatus::kUnknown;
+void ClearRayFields(StatusRecord& rec) {
+  rec.status = RayJobStatus::kUnknown;
   rec.error_type.reset();
   rec.job_id.reset();
   rec.start_time_ms.reset();
@@ -64,7 +48,7 @@ void ClearRayFields(core::StatusRecord& rec) {
 
 std::string DashboardUrl(const std::string& ray_address, const std::string& submission_id) {
   if (ray_address.empty() || submission_id.empty()) return "";
-  std::string base = core::StripUrlCredentials(ray_address);
+  std::string base = StripUrlCredentials(ray_address);
   while (!base.empty() && base.back() == '/') base.pop_back();
   return base + "/#/jobs/" + submission_id;
 }
@@ -72,7 +56,7 @@ std::string DashboardUrl(const std::string& ray_address, const std::string& subm
 namespace {
 
 using OutcomesById = std::map<std::string, const ActionOutcome*, std::less<>>;
-using JobsByName = std::map<std::string, std::vector<const core::RayJob*>, std::less<>>;
+using JobsByName = std::map<std::string, std::vector<const RayJob*>, std::less<>>;
 
 // What this pass did, per submission id.
 struct PassOutcomes {
@@ -86,7 +70,7 @@ PassOutcomes IndexOutcomes(const std::vector<ActionOutcome>& outcomes) {
   PassOutcomes out;
   out.all = &outcomes;
   for (const auto& o : outcomes) {
-    if (o.action.kind == core::ActionKind::kSubmit) {
+    if (o.action.kind == ActionKind::kSubmit) {
       (o.ok ? out.submitted : out.failed_submit)[o.action.submission_id] = &o;
     } else if (o.ok) {
       out.stopped[o.action.submission_id] = &o;
@@ -99,14 +83,14 @@ PassOutcomes IndexOutcomes(const std::vector<ActionOutcome>& outcomes) {
 JobsByName OursByName(const StatusInputs& in) {
   JobsByName out;
   for (const auto& [id, job] : in.ray_jobs) {
-    if (!core::IsOurs(core::ClassifyJob(job, in.owner))) continue;
-    out[job.Label(core::kMetaName)].push_back(&job);
+    if (!IsOurs(ClassifyJob(job, in.owner))) continue;
+    out[job.Label(kMetaName)].push_back(&job);
   }
   return out;
 }
 
-const core::JobSpec* DesiredSpec(const StatusInputs& in, const std::string& name) {
-  const core::JobSpec* spec = nullptr;
+const JobSpec* DesiredSpec(const StatusInputs& in, const std::string& name) {
+  const JobSpec* spec = nullptr;
   for (const auto& s : in.desired->jobs) {
     if (s.name == name) spec = &s;
   }
@@ -114,10 +98,9 @@ const core::JobSpec* DesiredSpec(const StatusInputs& in, const std::string& name
 }
 
 // The job's record as the ledger had it, with the pass's phase, owner and spec fields.
-core::StatusRecord StartRecord(const StatusInputs& in, const core::JobPlan& jp,
-                               const core::StatusRecord* old, const std::string& ray_cluster,
-                               const core::JobSpec* spec) {
-  core::StatusRecord rec;
+StatusRecord StartRecord(const StatusInputs& in, const JobPlan& jp, const StatusRecord* old,
+                         const std::string& ray_cluster, const JobSpec* spec) {
+  StatusRecord rec;
   if (old != nullptr) rec = *old;
   rec.name = jp.name;
   rec.instance = in.owner.instance;
@@ -129,7 +112,7 @@ core::StatusRecord StartRecord(const StatusInputs& in, const core::JobPlan& jp,
   if (spec != nullptr) {
     rec.spec_hash = spec->spec_hash;
     rec.on_remove = spec->on_remove;
-  } else if (jp.phase == core::Phase::kInvalid) {
+  } else if (jp.phase == Phase::kInvalid) {
     rec.spec_hash.clear();  // the file cannot be read: its hash is unknown
     for (const auto& bad : in.desired->invalid) {
       if (bad.name != jp.name && bad.path != jp.spec_path) continue;
@@ -139,9 +122,9 @@ core::StatusRecord StartRecord(const StatusInputs& in, const core::JobPlan& jp,
   return rec;
 }
 
-core::AttemptRecord& FindOrAddAttempt(core::StatusRecord& rec, const std::string& id, int attempt) {
-  if (core::AttemptRecord* a = FindAttempt(rec, id)) return *a;
-  core::AttemptRecord fresh;
+AttemptRecord& FindOrAddAttempt(StatusRecord& rec, const std::string& id, int attempt) {
+  if (AttemptRecord* a = rec.FindAttempt(id)) return *a;
+  AttemptRecord fresh;
   fresh.submission_id = id;
   fresh.attempt = attempt;
   rec.attempts.push_back(std::move(fresh));
@@ -150,46 +133,45 @@ core::AttemptRecord& FindOrAddAttempt(core::StatusRecord& rec, const std::string
 
 // Every attempt of ours Ray reports for this name, refreshed or added; attempts the ledger
 // remembers as active that Ray no longer has are lost.
-void MergeRayAttempts(core::StatusRecord& rec, const StatusInputs& in, const JobsByName& ours,
+void MergeRayAttempts(StatusRecord& rec, const StatusInputs& in, const JobsByName& ours,
                       const PassOutcomes& done) {
   if (auto it = ours.find(rec.name); it != ours.end()) {
-    for (const core::RayJob* job : it->second) {
-      const bool known = FindAttempt(rec, job->submission_id) != nullptr;
-      core::AttemptRecord& a =
-          FindOrAddAttempt(rec, job->submission_id, AttemptLabel(*job).value_or(0));
-      if (!known) a.spec_hash = job->Label(core::kMetaSpecHash);
+    for (const RayJob* job : it->second) {
+      const bool known = rec.FindAttempt(job->submission_id) != nullptr;
+      AttemptRecord& a = FindOrAddAttempt(rec, job->submission_id, AttemptLabel(*job).value_or(0));
+      if (!known) a.spec_hash = job->Label(kMetaSpecHash);
       RefreshAttempt(a, *job);
     }
   }
   if (!in.ray_jobs_complete) return;
   for (auto& a : rec.attempts) {
-    if (core::IsActive(a.status) && a.phase != core::Phase::kLost &&
-        !in.ray_jobs.contains(a.submission_id) && !done.submitted.contains(a.submission_id)) {
-      a.phase = core::Phase::kLost;
+    if (IsActive(a.status) && a.phase != Phase::kLost && !in.ray_jobs.contains(a.submission_id) &&
+        !done.submitted.contains(a.submission_id)) {
+      a.phase = Phase::kLost;
     }
   }
 }
 
 // Attempts this pass started or stopped.
-void AddPassAttempts(core::StatusRecord& rec, const StatusInputs& in, const PassOutcomes& done,
-                     const core::JobSpec* spec) {
+void AddPassAttempts(StatusRecord& rec, const StatusInputs& in, const PassOutcomes& done,
+                     const JobSpec* spec) {
   for (const auto& [id, o] : done.submitted) {
-    if (o->action.name != rec.name || FindAttempt(rec, id) != nullptr) continue;
-    core::AttemptRecord& a = FindOrAddAttempt(rec, id, o->action.attempt);
+    if (o->action.name != rec.name || rec.FindAttempt(id) != nullptr) continue;
+    AttemptRecord& a = FindOrAddAttempt(rec, id, o->action.attempt);
     a.spec_hash = spec != nullptr ? spec->spec_hash : "";
-    a.status = core::RayJobStatus::kPending;
-    a.phase = core::Phase::kPending;
+    a.status = RayJobStatus::kPending;
+    a.phase = Phase::kPending;
   }
   for (const auto& [id, o] : done.stopped) {
     if (o->action.name != rec.name) continue;
-    core::AttemptRecord& a = FindOrAddAttempt(rec, id, o->action.attempt);
+    AttemptRecord& a = FindOrAddAttempt(rec, id, o->action.attempt);
     a.stop_reason = o->action.stop_reason;
     if (in.now_ms != 0) a.stop_sent_ms = in.now_ms;
   }
 }
 
 // The latest attempt, as Ray last reported it, and the record's message.
-void SetLatestAttempt(core::StatusRecord& rec, const core::JobPlan& jp, const StatusInputs& in,
+void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& in,
                       const PassOutcomes& done) {
   const bool same_attempt = rec.submission_id == jp.submission_id;
   rec.submission_id = jp.submission_id;
@@ -198,21 +180,20 @@ void SetLatestAttempt(core::StatusRecord& rec, const core::JobPlan& jp, const St
   // A run not ours holding the id (another repository's, another instance's, one submitted by
   // hand: DESIGN.md 2.2) is named in the message, never recorded.
   if (auto it = in.ray_jobs.find(jp.submission_id);
-      it != in.ray_jobs.end() && core::IsOurs(core::ClassifyJob(it->second, in.owner))) {
+      it != in.ray_jobs.end() && IsOurs(ClassifyJob(it->second, in.owner))) {
     SetRayFields(rec, it->second);
     ray_message = it->second.message;
   } else if (done.submitted.contains(jp.submission_id)) {
     ClearRayFields(rec);
-    rec.status = core::RayJobStatus::kPending;
+    rec.status = RayJobStatus::kPending;
   } else if (!same_attempt) {
     ClearRayFields(rec);
   }
   if (auto it = done.submitted.find(jp.submission_id);
       it != done.submitted.end() && it->second->adopted) {
     rec.message = "adopted " + jp.submission_id + ", which Ray already had";
-  } else if (ray_message &&
-             (jp.phase == core::Phase::kPending || jp.phase == core::Phase::kRunning ||
-              jp.phase == core::Phase::kSucceeded || jp.phase == core::Phase::kFailed)) {
+  } else if (ray_message && (jp.phase == Phase::kPending || jp.phase == Phase::kRunning ||
+                             jp.phase == Phase::kSucceeded || jp.phase == Phase::kFailed)) {
     // Ray's own words while the run follows its course: the planner's reason for a submit
     // ("new job") would otherwise turn into Ray's message one pass later, a commit of noise.
     rec.message = *ray_message;
@@ -220,12 +201,12 @@ void SetLatestAttempt(core::StatusRecord& rec, const core::JobPlan& jp, const St
     rec.message = jp.message;
   }
   if (auto it = done.failed_submit.find(jp.submission_id); it != done.failed_submit.end()) {
-    const core::Error& e = *it->second->error;
-    if (e.IsConflict()) rec.phase = core::Phase::kConflict;
+    const Error& e = *it->second->error;
+    if (e.IsConflict()) rec.phase = Phase::kConflict;
     rec.message = "submit of " + jp.submission_id + " failed: " + e.ToString();
   }
   for (const auto& o : *done.all) {
-    if (o.action.kind == core::ActionKind::kStop && !o.ok && o.action.name == jp.name) {
+    if (o.action.kind == ActionKind::kStop && !o.ok && o.action.name == jp.name) {
       rec.message = "stop of " + o.action.submission_id + " failed: " + o.error->ToString();
     }
   }
@@ -236,20 +217,20 @@ void SetLatestAttempt(core::StatusRecord& rec, const core::JobPlan& jp, const St
 
 StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
   StatusUpdate update;
-  const core::Ledger empty_ledger;
-  const core::Ledger& ledger = in.ledger != nullptr ? *in.ledger : empty_ledger;
+  const Ledger empty_ledger;
+  const Ledger& ledger = in.ledger != nullptr ? *in.ledger : empty_ledger;
   const std::string ray_cluster = LedgerCluster(in);
   const PassOutcomes done = IndexOutcomes(in.outcomes);
   const JobsByName ours = OursByName(in);
 
-  for (const core::JobPlan& jp : in.plan->jobs) {
+  for (const JobPlan& jp : in.plan->jobs) {
     const auto old = ledger.find(jp.name);
     if (jp.forget) {
       if (old != ledger.end()) update.forget.push_back(jp.name);
       continue;
     }
-    const core::JobSpec* spec = DesiredSpec(in, jp.name);
-    core::StatusRecord rec =
+    const JobSpec* spec = DesiredSpec(in, jp.name);
+    StatusRecord rec =
         StartRecord(in, jp, old != ledger.end() ? &old->second : nullptr, ray_cluster, spec);
     MergeRayAttempts(rec, in, ours, done);
     AddPassAttempts(rec, in, done, spec);
@@ -259,35 +240,24 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
   return update;
 }
 
-StatusDiff DiffAgainstLedger(const StatusUpdate& update, const core::Ledger& ledger) {
+StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger) {
   StatusDiff diff;
   std::map<std::string, std::string> lines;
   for (const auto& [name, rec] : update.records) {
     auto old = ledger.find(name);
-    const core::StatusRecord* before = old == ledger.end() ? nullptr : &old->second;
-    if (before != nullptr && !core::MeaningfulChange(*before, rec)) continue;
+    const StatusRecord* before = old == ledger.end() ? nullptr : &old->second;
+    if (before != nullptr && !MeaningfulChange(*before, rec)) continue;
     diff.changes[name] = rec;
-    lines[name] = core::DescribeTransition(before, &rec);
+    lines[name] = DescribeTransition(before, &rec);
   }
   for (const auto& name : update.forget) {
     auto old = ledger.find(name);
     if (old == ledger.end()) continue;
     diff.changes[name] = std::nullopt;
-    lines[name] = core::DescribeTransition(&old->second, nullptr);
+    lines[name] = DescribeTransition(&old->second, nullptr);
   }
   for (auto& [name, line] : lines) diff.transitions.push_back(std::move(line));
   return diff;
 }
 
-ports::StatusCommit MakeStatusCommit(const StatusDiff& diff, const std::string& spec_commit,
-                                     const std::string& ray_address) {
-  ports::StatusCommit commit;
-  const size_t n = diff.changes.size();
-  commit.subject = "ray-gitops: " + std::to_string(n) + (n == 1 ? " change" : " changes");
-  commit.body_lines = diff.transitions;
-  if (!spec_commit.empty()) commit.trailers["Spec-Commit"] = spec_commit;
-  if (!ray_address.empty()) commit.trailers["Ray-Cluster"] = core::StripUrlCredentials(ray_address);
-  return commit;
-}
-
-}  // namespace rg::engine
+}  // namespace rg::core

@@ -1,6 +1,6 @@
 // Step 6's records: whose ledger they are in (instance and cluster).
 
-#include "reconciler/engine/status_update.h"
+#include "reconciler/core/status_update.h"
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -8,7 +8,7 @@
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/render.h"
 
-namespace rg::engine {
+namespace rg::core {
 namespace {
 
 using core::Phase;
@@ -116,5 +116,11 @@ TEST_CASE("a Conflict over an id held by a run not ours records nothing of that 
   CHECK(rec.attempts.empty());
 }
 
+TEST_CASE("dashboard links never carry credentials", "[status_update]") {
+  CHECK(DashboardUrl("http://user:secret@ray.example:8265/", "a-1") ==
+        "http://ray.example:8265/#/jobs/a-1");
+  CHECK(DashboardUrl("http://ray:8265", "").empty());
+}
+
 }  // namespace
-}  // namespace rg::engine
+}  // namespace rg::core
