@@ -481,18 +481,29 @@ class Planner {
     Submit(spec, latest + 1, jp.message, jp);
   }
 
+  // Retries are counted the same way wherever a message mentions them: attempt k is retry k
+  // of the spec's `retries`. "attempt 2 (retry 2 of 3)".
+  static std::string RetryOf(int attempt, int retries) {
+    return "attempt " + std::to_string(attempt) + " (retry " + std::to_string(attempt) + " of " +
+           std::to_string(retries) + ")";
+  }
+  static std::string NoRetriesLeft(int retries) {
+    if (retries == 0) return "no retries left (the spec allows none)";
+    return "no retries left (" + std::to_string(retries) + " of " + std::to_string(retries) +
+           " used)";
+  }
+
   void PlanLost(const JobSpec& spec, int latest, RayJobStatus status, JobPlan& jp) {
     jp.phase = spec.suspend ? Phase::kSuspended : Phase::kLost;
     jp.message = "Ray no longer knows " + jp.submission_id + " (was " +
                  std::string(RayJobStatusName(status)) + "; the head restarted?)";
     if (spec.suspend) return;
     if (latest < spec.retries) {
-      jp.message += "; resubmitting as attempt " + std::to_string(latest + 1);
+      jp.message += "; resubmitting as " + RetryOf(latest + 1, spec.retries);
       Submit(spec, latest + 1, jp.message, jp);
       if (jp.phase != Phase::kConflict) jp.phase = Phase::kLost;
     } else {
-      jp.message += "; no retries left (attempt " + std::to_string(latest + 1) + " of " +
-                    std::to_string(spec.retries + 1) + ")";
+      jp.message += "; " + NoRetriesLeft(spec.retries);
     }
   }
 
@@ -520,8 +531,7 @@ class Planner {
       jp.message = "suspend: true; the failed run is not retried";
     } else if (latest < spec.retries) {
       jp.phase = Phase::kPending;
-      jp.message = jp.submission_id + " failed; retrying as attempt " + std::to_string(latest + 1) +
-                   " of " + std::to_string(spec.retries);
+      jp.message = jp.submission_id + " failed; retrying as " + RetryOf(latest + 1, spec.retries);
       Submit(spec, latest + 1, jp.message, jp);
     }
   }

@@ -73,9 +73,6 @@ struct JobPlan {
   // its derived name changed): the old name and spec path. Empty otherwise.
   std::string renamed_from;
   std::string renamed_from_path;
-  // Never set: records of removed specs are kept, since a revert that restores the spec
-  // restores the run ray-gitops stopped (DESIGN.md 4). Kept for the status writer's sake.
-  bool forget = false;
 };
 
 struct Plan {

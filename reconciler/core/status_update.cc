@@ -225,10 +225,6 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
 
   for (const JobPlan& jp : in.plan->jobs) {
     const auto old = ledger.find(jp.name);
-    if (jp.forget) {
-      if (old != ledger.end()) update.forget.push_back(jp.name);
-      continue;
-    }
     const JobSpec* spec = DesiredSpec(in, jp.name);
     StatusRecord rec =
         StartRecord(in, jp, old != ledger.end() ? &old->second : nullptr, ray_cluster, spec);
@@ -249,12 +245,6 @@ StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger) {
     if (before != nullptr && !MeaningfulChange(*before, rec)) continue;
     diff.changes[name] = rec;
     lines[name] = DescribeTransition(before, &rec);
-  }
-  for (const auto& name : update.forget) {
-    auto old = ledger.find(name);
-    if (old == ledger.end()) continue;
-    diff.changes[name] = std::nullopt;
-    lines[name] = DescribeTransition(&old->second, nullptr);
   }
   for (auto& [name, line] : lines) diff.transitions.push_back(std::move(line));
   return diff;

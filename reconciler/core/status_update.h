@@ -34,11 +34,11 @@ struct StatusInputs {
 };
 
 // The record every planned job should have now, by name, stamped with the ledger's owner
-// (instance and ray_cluster: a record written before ledgers had owners gets them here); names
-// whose record is to be deleted (JobPlan::forget) map to nothing and are listed in `forget`.
+// (instance and ray_cluster: a record written before ledgers had owners gets them here).
+// Records are never deleted: the record of a removed spec stays (Removed), since a revert
+// that restores the spec restores the run ray-gitops stopped (DESIGN.md 4).
 struct StatusUpdate {
   std::map<std::string, StatusRecord, std::less<>> records;
-  std::vector<std::string> forget;  // only names the ledger holds
 };
 
 StatusUpdate BuildStatusUpdate(const StatusInputs& in);

@@ -293,10 +293,7 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   // A job frozen by its unreadable status file is shown, never written: a record built
   // without the file's history would replace it, and the next pass could take a finished run
   // for a new one.
-  for (const auto& [name, why] : options.policy.frozen_jobs) {
-    update.records.erase(name);
-    std::erase(update.forget, name);
-  }
+  for (const auto& [name, why] : options.policy.frozen_jobs) update.records.erase(name);
   const core::StatusDiff diff = core::DiffAgainstLedger(update, ledger);
   result.transitions = diff.transitions;
   if (options.dry_run || !options.record_status || deps.store == nullptr || diff.changes.empty()) {

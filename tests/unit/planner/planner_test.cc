@@ -13,65 +13,12 @@ namespace {
 using fixtures::Describe;
 using fixtures::Desired;
 
-constexpr const char* kHash = "aaaaaaaaaa";
-constexpr const char* kOldHash = "bbbbbbbbbb";
-
-JobSpec Spec(const std::string& name, const std::string& hash = kHash) {
-  JobSpec s;
-  s.name = name;
-  s.path = "jobs/" + name + ".yaml";
-  s.workload = Workload::kCustom;
-  s.entrypoint = "true";
-  s.spec_hash = hash;
-  return s;
-}
-
-RayJob Job(const std::string& name, int attempt, RayJobStatus status,
-           const std::string& hash = kHash, const std::string& instance = "ray-gitops") {
-  RayJob j;
-  j.type = "SUBMISSION";
-  j.submission_id = name + "-" + hash + (attempt > 0 ? "-r" + std::to_string(attempt) : "");
-  j.status = status;
-  j.start_time_ms = 1000 + attempt;
-  j.metadata = {{std::string(kMetaManagedBy), instance},
-                {std::string(kMetaName), name},
-                {std::string(kMetaSpecPath), "jobs/" + name + ".yaml"},
-                {std::string(kMetaSpecHash), hash},
-                {std::string(kMetaAttempt), std::to_string(attempt)}};
-  return j;
-}
-
-AttemptRecord Attempt(const std::string& name, int attempt, RayJobStatus status,
-                      const std::string& stop_reason = "", const std::string& hash = kHash) {
-  AttemptRecord a;
-  a.attempt = attempt;
-  a.submission_id = name + "-" + hash + (attempt > 0 ? "-r" + std::to_string(attempt) : "");
-  a.spec_hash = hash;
-  a.status = status;
-  a.phase = PhaseForRayStatus(status);
-  if (!stop_reason.empty()) {  // as the status codec reads it
-    a.stop_reason = ParseStopReason(stop_reason).value_or(StopReason::kUnknown);
-    if (a.stop_reason == StopReason::kUnknown) a.unknown_stop_reason = stop_reason;
-  }
-  return a;
-}
-
-StatusRecord Record(const std::string& name, std::vector<AttemptRecord> attempts,
-                    OnRemove on_remove = OnRemove::kStop) {
-  StatusRecord r;
-  r.name = name;
-  r.spec_path = "jobs/" + name + ".yaml";
-  r.spec_hash = attempts.empty() ? kHash : attempts.back().spec_hash;
-  r.on_remove = on_remove;
-  if (!attempts.empty()) {
-    r.submission_id = attempts.back().submission_id;
-    r.attempt = attempts.back().attempt;
-    r.status = attempts.back().status;
-    r.phase = attempts.back().phase;
-  }
-  r.attempts = std::move(attempts);
-  return r;
-}
+using fixtures::Attempt;
+using fixtures::Job;
+using fixtures::kHash;
+using fixtures::kOldHash;
+using fixtures::Record;
+using fixtures::Spec;
 
 struct Row {
   std::string title;
@@ -319,7 +266,6 @@ TEST_CASE("a removed spec stops its active run, and on_remove keep leaves it run
     const JobPlan* gone = plan.FindJob("gone");
     REQUIRE(gone != nullptr);
     CHECK(gone->phase == Phase::kRemoved);
-    CHECK_FALSE(gone->forget);
   }
   SECTION("a removed job with no active run keeps its record (a revert needs it)") {
     Plan plan = PlanActions(
@@ -327,7 +273,6 @@ TEST_CASE("a removed spec stops its active run, and on_remove keep leaves it run
         {{"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kSucceeded)})}}, PlanPolicy{});
     const JobPlan* gone = plan.FindJob("gone");
     REQUIRE(gone != nullptr);
-    CHECK_FALSE(gone->forget);
     CHECK(gone->phase == Phase::kRemoved);
     CHECK(Describe(plan) == "submit other-aaaaaaaaaa;");
   }
@@ -489,7 +434,6 @@ TEST_CASE("a stop Ray has not carried out is remembered, not repeated, and resen
                             PlanPolicy{.now_ms = kSent + 1000});
     CHECK(plan.actions.empty());
     REQUIRE(plan.FindJob("gone") != nullptr);
-    CHECK_FALSE(plan.FindJob("gone")->forget);
     CHECK(plan.FindJob("gone")->phase == Phase::kRemoved);
   }
   SECTION("a suspended run whose stop is pending is Stopping, not stopped again") {

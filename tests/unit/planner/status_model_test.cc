@@ -55,7 +55,7 @@ TEST_CASE("transitions are described for commit messages") {
   CHECK(DescribeTransition(&after, nullptr) == "ppo-qwen: Running -> deleted");
 }
 
-TEST_CASE("a record is in a ledger when its instance and cluster match; empty matches all") {
+TEST_CASE("a record is in a ledger when its instance and cluster match, empty matches all") {
   StatusRecord r;
   r.name = "x";
   r.instance = "ray-gitops";
