@@ -357,7 +357,7 @@ core::Result<std::string> GitStatusStore::Write(const ports::StatusChanges& chan
   }
   return core::Error::Conflict("gave up pushing " + options_.branch + " after " +
                                std::to_string(options_.max_push_attempts) +
-                               " attempts: another writer keeps moving it");
+                               " attempts; the last refusal: " + last_refusal_);
 }
 
 core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
@@ -419,6 +419,7 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   core::Status pushed = workspace_->PushCommit(*commit, options_.branch);
   if (pushed) return done(*commit);
   if (!pushed.error().IsConflict()) return pushed.error();
+  last_refusal_ = pushed.error().message();
   return std::optional<std::string>();  // refused: fetch and build again
 }
 

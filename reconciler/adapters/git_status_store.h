@@ -87,6 +87,7 @@ class GitStatusStore : public ports::StatusStore {
   std::shared_ptr<GitWorkspace> workspace_;
   GitStatusStoreOptions options_;
   int push_attempts_ = 0;
+  std::string last_refusal_;                       // why the remote refused the last push
   ports::LedgerScope scope_;                       // of the last ReadLedger
   std::vector<ports::SkippedStatusFile> skipped_;  // by the last ReadLedger
 };

@@ -1,12 +1,16 @@
 #include "reconciler/adapters/git_workspace.h"
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "reconciler/adapters/git_common.h"
@@ -55,6 +59,43 @@ std::string ReadTrimmedFile(const std::string& path, bool& ok) {
     ++start;
   }
   return text.substr(start);
+}
+
+// A push into a local repository (a path or file:// URL) updates the remote's refs in this
+// process. A push killed between taking the branch's lock and renaming it over the ref leaves
+// <gitdir>/refs/heads/<branch>.lock behind, and every later push of that branch fails with
+// GIT_ELOCKED. A live writer holds the lock for a moment; a lock that stays the same file
+// (same inode, size and change time) for kStaleLockAfter was left by a writer that died, and
+// is removed. Only the branch being pushed, which only ray-gitops writes. Returns the lock's
+// path when it was removed; empty when there was none, it went away (a live writer), or the
+// remote is not local.
+constexpr auto kStaleLockAfter = std::chrono::milliseconds(1500);
+
+std::string RemoveStaleRefLock(const std::string& remote_url, const std::string& branch) {
+  const std::optional<std::string> local = LocalPath(remote_url);
+  if (!local) return "";
+  git_repository* raw = nullptr;
+  if (git_repository_open_ext(&raw, local->c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) {
+    git_error_clear();
+    return "";
+  }
+  git::Repository remote(raw);
+  const fs::path lock =
+      fs::path(git_repository_path(remote.get())) / "refs" / "heads" / (branch + ".lock");
+  struct stat first {};
+  if (::stat(lock.c_str(), &first) != 0) return "";
+  const auto give_up = std::chrono::steady_clock::now() + kStaleLockAfter;
+  while (std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    struct stat now {};
+    if (::stat(lock.c_str(), &now) != 0 || now.st_ino != first.st_ino ||
+        now.st_size != first.st_size || now.st_ctim.tv_sec != first.st_ctim.tv_sec ||
+        now.st_ctim.tv_nsec != first.st_ctim.tv_nsec) {
+      return "";  // a live writer took or released it
+    }
+  }
+  std::error_code ec;
+  return fs::remove(lock, ec) ? lock.string() : "";
 }
 
 struct CallbackState {
@@ -480,6 +521,13 @@ core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::
   std::array<char*, 1> specs = {const_cast<char*>(spec.c_str())};
   const git_strarray refspecs{specs.data(), specs.size()};
   rc = git_remote_push(remote_, &refspecs, &opts);
+  // A local remote reports a held lock as GIT_ELOCKED or as the ref's rejection.
+  if ((rc == GIT_ELOCKED || (rc == 0 && !state.rejection.empty())) &&
+      !RemoveStaleRefLock(remote_url_, branch).empty()) {
+    state = CallbackState{&options_, 0, {}, GitCancelGeneration()};
+    opts.callbacks.payload = &state;
+    rc = git_remote_push(remote_, &refspecs, &opts);
+  }
   if (rc != 0) {
     core::Error e = git::LastError(rc, "cannot push " + branch + " to " + url_);
     if (e.IsConflict() || e.IsUnauthorized()) return e;

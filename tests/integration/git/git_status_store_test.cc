@@ -3,9 +3,14 @@
 
 #include "reconciler/adapters/git_status_store.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_workspace.h"
@@ -269,6 +274,55 @@ TEST_CASE("A writer that keeps losing the race gives up with kConflict", "[git][
   CHECK_FALSE(testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml").has_value());
 }
 
+// A push into a local remote updates its refs in-process: killed between taking the branch's
+// lock and renaming it, it leaves refs/heads/<branch>.lock, and no later push could record.
+TEST_CASE("A lock left on the status branch by a killed push is removed and the push goes on",
+          "[git][status]") {
+  Repo repo;
+  GitStatusStore store(repo.Workspace(), GitStatusStoreOptions{});
+  REQUIRE(store.Write({{"a", Record("a", Phase::kRunning, RayJobStatus::kRunning)}}, Message("a"))
+              .ok());
+  const std::string lock = repo.remote + "/refs/heads/" + kBranch + ".lock";
+  std::ofstream(lock) << std::string(40, 'f') << "\n";  // what a dead writer left
+  auto written =
+      store.Write({{"b", Record("b", Phase::kPending, RayJobStatus::kPending)}}, Message("b"));
+  REQUIRE(written.ok());
+  CHECK_FALSE(std::filesystem::exists(lock));
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/b.yaml").has_value());
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml").has_value());
+}
+
+TEST_CASE("A lock a live writer keeps renewing is never removed, and the refusal names it",
+          "[git][status]") {
+  Repo repo;
+  GitStatusStoreOptions options;
+  options.max_push_attempts = 2;
+  GitStatusStore store(repo.Workspace(), options);
+  REQUIRE(store.Write({{"a", Record("a", Phase::kRunning, RayJobStatus::kRunning)}}, Message("a"))
+              .ok());
+  const std::string lock = repo.remote + "/refs/heads/" + kBranch + ".lock";
+  std::atomic<bool> done{false};
+  std::atomic<int> removed_under_it{0};
+  std::ofstream(lock) << "0\n";
+  std::thread writer([&] {
+    for (int i = 1; !done; ++i) {
+      if (!std::filesystem::exists(lock)) ++removed_under_it;
+      std::ofstream(lock + ".next") << i << "\n";
+      std::filesystem::rename(lock + ".next", lock);  // a new file each time, as git's are
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  auto written =
+      store.Write({{"b", Record("b", Phase::kPending, RayJobStatus::kPending)}}, Message("b"));
+  done = true;
+  writer.join();
+  REQUIRE_FALSE(written.ok());
+  CHECK(written.error().kind() == core::ErrorKind::kConflict);
+  CHECK(written.error().message().find(kBranch + std::string(".lock")) != std::string::npos);
+  CHECK(removed_under_it == 0);
+  CHECK(std::filesystem::exists(lock));
+}
+
 TEST_CASE("History lists the commits that touched one job, newest first", "[git][status]") {
   Repo repo;
   GitStatusStore store(repo.Workspace(), {});
@@ -365,7 +419,7 @@ const ports::SkippedStatusFile* FindSkipped(const std::vector<ports::SkippedStat
 constexpr const char* kClusterA = "http://10.0.0.1:8265";
 constexpr const char* kClusterB = "http://10.0.0.2:8265";
 
-TEST_CASE("Files that are no usable status record are skipped and listed; the rest is read",
+TEST_CASE("Files that are no usable status record are skipped and listed, the rest is read",
           "[git][status][skipped]") {
   Repo repo;
   GitStatusStore store(repo.Workspace(), {});
