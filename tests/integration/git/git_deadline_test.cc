@@ -138,7 +138,7 @@ TEST_CASE("An ssh remote that never answers is cut off at the transfer timeout",
   CHECK(seconds < 10);
 }
 
-TEST_CASE("CancelGitTransfers ends a stalled fetch at once; later fetches work again",
+TEST_CASE("CancelGitTransfers ends a stalled fetch at once, later fetches work again",
           "[git][deadline]") {
   BlackholeServer blackhole;
   testing::TempDir tmp;

@@ -108,7 +108,7 @@ TEST_CASE("spec hash changes when any field that defines the run changes") {
   CHECK(ComputeSpecHash(type_changed) != hash);
 }
 
-TEST_CASE("name is left out of the hash; the earlier rule's hash is kept for named specs") {
+TEST_CASE("name is left out of the hash, the earlier rule's hash is kept for named specs") {
   Value unnamed = SampleDocument();
   unnamed.as_object().erase("name");
   Value named = unnamed;
@@ -131,7 +131,7 @@ TEST_CASE("name is left out of the hash; the earlier rule's hash is kept for nam
   CHECK_FALSE(rg::core::ComputeLegacySpecHash(with_deadline).empty());
 }
 
-TEST_CASE("a non-default instance takes its name into the hash; its earlier ids stay current") {
+TEST_CASE("a non-default instance takes its name into the hash, its earlier ids stay current") {
   Value doc = SampleDocument();
   const std::string plain = ComputeSpecHash(doc);
   // The default instance's ids are the ids of the rule without an instance (DESIGN.md 2.1).

@@ -170,7 +170,7 @@ TEST_CASE("connections beyond the per-client limit are refused at once, the othe
   CHECK(StatusCodeOf(*probe) == 200);
 }
 
-TEST_CASE("probes answer while every handler thread waits for a slow body; more work is 503") {
+TEST_CASE("probes answer while every handler thread waits for a slow body, more work is 503") {
   rg::server::GateLimits limits;
   limits.workers = 1;
   limits.max_queued = 0;

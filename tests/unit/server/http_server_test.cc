@@ -314,7 +314,7 @@ TEST_CASE("a non-loopback listen address is refused unless allowed") {
   CHECK(st.error().IsInvalidInput());
 }
 
-TEST_CASE("listen addresses parse host and port; bad ones are refused") {
+TEST_CASE("listen addresses parse host and port, bad ones are refused") {
   using rg::server::ParseListenAddress;
   auto a = ParseListenAddress("127.0.0.1:9190", false);
   REQUIRE(a.ok());

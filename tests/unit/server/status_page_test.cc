@@ -1,10 +1,10 @@
 #include "reconciler/server/status_page.h"
-#include "reconciler/core/time_format.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "reconciler/core/time_format.h"
 #include "tests/unit/server/sample_snapshot.h"
 
 using rg::server::DaemonStateText;

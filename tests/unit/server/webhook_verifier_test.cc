@@ -184,7 +184,7 @@ TEST_CASE("a ref that is not a string is 400") {
   CHECK(VerifyWebhook(Config(), "main", GitHub(R"({"ref": 7})")).http_status == 400);
 }
 
-TEST_CASE("GitLab token equal to the secret triggers; another token is 401") {
+TEST_CASE("GitLab token equal to the secret triggers, another token is 401") {
   const WebhookVerdict good = VerifyWebhook(Config(), "main", GitLab(kPushMain));
   CHECK(good.http_status == 202);
   CHECK(good.source == "webhook:gitlab");
@@ -297,7 +297,7 @@ TEST_CASE("auth modes parse from their names and back") {
   CHECK_FALSE(rg::server::ParseWebhookAuthMode("GitHub").has_value());
 }
 
-TEST_CASE("the secret file loses its trailing newline; an empty or missing file is an error") {
+TEST_CASE("the secret file loses its trailing newline, an empty or missing file is an error") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("rg-secret-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -47,7 +47,7 @@ TEST_CASE("valid and invalid specs are separated and sorted by path") {
             "jobs/b/broken.yaml:2:9: error: nnodes must be an integer >= 1 (got 0)"});
 }
 
-TEST_CASE("a missing cluster file is one diagnostic; the specs are still loaded") {
+TEST_CASE("a missing cluster file is one diagnostic, the specs are still loaded") {
   const core::DesiredState state =
       LoadDesiredState(std::nullopt, {{"jobs/a.yaml", "workload: custom\nentrypoint: echo\n"}});
   CHECK_FALSE(state.ClusterValid());
