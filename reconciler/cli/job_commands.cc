@@ -210,27 +210,19 @@ std::optional<OneOffFiles> LoadOneOffFiles(const SubmitFlags& flags) {
                      std::move(*job.value)};
 }
 
-// Where the run's artifacts go: --artifacts-root, else the cluster's shared_root when this
-// machine has it; else no writer, and `note` says why.
+// Where the run's artifacts go (MakeArtifactWriter); when nowhere but not by --no-artifacts,
+// `note` says why.
 std::unique_ptr<adapters::ArtifactWriter> OneOffArtifactWriter(const SubmitFlags& flags,
                                                                const core::RayConfig& cluster,
                                                                const core::Redactor& secrets,
                                                                std::string& note) {
-  if (flags.no_artifacts) return nullptr;
-  std::string root = flags.artifacts_root;
-  if (root.empty() && cluster.shared_root) {
-    std::error_code ec;
-    if (fs::is_directory(*cluster.shared_root, ec)) {
-      root = *cluster.shared_root;
-    } else {
-      note = "no artifacts: shared_root " + *cluster.shared_root +
-             " does not exist on this machine (use --artifacts-root)";
-    }
-  } else if (root.empty()) {
-    note = "no artifacts: the cluster file has no shared_root (use --artifacts-root)";
+  std::string why_none;
+  auto writer =
+      MakeArtifactWriter(flags.no_artifacts, flags.artifacts_root, &cluster, secrets, &why_none);
+  if (!writer && !flags.no_artifacts) {
+    note = "no artifacts: " + why_none + " (use --artifacts-root)";
   }
-  if (root.empty()) return nullptr;
-  return std::make_unique<adapters::ArtifactWriter>(root, secrets);
+  return writer;
 }
 
 void ReportOneOff(const engine::SubmitAttemptResult& result, const std::string& address,

@@ -175,18 +175,18 @@ core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
   return ResolveRayFromGlobal(global, fallback_address, "put an address in the cluster file");
 }
 
-std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options,
-                                                      const ports::DesiredSnapshot& snapshot,
-                                                      const adapters::RayClientOptions& ray,
-                                                      std::string* why_none) {
-  if (options.no_artifacts) {
+std::unique_ptr<adapters::ArtifactWriter> MakeArtifactWriter(bool no_artifacts,
+                                                             const std::string& artifacts_root,
+                                                             const core::RayConfig* cluster,
+                                                             core::Redactor secrets,
+                                                             std::string* why_none) {
+  if (no_artifacts) {
     *why_none = "--no-artifacts";
     return nullptr;
   }
-  std::string root = options.artifacts_root;
+  std::string root = artifacts_root;
   if (root.empty()) {
-    const auto& cluster = snapshot.state.cluster;
-    if (!cluster || !cluster->shared_root) {
+    if (cluster == nullptr || !cluster->shared_root) {
       *why_none = "the cluster file has no shared_root";
       return nullptr;
     }
@@ -197,9 +197,18 @@ std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options
     }
     root = *cluster->shared_root;
   }
+  return std::make_unique<adapters::ArtifactWriter>(root, std::move(secrets));
+}
+
+std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options,
+                                                      const ports::DesiredSnapshot& snapshot,
+                                                      const adapters::RayClientOptions& ray,
+                                                      std::string* why_none) {
   core::Redactor secrets = ProcessSecrets(ray, &options);
   secrets.AddDesiredState(snapshot.state);
-  return std::make_unique<adapters::ArtifactWriter>(root, std::move(secrets));
+  const auto& cluster = snapshot.state.cluster;
+  return MakeArtifactWriter(options.no_artifacts, options.artifacts_root,
+                            cluster ? &*cluster : nullptr, std::move(secrets), why_none);
 }
 
 core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoOptions* repo) {

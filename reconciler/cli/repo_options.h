@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/adapters/artifact_writer.h"
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_status_store.h"
 #include "reconciler/adapters/git_workspace.h"
@@ -120,8 +121,19 @@ class LoadedSnapshotSource : public ports::DesiredStateSource {
 core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
                                                     const std::string& fallback_address);
 
-// The artifact sink for a pass, or null: --no-artifacts, or no --artifacts-root and
-// cluster.yaml's shared_root is not a directory on this machine. `why_none` says which.
+// The one place artifacts are set up (`sync`, the daemon and `submit`): a writer under
+// `artifacts_root`, else under the cluster's shared_root when it is a directory on this
+// machine, redacting `secrets`; or null when `no_artifacts` or there is no such directory,
+// and then `why_none` says which ("--no-artifacts", "the cluster file has no shared_root",
+// "shared_root /x is not a directory on this machine").
+std::unique_ptr<adapters::ArtifactWriter> MakeArtifactWriter(bool no_artifacts,
+                                                             const std::string& artifacts_root,
+                                                             const core::RayConfig* cluster,
+                                                             core::Redactor secrets,
+                                                             std::string* why_none);
+
+// The artifact sink for a pass (MakeArtifactWriter), redacting the secrets of the process
+// and of the whole desired state.
 std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options,
                                                       const ports::DesiredSnapshot& snapshot,
                                                       const adapters::RayClientOptions& ray,
