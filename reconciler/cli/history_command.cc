@@ -10,6 +10,7 @@
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/status_model.h"
+#include "reconciler/core/text_table.h"
 #include "reconciler/core/time_format.h"
 
 namespace rg::cli {
@@ -38,7 +39,7 @@ int RunHistory(const GlobalOptions& global, const HistoryFlags& flags) {
               << "\n";
     return 1;
   }
-  std::vector<std::vector<std::string>> rows = {
+  std::vector<core::TextRow> rows = {
       {"TIME", "COMMIT", "PHASE", "SUBMISSION_ID", "RAY_STATUS", "SUBJECT"}};
   for (const ports::StatusHistoryEntry& e : *history) {
     const core::StatusRecord* rec = e.record ? &*e.record : nullptr;
@@ -48,18 +49,7 @@ int RunHistory(const GlobalOptions& global, const HistoryFlags& flags) {
                     rec != nullptr ? std::string(core::RayJobStatusName(rec->status)) : "-",
                     e.subject});
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  }
+  std::cout << core::FormatTextTable(rows);
   return 0;
 }
 

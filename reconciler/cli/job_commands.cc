@@ -27,6 +27,7 @@
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/text_table.h"
 #include "reconciler/core/time_format.h"
 #include "reconciler/core/value.h"
 #include "reconciler/engine/submit_attempt.h"
@@ -422,7 +423,7 @@ int RunList(const GlobalOptions& global, const std::string& config, const std::s
 
   const std::vector<std::string> header = {"SUBMISSION_ID", "NAME",       "STATUS",    "TYPE",
                                            "MANAGED_BY",    "START_TIME", "ENTRYPOINT"};
-  std::vector<std::vector<std::string>> rows = {header};
+  std::vector<core::TextRow> rows = {header};
   for (const core::RayJob& job : sorted) {
     std::string entrypoint = RedactForOutput(job.entrypoint);
     std::replace(entrypoint.begin(), entrypoint.end(), '\n', ' ');
@@ -433,18 +434,7 @@ int RunList(const GlobalOptions& global, const std::string& config, const std::s
                     job.type.empty() ? "-" : job.type, engine::OwnerOf(job),
                     FormatTime(job.start_time_ms), entrypoint});
   }
-  std::vector<size_t> widths(header.size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  }
+  std::cout << core::FormatTextTable(rows);
   return 0;
 }
 

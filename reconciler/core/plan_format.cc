@@ -1,9 +1,9 @@
 #include "reconciler/core/plan_format.h"
 
 #include <algorithm>
-#include <array>
 #include <vector>
 
+#include "reconciler/core/text_table.h"
 #include "reconciler/core/value.h"
 
 namespace rg::core {
@@ -156,14 +156,6 @@ std::string JobActionName(const Plan& plan, const JobPlan& job) {
 std::string FormatPlanText(const PlanView& view) {
   const Plan& plan = *view.plan;
   const std::vector<Row> rows = Rows(plan);
-  std::array<size_t, 4> w = {6, 4, 13, 5};  // ACTION NAME SUBMISSION_ID PHASE
-  for (const Row& r : rows) {
-    w[0] = std::max(w[0], r.action.size());
-    w[1] = std::max(w[1], r.name.size());
-    w[2] = std::max(w[2], r.submission_id.size());
-    w[3] = std::max(w[3], r.phase.size());
-  }
-  auto pad = [](const std::string& s, size_t n) { return s + std::string(n - s.size() + 2, ' '); };
   std::string out;
   if (!view.commit.empty()) {
     out += "Plan for " + view.commit + ": " + Summary(plan) + "\n";
@@ -174,13 +166,11 @@ std::string FormatPlanText(const PlanView& view) {
   for (const std::string& notice : OwnershipNotices(plan)) out += notice + "\n";
   for (const Diagnostic& d : view.desired->AllDiagnostics()) out += d.ToString() + "\n";
   if (rows.empty()) return out + "No jobs.\n";
-  out += pad("ACTION", w[0]) + pad("NAME", w[1]) + pad("SUBMISSION_ID", w[2]) + pad("PHASE", w[3]) +
-         "REASON\n";
+  std::vector<TextRow> table = {{"ACTION", "NAME", "SUBMISSION_ID", "PHASE", "REASON"}};
   for (const Row& r : rows) {
-    out += pad(r.action, w[0]) + pad(r.name, w[1]) + pad(r.submission_id, w[2]) +
-           pad(r.phase, w[3]) + OneLine(r.reason) + "\n";
+    table.push_back({r.action, r.name, r.submission_id, r.phase, OneLine(r.reason)});
   }
-  return out;
+  return out + FormatTextTable(table);
 }
 
 namespace {

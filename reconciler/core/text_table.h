@@ -1,0 +1,16 @@
+#pragma once
+// The one way commands print a table: each column as wide as its widest cell plus two spaces,
+// the last column as is, one line per row ending in "\n". `plan`, `list` and `history`.
+
+#include <string>
+#include <vector>
+
+namespace rg::core {
+
+using TextRow = std::vector<std::string>;
+
+// REQUIRES: every row has the same number of cells. Cells are printed as given (callers keep
+// them on one line).
+std::string FormatTextTable(const std::vector<TextRow>& rows);
+
+}  // namespace rg::core
