@@ -12,6 +12,11 @@
 namespace rg::cli {
 namespace {
 
+// Exit statuses of `plan` (DESIGN.md 6).
+constexpr int kPlanNothingToDo = 0;
+constexpr int kPlanError = 1;
+constexpr int kPlanChangesPending = 2;
+
 struct PlanFlags {
   RepoOptions repo;
   std::string format = "text";
@@ -26,13 +31,13 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   core::Result<PassRun> run = RunPassFromFlags(global, flags.repo, options, false);
   if (!run.ok()) {
     LogEvent("error", run.error().ToString());
-    return 1;
+    return kPlanError;
   }
   const engine::PassResult& r = run->result;
   for (const core::Error& e : r.errors) LogEvent("error", e.ToString());
   if (!r.planned) {
     for (const core::Diagnostic& d : r.diagnostics) std::cerr << d.ToString() << "\n";
-    return 1;
+    return kPlanError;
   }
   core::PlanView view;
   view.plan = &r.plan;
@@ -51,8 +56,8 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
     text = core::FormatPlanText(view);
   }
   std::cout << r.redactor.Apply(text);
-  if (!r.errors.empty() || !r.diagnostics.empty()) return 1;
-  return r.plan.HasChanges() ? 2 : 0;
+  if (!r.errors.empty() || !r.diagnostics.empty()) return kPlanError;
+  return r.plan.HasChanges() ? kPlanChangesPending : kPlanNothingToDo;
 }
 
 }  // namespace
