@@ -483,11 +483,11 @@ class Planner {
 
   // Retries are counted the same way wherever a message mentions them: attempt k is retry k
   // of the spec's `retries`. "attempt 2 (retry 2 of 3)".
-  static std::string RetryOf(int attempt, int retries) {
+  static std::string RetryOf(int attempt, int64_t retries) {
     return "attempt " + std::to_string(attempt) + " (retry " + std::to_string(attempt) + " of " +
            std::to_string(retries) + ")";
   }
-  static std::string NoRetriesLeft(int retries) {
+  static std::string NoRetriesLeft(int64_t retries) {
     if (retries == 0) return "no retries left (the spec allows none)";
     return "no retries left (" + std::to_string(retries) + " of " + std::to_string(retries) +
            " used)";
