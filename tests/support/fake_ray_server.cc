@@ -22,7 +22,7 @@ using core::RayJobStatus;
 constexpr char kDriverNodeId[] = "fa4e0000000000000000000000000000000000000000000000000000";
 constexpr char kAgentAddress[] = "http://127.0.0.1:52365";
 
-int64_t EpochMs() {
+int64_t SystemEpochMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -144,6 +144,16 @@ bool IsBrowserRequest(const httplib::Request& req) {
 
 class FakeRayServer::Impl {
  public:
+  // The server's clocks: the test's when FakeRayOptions::clock is set.
+  Clock::time_point Now() const {
+    if (options_.clock == nullptr) return Clock::now();
+    return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::microseconds(options_.clock->MonotonicUs())));
+  }
+  int64_t EpochMs() const {
+    return options_.clock != nullptr ? options_.clock->NowMs() : SystemEpochMs();
+  }
+
   explicit Impl(FakeRayOptions options)
       : options_(std::move(options)), rng_(std::random_device{}()) {
     session_name_ = NewSessionName();
@@ -211,7 +221,7 @@ class FakeRayServer::Impl {
 
   void Tick() {
     std::lock_guard lock(mu_);
-    auto now = Clock::now();
+    auto now = Now();
     for (auto& [id, job] : jobs_) {
       if (job.stop_due) job.stop_due = std::min(*job.stop_due, now);
       Advance(job, now);
@@ -255,7 +265,7 @@ class FakeRayServer::Impl {
     std::lock_guard lock(mu_);
     FakeJob* job = Find(id);
     if (job == nullptr) return std::nullopt;
-    Advance(*job, Clock::now());
+    Advance(*job, Now());
     return job->status;
   }
 
@@ -431,7 +441,7 @@ class FakeRayServer::Impl {
     if (route == kRouteSubmit) return Submit(req, res);
     if (route == kRouteList) {
       json list = json::array();
-      auto now = Clock::now();
+      auto now = Now();
       for (const std::string& key : order_) {
         FakeJob& job = jobs_.at(key);
         Advance(job, now);
@@ -442,7 +452,7 @@ class FakeRayServer::Impl {
     if (route == kRouteGet || route == kRouteStop || route == kRouteDelete || route == kRouteLogs) {
       FakeJob* job = Find(id);
       if (job == nullptr) return Text(res, 404, "Job " + id + " does not exist");
-      Advance(*job, Clock::now());
+      Advance(*job, Now());
       if (route == kRouteGet) return Json(res, Details(*job));
       if (route == kRouteStop) return Stop(*job, res);
       if (route == kRouteDelete) return Delete(*job, res);
@@ -507,7 +517,7 @@ class FakeRayServer::Impl {
     if (body.contains("metadata")) job.metadata = body["metadata"];
     if (body.contains("runtime_env")) job.runtime_env = body["runtime_env"];
     job.start_time_ms = EpochMs();
-    job.submitted = Clock::now();
+    job.submitted = Now();
     job.fate = FateOf(job.entrypoint);
     job.schedulable = Schedulable(body);
     job.message = job.schedulable
@@ -598,7 +608,7 @@ class FakeRayServer::Impl {
     // Ray only signals the supervisor actor; one that was never scheduled never gets the
     // message, so an unschedulable job stays PENDING although the answer is true.
     if ((job.manual || job.schedulable) && !job.stop_due) {
-      job.stop_due = Clock::now() + options_.stop_delay;
+      job.stop_due = Now() + options_.stop_delay;
     }
     Json(res, {{"stopped", true}});
   }

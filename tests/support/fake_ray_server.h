@@ -8,7 +8,9 @@
 //   `false`, `exit K` (K>0)  FAILED with driver_exit_code K (1 for `false`)
 //   anything else            SUCCEEDED with driver_exit_code 0; `echo WORDS` logs WORDS
 // A job whose entrypoint resources the fake cluster cannot satisfy stays PENDING. Progress is
-// computed from the monotonic clock whenever the server is asked, so no timer thread exists.
+// computed from the monotonic clock whenever the server is asked, so no timer thread exists;
+// with FakeRayOptions::clock that is the test's clock, and a test moves jobs on by advancing
+// it instead of sleeping.
 // Tests can take over a job with SetStatus, after which it no longer moves by itself.
 //
 // Thread-safe: the HTTP threads and the test thread share one lock.
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "reconciler/core/ray_job.h"
+#include "reconciler/ports/clock.h"
 
 namespace rg::testing {
 
@@ -46,6 +49,9 @@ struct FakeRayOptions {
   std::chrono::milliseconds start_delay{50};  // PENDING -> RUNNING
   std::chrono::milliseconds run_time{100};    // RUNNING -> end, for entrypoints that are not sleep
   std::chrono::milliseconds stop_delay{150};  // stop request -> STOPPED (Ray stops asynchronously)
+  // The clock jobs move on and their times come from (MonotonicUs, NowMs); null: the
+  // process's steady and system clocks. Not owned; must outlive the server.
+  ports::Clock* clock = nullptr;
 };
 
 class FakeRayServer {

@@ -4,11 +4,11 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/engine/status_commit.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 #include "tests/support/in_memory_ports.h"
@@ -30,10 +30,16 @@ std::string CustomSpec(const std::string& entrypoint, const std::string& extra =
   return "workload: custom\nentrypoint: " + entrypoint + "\n" + extra;
 }
 
-// The fake head, the repository and the status branch of one test.
+FakeRayOptions OnClock(FakeRayOptions options, ports::Clock* clock) {
+  options.clock = clock;
+  return options;
+}
+
+// The fake head, the repository and the status branch of one test. The head's jobs move on
+// the test's clock: Advance, never a sleep.
 class World {
  public:
-  explicit World(FakeRayOptions options = {}) : ray_(std::move(options)) {
+  explicit World(FakeRayOptions options = {}) : ray_(OnClock(std::move(options), &clock_)) {
     client_ =
         std::make_unique<adapters::RayHttpJobServer>(testing::FastClientOptions(ray_.address()));
     source_.SetFile("cluster.yaml", "address: " + ray_.address() + "\n", CommitId(0));
@@ -66,12 +72,19 @@ class World {
 
   const core::StatusRecord& Record(const std::string& name) { return store_.ledger().at(name); }
 
+  // Time passes for the head's jobs; what is due by then has happened.
+  void Advance(std::chrono::milliseconds by) {
+    clock_.AdvanceMs(by.count());
+    ray_.Tick();
+  }
+
   FakeRayServer& ray() { return ray_; }
   InMemoryDesiredStateSource& source() { return source_; }
   InMemoryStatusStore& store() { return store_; }
 
  private:
   int64_t now_ms_ = 1'800'000'000'000;
+  testing::FakeClock clock_;
   FakeRayServer ray_;
   std::unique_ptr<adapters::RayHttpJobServer> client_;
   InMemoryDesiredStateSource source_;
@@ -100,8 +113,7 @@ TEST_CASE("a first pass submits every new job and a repeated pass converges to n
   CHECK(w.store().commits().size() == 1);
   CHECK_FALSE(first.status_commit.empty());
 
-  std::this_thread::sleep_for(200ms);
-  w.ray().Tick();
+  w.Advance(200ms);
   PassResult second = w.Pass();  // records Pending -> Running
   CHECK(second.plan.actions.empty());
   CHECK(w.Record("a").phase == Phase::kRunning);
@@ -122,7 +134,7 @@ TEST_CASE("a changed spec stops the old run before the new one is submitted", "[
   w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
   const std::string old_id = "a-" + w.HashOf("jobs/a.yaml");
   REQUIRE(w.Pass().exit_status == kExitApplied);
-  std::this_thread::sleep_for(100ms);
+  w.Advance(100ms);
 
   w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 299"), CommitId(2));
   const std::string new_id = "a-" + w.HashOf("jobs/a.yaml");
@@ -237,8 +249,7 @@ TEST_CASE("after a head restart finished runs stay finished and lost ones retry 
   w.source().SetFile("jobs/once.yaml", CustomSpec("sleep 300"), CommitId(1));
   w.source().SetFile("jobs/twice.yaml", CustomSpec("sleep 301", "retries: 1\n"), CommitId(1));
   REQUIRE(w.Pass().exit_status == kExitApplied);
-  std::this_thread::sleep_for(150ms);
-  w.ray().Tick();
+  w.Advance(150ms);
   REQUIRE(w.Pass().plan.actions.empty());
   REQUIRE(w.Record("done").phase == Phase::kSucceeded);
   REQUIRE(w.Record("once").phase == Phase::kRunning);
@@ -271,7 +282,7 @@ TEST_CASE("suspend stops the run and unsuspending submits the next attempt", "[e
   w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
   const std::string id0 = "a-" + w.HashOf("jobs/a.yaml");
   REQUIRE(w.Pass().exit_status == kExitApplied);
-  std::this_thread::sleep_for(100ms);
+  w.Advance(100ms);
 
   w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300", "suspend: true\n"), CommitId(2));
   PassResult stop = w.Pass();
@@ -282,8 +293,7 @@ TEST_CASE("suspend stops the run and unsuspending submits the next attempt", "[e
   REQUIRE(w.Record("a").FindAttempt(id0) != nullptr);
   CHECK(w.Record("a").FindAttempt(id0)->stop_reason == core::StopReason::kSuspend);
   CHECK(w.Record("a").FindAttempt(id0)->stop_sent_ms.has_value());
-  std::this_thread::sleep_for(200ms);
-  w.ray().Tick();
+  w.Advance(200ms);
   CHECK(w.Pass().plan.actions.empty());  // still suspended: nothing to do
   CHECK(w.ray().StatusOf(id0) == RayJobStatus::kStopped);
   CHECK(w.Record("a").phase == Phase::kSuspended);
@@ -357,8 +367,7 @@ TEST_CASE("status records carry the spec, the attempt and Ray's view of it", "[e
   const std::string hash = w.HashOf("jobs/team/a.yaml");
   const std::string id = "team-a-" + hash;
   REQUIRE(w.Pass().exit_status == kExitApplied);
-  std::this_thread::sleep_for(200ms);
-  w.ray().Tick();
+  w.Advance(200ms);
   REQUIRE(w.Pass().plan.actions.empty());
 
   const core::StatusRecord& rec = w.Record("team-a");
