@@ -10,6 +10,7 @@
 
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "tests/support/fake_ray_server.h"
+#include "tests/support/fast_client_options.h"
 
 namespace {
 
@@ -23,15 +24,9 @@ using rg::testing::FakeRayServer;
 namespace route = rg::testing;
 using namespace std::chrono_literals;
 
+// Three attempts: the retry tests fail the first two.
 RayClientOptions FastOptions(const FakeRayServer& fake) {
-  RayClientOptions o;
-  o.address = fake.address();
-  o.max_attempts = 3;
-  o.initial_backoff = 1ms;
-  o.max_backoff = 5ms;
-  o.read_timeout = 2000ms;
-  o.submit_timeout = 2000ms;
-  return o;
+  return rg::testing::FastClientOptions(fake.address(), 3);
 }
 
 Value Body(const std::string& id, const std::string& entrypoint = "echo hi") {

@@ -9,11 +9,12 @@
 
 namespace rg::testing {
 
-inline adapters::RayClientOptions FastClientOptions(const std::string& address) {
+inline adapters::RayClientOptions FastClientOptions(const std::string& address,
+                                                   int max_attempts = 2) {
   using namespace std::chrono_literals;
   adapters::RayClientOptions o;
   o.address = address;
-  o.max_attempts = 2;
+  o.max_attempts = max_attempts;
   o.initial_backoff = 10ms;
   o.max_backoff = 20ms;
   o.connect_timeout = 500ms;

@@ -53,6 +53,19 @@ class GitTestClone {
   std::unique_ptr<Impl> impl_;
 };
 
+// A test's desired-state repository: a bare remote `<name>.git` in a fresh temp dir and a
+// person's clone of it (person.git) to write, commit and push with.
+struct TestRemote {
+  explicit TestRemote(const std::string& name = "remote") : remote(tmp.Sub(name + ".git")) {
+    InitBareRepository(remote);
+    person = std::make_unique<GitTestClone>(remote, tmp.Sub("person.git"));
+  }
+
+  TempDir tmp;
+  std::string remote;
+  std::unique_ptr<GitTestClone> person;
+};
+
 // Read-only views of a repository (the bare remote, usually), opened afresh on each call.
 int CountCommits(const std::string& repo_path, const std::string& branch);
 std::optional<std::string> ReadFileAt(const std::string& repo_path, const std::string& branch,

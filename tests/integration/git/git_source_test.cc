@@ -26,16 +26,7 @@ std::string CustomSpec(const std::string& command) {
   return "workload: custom\nentrypoint: " + command + "\n";
 }
 
-struct Repo {
-  testing::TempDir tmp;
-  std::string remote = tmp.Sub("remote.git");
-  std::unique_ptr<testing::GitTestClone> person;
-
-  Repo() {
-    testing::InitBareRepository(remote);
-    person = std::make_unique<testing::GitTestClone>(remote, tmp.Sub("person.git"));
-  }
-
+struct Repo : testing::TestRemote {
   std::shared_ptr<GitWorkspace> Workspace(const std::string& repo_arg = "") {
     GitWorkspaceOptions options;
     options.repo = repo_arg.empty() ? remote : repo_arg;

@@ -58,14 +58,8 @@ ports::StatusCommit Message(const std::string& subject) {
   return m;
 }
 
-struct Repo {
-  testing::TempDir tmp;
-  std::string remote = tmp.Sub("remote.git");
-  std::unique_ptr<testing::GitTestClone> person;
-
+struct Repo : testing::TestRemote {
   Repo() {
-    testing::InitBareRepository(remote);
-    person = std::make_unique<testing::GitTestClone>(remote, tmp.Sub("person.git"));
     person->Write("cluster.yaml", "address: http://127.0.0.1:8265\n");
     person->Write("jobs/a.yaml", "workload: custom\nentrypoint: echo a\n");
     person->CommitAndPush("main", "initial");

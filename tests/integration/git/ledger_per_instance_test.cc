@@ -35,14 +35,8 @@ testing::FakeRayOptions Immediate() {
 }
 
 // The desired-state repository: cluster.yaml pointing at `address`, and one long job.
-struct Repo {
-  testing::TempDir tmp;
-  std::string remote = tmp.Sub("remote.git");
-  std::unique_ptr<testing::GitTestClone> person;
-
+struct Repo : testing::TestRemote {
   explicit Repo(const std::string& cluster_yaml) {
-    testing::InitBareRepository(remote);
-    person = std::make_unique<testing::GitTestClone>(remote, tmp.Sub("person.git"));
     person->Write("cluster.yaml", cluster_yaml);
     person->Write("jobs/hello.yaml", "workload: custom\nentrypoint: sleep 300\n");
     // A second team's folder with a job of the same name (and so the same status file name).

@@ -60,18 +60,13 @@ testing::FakeRayOptions Immediate() {
 using testing::GatedJobServer;
 
 // One team's desired-state repository: a bare remote holding cluster.yaml and `files`.
-struct Repo {
-  testing::TempDir tmp;
-  std::string remote;
-
+struct Repo : testing::TestRemote {
   Repo(const std::string& name, const std::string& cluster_yaml,
        const std::map<std::string, std::string>& files)
-      : remote(tmp.Sub(name + ".git")) {
-    testing::InitBareRepository(remote);
-    testing::GitTestClone person(remote, tmp.Sub("person.git"));
-    person.Write("cluster.yaml", cluster_yaml);
-    for (const auto& [path, text] : files) person.Write(path, text);
-    person.CommitAndPush("main", "initial");
+      : TestRemote(name) {
+    person->Write("cluster.yaml", cluster_yaml);
+    for (const auto& [path, text] : files) person->Write(path, text);
+    person->CommitAndPush("main", "initial");
   }
 
   // How gitops.repo names this repository, compared (DESIGN.md 2.2): the path without ".git".
