@@ -14,6 +14,7 @@
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 #include "tests/support/in_memory_ports.h"
+#include "tests/support/pass_harness.h"
 
 namespace rg::engine {
 namespace {
@@ -35,47 +36,7 @@ std::string Spec(const std::string& entrypoint, const std::string& extra = "") {
 }
 
 // One fake head and one status branch; any number of daemons' repositories.
-class Cluster {
- public:
-  Cluster() : client_(testing::FastClientOptions(ray_.address())) {}
-
-  // A repository holding a valid cluster file at commit `commit`.
-  std::unique_ptr<InMemoryDesiredStateSource> NewRepo(const std::string& commit) {
-    auto source = std::make_unique<InMemoryDesiredStateSource>();
-    source->SetFile("cluster.yaml", "address: " + ray_.address() + "\n", commit);
-    return source;
-  }
-
-  PassResult Pass(InMemoryDesiredStateSource& source, ReconcileOptions options = {}) {
-    ReconcileDeps deps;
-    deps.source = &source;
-    deps.server = &client_;
-    deps.store = &store_;
-    options.ray_address = ray_.address();
-    options.now_ms = now_ms_ += 1000;
-    PassResult r = RunReconcilePass(deps, options);
-    ray_.Tick();  // every stop sent takes effect
-    return r;
-  }
-
-  static std::string HashOf(InMemoryDesiredStateSource& source, const std::string& path) {
-    auto snap = source.Load("HEAD");
-    for (const auto& spec : snap->state.jobs) {
-      if (spec.path == path) return spec.spec_hash;
-    }
-    return "";
-  }
-
-  FakeRayServer& ray() { return ray_; }
-  InMemoryStatusStore& store() { return store_; }
-  const core::StatusRecord& Record(const std::string& name) { return store_.ledger().at(name); }
-
- private:
-  int64_t now_ms_ = 1'800'000'000'000;
-  FakeRayServer ray_;
-  adapters::RayHttpJobServer client_;
-  InMemoryStatusStore store_;
-};
+using Cluster = testing::PassHarness;
 
 std::string Actions(const PassResult& r) {
   std::string out;

@@ -8,10 +8,10 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/engine/status_commit.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 #include "tests/support/in_memory_ports.h"
+#include "tests/support/pass_harness.h"
 
 namespace rg::engine {
 namespace {
@@ -30,65 +30,20 @@ std::string CustomSpec(const std::string& entrypoint, const std::string& extra =
   return "workload: custom\nentrypoint: " + entrypoint + "\n" + extra;
 }
 
-FakeRayOptions OnClock(FakeRayOptions options, ports::Clock* clock) {
-  options.clock = clock;
-  return options;
-}
-
-// The fake head, the repository and the status branch of one test. The head's jobs move on
-// the test's clock: Advance, never a sleep.
-class World {
+// One repository on the harness's head and status branch.
+class World : public testing::PassHarness {
  public:
-  explicit World(FakeRayOptions options = {}) : ray_(OnClock(std::move(options), &clock_)) {
-    client_ =
-        std::make_unique<adapters::RayHttpJobServer>(testing::FastClientOptions(ray_.address()));
-    source_.SetFile("cluster.yaml", "address: " + ray_.address() + "\n", CommitId(0));
-  }
+  explicit World(FakeRayOptions options = {})
+      : PassHarness(std::move(options)), source_(NewRepo(CommitId(0))) {}
 
   PassResult Pass(ReconcileOptions options = {}) {
-    ReconcileDeps deps;
-    deps.source = &source_;
-    deps.server = client_.get();
-    const std::string address = ray_.address();
-    deps.server_factory = [address]() -> std::unique_ptr<ports::JobServer> {
-      return std::make_unique<adapters::RayHttpJobServer>(testing::FastClientOptions(address));
-    };
-    deps.store = &store_;
-    options.ray_address = ray_.address();
-    if (options.now_ms == 0) options.now_ms = now_ms_ += 1000;  // one second per pass
-    PassResult r = RunReconcilePass(deps, options);
-    ray_.Tick();
-    return r;
+    return PassHarness::Pass(*source_, std::move(options));
   }
-
-  // The spec hash the loader gives a file.
-  std::string HashOf(const std::string& path) {
-    auto snap = source_.Load("HEAD");
-    for (const auto& spec : snap->state.jobs) {
-      if (spec.path == path) return spec.spec_hash;
-    }
-    return "";
-  }
-
-  const core::StatusRecord& Record(const std::string& name) { return store_.ledger().at(name); }
-
-  // Time passes for the head's jobs; what is due by then has happened.
-  void Advance(std::chrono::milliseconds by) {
-    clock_.AdvanceMs(by.count());
-    ray_.Tick();
-  }
-
-  FakeRayServer& ray() { return ray_; }
-  InMemoryDesiredStateSource& source() { return source_; }
-  InMemoryStatusStore& store() { return store_; }
+  std::string HashOf(const std::string& path) { return PassHarness::HashOf(*source_, path); }
+  InMemoryDesiredStateSource& source() { return *source_; }
 
  private:
-  int64_t now_ms_ = 1'800'000'000'000;
-  testing::FakeClock clock_;
-  FakeRayServer ray_;
-  std::unique_ptr<adapters::RayHttpJobServer> client_;
-  InMemoryDesiredStateSource source_;
-  InMemoryStatusStore store_;
+  std::unique_ptr<InMemoryDesiredStateSource> source_;
 };
 
 int CountSubmits(const PassResult& r) { return r.plan.CountActions(core::ActionKind::kSubmit); }

@@ -7,11 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/engine/reconcile_pass.h"
-#include "tests/support/fake_ray_server.h"
-#include "tests/support/fast_client_options.h"
 #include "tests/support/in_memory_ports.h"
+#include "tests/support/pass_harness.h"
 
 namespace rg::engine {
 namespace {
@@ -20,33 +18,21 @@ using namespace std::chrono_literals;
 
 std::string Commit(char c) { return std::string(39, '0') + c; }
 
-struct StopWorld {
-  testing::FakeRayServer ray;
-  adapters::RayHttpJobServer client{testing::FastClientOptions(ray.address())};
-  testing::InMemoryDesiredStateSource source;
-  testing::InMemoryStatusStore store;
+// Three long jobs to submit.
+struct StopWorld : testing::PassHarness {
+  std::unique_ptr<testing::InMemoryDesiredStateSource> repo = NewRepo(Commit('a'));
 
   StopWorld() {
-    source.SetFile("cluster.yaml", "address: " + ray.address() + "\n", Commit('a'));
-    source.SetFile("jobs/a.yaml", "workload: custom\nentrypoint: sleep 300\n", Commit('b'));
-    source.SetFile("jobs/b.yaml", "workload: custom\nentrypoint: sleep 301\n", Commit('b'));
-    source.SetFile("jobs/c.yaml", "workload: custom\nentrypoint: sleep 302\n", Commit('b'));
+    repo->SetFile("jobs/a.yaml", "workload: custom\nentrypoint: sleep 300\n", Commit('b'));
+    repo->SetFile("jobs/b.yaml", "workload: custom\nentrypoint: sleep 301\n", Commit('b'));
+    repo->SetFile("jobs/c.yaml", "workload: custom\nentrypoint: sleep 302\n", Commit('b'));
   }
 
   PassResult Pass(std::function<bool()> stop_requested, int parallelism) {
-    ReconcileDeps deps;
-    deps.source = &source;
-    deps.server = &client;
-    const std::string address = ray.address();
-    deps.server_factory = [address]() -> std::unique_ptr<ports::JobServer> {
-      return std::make_unique<adapters::RayHttpJobServer>(testing::FastClientOptions(address));
-    };
-    deps.store = &store;
     ReconcileOptions options;
-    options.ray_address = address;
     options.parallelism = parallelism;
     options.stop_requested = std::move(stop_requested);
-    return RunReconcilePass(deps, options);
+    return PassHarness::Pass(*repo, std::move(options));
   }
 };
 
@@ -62,11 +48,11 @@ TEST_CASE("a stop requested during apply starts no further action and still reco
   CHECK(r.outcomes[0].ok);
   CHECK(r.actions_not_started == 2);
   CHECK(r.exit_status == kExitApplied);
-  CHECK(w.ray.JobCount() == 1);
-  REQUIRE(w.store.commits().size() == 1);
+  CHECK(w.ray().JobCount() == 1);
+  REQUIRE(w.store().commits().size() == 1);
   CHECK_FALSE(r.status_commit.empty());
   const std::string started = r.outcomes[0].action.name;
-  const core::StatusRecord& rec = w.store.ledger().at(started);
+  const core::StatusRecord& rec = w.store().ledger().at(started);
   CHECK(rec.submission_id == r.outcomes[0].action.submission_id);
   REQUIRE(rec.attempts.size() == 1);
   CHECK(rec.attempts[0].submission_id == rec.submission_id);
@@ -80,8 +66,8 @@ TEST_CASE("a stop requested before apply sends nothing to Ray with parallel subm
   CHECK(r.planned);
   CHECK(r.outcomes.empty());
   CHECK(r.actions_not_started == 3);
-  CHECK(w.ray.JobCount() == 0);
-  CHECK(w.ray.SubmitBodies().empty());
+  CHECK(w.ray().JobCount() == 0);
+  CHECK(w.ray().SubmitBodies().empty());
 }
 
 TEST_CASE("after a stopped pass the next pass submits what was left undone", "[engine][stop]") {
@@ -94,8 +80,8 @@ TEST_CASE("after a stopped pass the next pass submits what was left undone", "[e
   CHECK(second.plan.CountActions(core::ActionKind::kSubmit) == 2);
   CHECK(second.outcomes.size() == 2);
   CHECK(second.actions_not_started == 0);
-  CHECK(w.ray.JobCount() == 3);
-  CHECK(w.ray.SubmitBodies().size() == 3);
+  CHECK(w.ray().JobCount() == 3);
+  CHECK(w.ray().SubmitBodies().size() == 3);
 }
 
 TEST_CASE("a pass returns every planned job's record, by name", "[engine]") {
@@ -107,7 +93,7 @@ TEST_CASE("a pass returns every planned job's record, by name", "[engine]") {
   CHECK(r.records[2].name == "c");
   for (const core::StatusRecord& rec : r.records) {
     CHECK(rec.phase == core::Phase::kPending);
-    CHECK(w.store.ledger().at(rec.name).submission_id == rec.submission_id);
+    CHECK(w.store().ledger().at(rec.name).submission_id == rec.submission_id);
   }
 }
 

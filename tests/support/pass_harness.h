@@ -1,0 +1,86 @@
+#pragma once
+// What the engine's pass tests share: one fake Ray head whose jobs move on the test's clock,
+// one status branch in memory, and passes of any number of in-memory repositories against
+// them. Time passes only through Advance.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/core/status_model.h"
+#include "reconciler/engine/reconcile_pass.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_ray_server.h"
+#include "tests/support/fast_client_options.h"
+#include "tests/support/in_memory_ports.h"
+
+namespace rg::testing {
+
+class PassHarness {
+ public:
+  explicit PassHarness(FakeRayOptions options = {})
+      : ray_(OnClock(std::move(options), &clock_)), client_(FastClientOptions(ray_.address())) {}
+
+  // A repository holding a cluster file that points at the head, at `commit`.
+  std::unique_ptr<InMemoryDesiredStateSource> NewRepo(const std::string& commit) const {
+    auto source = std::make_unique<InMemoryDesiredStateSource>();
+    source->SetFile("cluster.yaml", "address: " + ray_.address() + "\n", commit);
+    return source;
+  }
+
+  // One pass of `source`: submits in parallel through clients of their own, one second of
+  // wall time after the previous pass unless options.now_ms says when. Afterwards every stop
+  // Ray was sent has taken effect.
+  engine::PassResult Pass(InMemoryDesiredStateSource& source,
+                          engine::ReconcileOptions options = {}) {
+    engine::ReconcileDeps deps;
+    deps.source = &source;
+    deps.server = &client_;
+    const std::string address = ray_.address();
+    deps.server_factory = [address]() -> std::unique_ptr<ports::JobServer> {
+      return std::make_unique<adapters::RayHttpJobServer>(FastClientOptions(address));
+    };
+    deps.store = &store_;
+    options.ray_address = address;
+    if (options.now_ms == 0) options.now_ms = now_ms_ += 1000;
+    engine::PassResult r = engine::RunReconcilePass(deps, options);
+    ray_.Tick();
+    return r;
+  }
+
+  // Time passes for the head's jobs; what is due by then has happened.
+  void Advance(std::chrono::milliseconds by) {
+    clock_.AdvanceMs(by.count());
+    ray_.Tick();
+  }
+
+  // The spec hash the loader gives the file at `path`.
+  static std::string HashOf(InMemoryDesiredStateSource& source, const std::string& path) {
+    auto snap = source.Load("HEAD");
+    if (!snap) return "";
+    for (const auto& spec : snap->state.jobs) {
+      if (spec.path == path) return spec.spec_hash;
+    }
+    return "";
+  }
+
+  const core::StatusRecord& Record(const std::string& name) { return store_.ledger().at(name); }
+  FakeRayServer& ray() { return ray_; }
+  InMemoryStatusStore& store() { return store_; }
+
+ private:
+  static FakeRayOptions OnClock(FakeRayOptions options, ports::Clock* clock) {
+    options.clock = clock;
+    return options;
+  }
+
+  int64_t now_ms_ = 1'800'000'000'000;
+  FakeClock clock_;
+  FakeRayServer ray_;
+  adapters::RayHttpJobServer client_;
+  InMemoryStatusStore store_;
+};
+
+}  // namespace rg::testing
