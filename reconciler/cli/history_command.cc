@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/logging.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/core/text_table.h"

@@ -21,6 +21,8 @@
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/logging.h"
+#include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/identity.h"

@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/logging.h"
+#include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/plan_format.h"
 

@@ -22,6 +22,8 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/system_clock.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/logging.h"
+#include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/metrics.h"
 #include "reconciler/core/render.h"

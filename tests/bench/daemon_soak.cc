@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "reconciler/adapters/system_clock.h"
+#include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/metrics.h"
 #include "reconciler/engine/instrumented_ports.h"

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "reconciler/cli/repo_options.h"
+#include "reconciler/cli/pass_runner.h"
 #include "tests/support/test_files.h"
 
 namespace rg::cli {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 

@@ -1,0 +1,185 @@
+#include "reconciler/cli/pass_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/cli/logging.h"
+#include "reconciler/cli/ray_client_flags.h"
+#include "reconciler/core/render.h"
+
+namespace rg::cli {
+namespace {
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
+                                                    const std::string& fallback_address) {
+  return ResolveRayFromGlobal(global, fallback_address, "put an address in the cluster file");
+}
+
+std::unique_ptr<adapters::ArtifactWriter> MakeArtifactWriter(bool no_artifacts,
+                                                             const std::string& artifacts_root,
+                                                             const core::RayConfig* cluster,
+                                                             core::Redactor secrets,
+                                                             std::string* why_none) {
+  if (no_artifacts) {
+    *why_none = "--no-artifacts";
+    return nullptr;
+  }
+  std::string root = artifacts_root;
+  if (root.empty()) {
+    if (cluster == nullptr || !cluster->shared_root) {
+      *why_none = "the cluster file has no shared_root";
+      return nullptr;
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_directory(*cluster->shared_root, ec)) {
+      *why_none = "shared_root " + *cluster->shared_root + " is not a directory on this machine";
+      return nullptr;
+    }
+    root = *cluster->shared_root;
+  }
+  return std::make_unique<adapters::ArtifactWriter>(root, std::move(secrets));
+}
+
+std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options,
+                                                      const ports::DesiredSnapshot& snapshot,
+                                                      const adapters::RayClientOptions& ray,
+                                                      std::string* why_none) {
+  core::Redactor secrets = ProcessSecrets(ray, &options);
+  secrets.AddDesiredState(snapshot.state);
+  const auto& cluster = snapshot.state.cluster;
+  return MakeArtifactWriter(options.no_artifacts, options.artifacts_root,
+                            cluster ? &*cluster : nullptr, std::move(secrets), why_none);
+}
+
+core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoOptions* repo) {
+  core::Redactor secrets;
+  if (ray.token) secrets.Add(*ray.token);
+  for (const auto& [name, value] : ray.headers) secrets.Add(value);
+  if (repo != nullptr && !repo->git_token_file.empty()) {
+    secrets.Add(ReadWholeFile(repo->git_token_file));
+  }
+  return secrets;
+}
+
+core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
+                                       engine::ReconcileOptions options, bool artifacts) {
+  core::Result<RepoHandles> handles = OpenRepo(repo);
+  if (!handles.ok()) return handles.error();
+  return RunPassOnRepo(global, repo, *handles->source, handles->store.get(), std::move(options),
+                       artifacts);
+}
+
+core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptions& repo,
+                                    ports::DesiredStateSource& repo_source,
+                                    ports::StatusStore* store, engine::ReconcileOptions options,
+                                    bool artifacts, const JobServerDecorator& decorate) {
+  core::Result<ports::DesiredSnapshot> loaded = repo_source.Load(options.ref);
+  if (!loaded.ok()) {
+    return core::Error(loaded.error().kind(), "cannot read " + options.ref + " of " + repo.repo +
+                                                  ": " + loaded.error().message());
+  }
+  PassRun run;
+  run.snapshot = std::move(*loaded);
+  const auto& cluster = run.snapshot.state.cluster;
+  core::Result<adapters::RayClientOptions> ray =
+      ResolveRay(global, cluster ? cluster->address : std::string());
+  adapters::RayClientOptions ray_options;
+  if (ray.ok()) {
+    ray_options = std::move(*ray);
+  } else if (cluster) {
+    return ray.error();
+  }  // else: the pass stops at the invalid cluster file before it would talk to Ray
+  run.ray_address = core::StripUrlCredentials(ray_options.address);
+
+  auto make_server = [ray_options, decorate]() -> std::unique_ptr<ports::JobServer> {
+    auto server = std::make_unique<adapters::RayHttpJobServer>(ray_options);
+    if (!decorate) return server;
+    return decorate(std::move(server));
+  };
+  std::unique_ptr<ports::JobServer> server = make_server();
+  LoadedSnapshotSource source(run.snapshot, repo_source);
+  std::unique_ptr<ports::ArtifactSink> sink;
+  if (artifacts && !options.dry_run) {
+    std::string why_none;
+    sink = MakeArtifactSink(repo, run.snapshot, ray_options, &why_none);
+    if (!sink) LogEvent("debug", "no submission artifacts", {{"reason", why_none}});
+  }
+  options.secrets.Merge(ProcessSecrets(ray_options, &repo));
+  AddLogSecrets(options.secrets);
+  if (options.now_ms == 0) {
+    options.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  }
+  engine::ReconcileDeps deps;
+  deps.source = &source;
+  deps.server = server.get();
+  deps.server_factory = make_server;
+  deps.store = store;
+  deps.artifacts = sink.get();
+  options.policy.owner.instance = repo.instance;
+  for (const std::string& url : repo.previous_repos) {
+    // A path is compared as the absolute path it names, like --repo.
+    options.policy.owner.AddPrevious(adapters::NormaliseRepoUrl(url));
+  }
+  options.ray_address = ray_options.address;
+  run.result = engine::RunReconcilePass(deps, options);
+  // A pass that loaded again planned from a newer commit: show that one.
+  if (run.result.snapshot) run.snapshot = *run.result.snapshot;
+  AddLogSecrets(run.result.redactor);
+  return run;
+}
+
+void LogPass(const engine::PassResult& result) {
+  for (const core::Diagnostic& d : result.diagnostics) LogEvent("error", d.ToString());
+  for (const engine::ActionOutcome& o : result.outcomes) {
+    std::map<std::string, std::string> fields = {{"job", o.action.name},
+                                                 {"submission_id", o.action.submission_id}};
+    const bool stop = o.action.kind == core::ActionKind::kStop;
+    if (!o.ok) {
+      fields["error"] = o.error->ToString();
+      LogEvent("error", stop ? "stop failed" : "submit failed", fields);
+      continue;
+    }
+    if (stop) {
+      fields["reason"] = core::StopReasonName(o.action.stop_reason);
+      LogEvent("info", o.stop_sent ? "stopped" : "already ended", fields);
+    } else {
+      fields["attempt"] = std::to_string(o.action.attempt);
+      LogEvent("info", o.adopted ? "adopted" : "submitted", fields);
+      if (!o.artifact_error.empty()) {
+        fields["error"] = o.artifact_error;
+        LogEvent("warn", "artifacts not written", fields);
+      }
+    }
+  }
+  if (result.blocked) LogEvent("warn", "blocked", {{"reason", result.plan.blocked_reason}});
+  for (const core::Error& e : result.errors) {
+    const bool action_error = std::any_of(
+        result.outcomes.begin(), result.outcomes.end(), [&](const engine::ActionOutcome& o) {
+          return o.error && e.message().ends_with(o.error->message());
+        });
+    if (!action_error) LogEvent("error", e.ToString());
+  }
+  for (const std::string& t : result.transitions) LogEvent("info", "status", {{"change", t}});
+  if (!result.status_commit.empty()) {
+    LogEvent("info", "status committed", {{"commit", result.status_commit}});
+  }
+}
+
+}  // namespace rg::cli

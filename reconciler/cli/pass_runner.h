@@ -1,0 +1,104 @@
+#pragma once
+// One reconcile pass from the command line's flags (`plan`, `sync`, each pass of `run`):
+// the snapshot, the Ray connection, the artifacts, the secrets, then engine::RunReconcilePass;
+// and the log lines of what it did.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "reconciler/adapters/artifact_writer.h"
+#include "reconciler/adapters/ray_client_options.h"
+#include "reconciler/cli/global_options.h"
+#include "reconciler/cli/repo_options.h"
+#include "reconciler/core/redaction.h"
+#include "reconciler/core/result.h"
+#include "reconciler/engine/reconcile_pass.h"
+#include "reconciler/ports/artifact_sink.h"
+#include "reconciler/ports/desired_state_source.h"
+#include "reconciler/ports/job_server.h"
+#include "reconciler/ports/status_store.h"
+
+namespace rg::cli {
+
+// A source that hands out one snapshot already loaded (so the address fallback and the pass
+// read the same commit, and the remote is fetched once).
+// The first Load returns the snapshot already read (the Ray address came from it); a pass that
+// finds its view older than a run of ours loads again from `inner` (DESIGN.md 3.2), and asks
+// `inner` how commits relate. `inner` must outlive this object.
+class LoadedSnapshotSource : public ports::DesiredStateSource {
+ public:
+  LoadedSnapshotSource(ports::DesiredSnapshot snapshot, ports::DesiredStateSource& inner)
+      : snapshot_(std::move(snapshot)), inner_(inner) {}
+  core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override {
+    if (!first_returned_) {
+      first_returned_ = true;
+      return snapshot_;
+    }
+    return inner_.Load(ref);
+  }
+  ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
+    return inner_.Relate(commit, pass_commit);
+  }
+
+ private:
+  ports::DesiredSnapshot snapshot_;
+  ports::DesiredStateSource& inner_;
+  bool first_returned_ = false;
+};
+
+// Ray client options from the global flags and the environment, with `fallback_address`
+// (cluster.yaml's) last. kInvalidInput when no address results.
+core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
+                                                    const std::string& fallback_address);
+
+// The one place artifacts are set up (`sync`, the daemon and `submit`): a writer under
+// `artifacts_root`, else under the cluster's shared_root when it is a directory on this
+// machine, redacting `secrets`; or null when `no_artifacts` or there is no such directory,
+// and then `why_none` says which ("--no-artifacts", "the cluster file has no shared_root",
+// "shared_root /x is not a directory on this machine").
+std::unique_ptr<adapters::ArtifactWriter> MakeArtifactWriter(bool no_artifacts,
+                                                             const std::string& artifacts_root,
+                                                             const core::RayConfig* cluster,
+                                                             core::Redactor secrets,
+                                                             std::string* why_none);
+
+// The artifact sink for a pass (MakeArtifactWriter), redacting the secrets of the process
+// and of the whole desired state.
+std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options,
+                                                      const ports::DesiredSnapshot& snapshot,
+                                                      const adapters::RayClientOptions& ray,
+                                                      std::string* why_none);
+
+// One pass as `plan` and `sync` run it: opens the repository, loads the snapshot at
+// options.ref, resolves Ray (cluster.yaml's address as the fallback), sets up artifacts (when
+// `artifacts`) and runs engine::RunReconcilePass. Errors before the pass (the repository, the
+// Ray flags) come back as an Error; everything after is in the PassResult.
+struct PassRun {
+  engine::PassResult result;
+  ports::DesiredSnapshot snapshot;
+  std::string ray_address;  // credentials stripped
+};
+core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
+                                       engine::ReconcileOptions options, bool artifacts);
+
+// Wraps each Ray client a pass makes (the daemon times them); an empty one leaves them as is.
+using JobServerDecorator =
+    std::function<std::unique_ptr<ports::JobServer>(std::unique_ptr<ports::JobServer>)>;
+
+// RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live
+// across passes): loads `source` at options.ref, then as RunPassFromFlags. `store` may be null.
+core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptions& repo,
+                                    ports::DesiredStateSource& source, ports::StatusStore* store,
+                                    engine::ReconcileOptions options, bool artifacts,
+                                    const JobServerDecorator& decorate = {});
+
+// The secrets this process holds for `ray` and `repo` (may be null): the Ray token, the
+// --ray-header values and the Git token; the one redaction step of DESIGN.md 4 is fed with
+// them. The webhook secret is added by the daemon.
+core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoOptions* repo);
+
+// Logs what a pass did: one line per action and per failure, the diagnostics, the guard.
+void LogPass(const engine::PassResult& result);
+
+}  // namespace rg::cli
