@@ -36,9 +36,7 @@ int RunHistory(const GlobalOptions& global, const HistoryFlags& flags) {
     return 1;
   }
   if (history->empty()) {
-    std::cerr << "ray-gitops: no history for " << flags.name << " on " << flags.repo.status_branch
-              << "\n";
-    return 1;
+    return Fail("no history for " + flags.name + " on " + flags.repo.status_branch);
   }
   std::vector<core::TextRow> rows = {
       {"TIME", "COMMIT", "PHASE", "SUBMISSION_ID", "RAY_STATUS", "SUBJECT"}};

@@ -44,11 +44,6 @@ namespace fs = std::filesystem;
 // submit: the one-off run exists already; nothing was submitted (DESIGN.md 2.2).
 constexpr int kExitRunExists = 3;
 
-int Fail(const std::string& message) {
-  std::cerr << "ray-gitops: " << message << "\n";
-  return 1;
-}
-
 core::Result<std::string> ReadTextFile(const std::string& path, std::string_view flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return core::Error::InvalidInput(std::string(flag) + ": cannot read '" + path + "'");
@@ -155,11 +150,11 @@ struct SubmitFlags {
 // with the tail of the driver's log.
 int RefuseExisting(const core::RayJob& job, const std::string& id, const core::Redactor& secrets) {
   std::cout << id << "\n";
-  std::cerr << "ray-gitops: " << id << " already exists: " << core::RayJobStatusName(job.status);
+  std::string text = id + " already exists: " + std::string(core::RayJobStatusName(job.status));
   if (std::string message = secrets.SafeMessage(job.message); !message.empty()) {
-    std::cerr << " (" << message << ")";
+    text += " (" + message + ")";
   }
-  std::cerr << "; nothing submitted; use --new-run to submit another run\n";
+  Report(text + "; nothing submitted; use --new-run to submit another run");
   return kExitRunExists;
 }
 
@@ -201,12 +196,10 @@ std::optional<OneOffFiles> LoadOneOffFiles(const SubmitFlags& flags) {
   spec::Parsed<core::JobSpec> job =
       spec::LoadJobSpec(*spec_text, RepoRelativeSpecPath(flags.jobspec));
   if (!cluster.ok() || !job.ok()) {
-    for (const core::Diagnostic& d : cluster.diagnostics) std::cerr << d.ToString() << "\n";
-    for (const core::Diagnostic& d : job.diagnostics) {
-      core::Diagnostic shown = d;
-      shown.path = flags.jobspec;  // name the file as the user gave it
-      std::cerr << shown.ToString() << "\n";
-    }
+    ReportDiagnostics(cluster.diagnostics);
+    std::vector<core::Diagnostic> shown = job.diagnostics;
+    for (core::Diagnostic& d : shown) d.path = flags.jobspec;  // the file as the user named it
+    ReportDiagnostics(shown);
     return std::nullopt;
   }
   return OneOffFiles{std::move(*config_text), std::move(*spec_text), std::move(*cluster.value),
@@ -231,20 +224,17 @@ std::unique_ptr<adapters::ArtifactWriter> OneOffArtifactWriter(const SubmitFlags
 void ReportOneOff(const engine::SubmitAttemptResult& result, const std::string& address,
                   const adapters::ArtifactWriter* writer, const std::string& artifacts_note) {
   std::cout << result.submission_id << "\n";
-  std::cerr << "ray-gitops: submitted " << result.submission_id << " to "
-            << core::StripUrlCredentials(address)
-            << " (a one-off run: no ray-gitops instance manages it)\n";
+  Report("submitted " + result.submission_id + " to " + core::StripUrlCredentials(address) +
+         " (a one-off run: no ray-gitops instance manages it)");
   if (writer != nullptr) {
     if (result.artifact_error.empty()) {
-      std::cerr << "ray-gitops: artifacts in " << writer->JobDir(result.submission_id).string()
-                << "\n";
+      Report("artifacts in " + writer->JobDir(result.submission_id).string());
     } else {
-      std::cerr << "ray-gitops: warning: the job was submitted but its artifacts were not "
-                   "written: "
-                << result.artifact_error << "\n";
+      Report("warning: the job was submitted but its artifacts were not written: " +
+             result.artifact_error);
     }
   } else if (!artifacts_note.empty()) {
-    std::cerr << "ray-gitops: " << artifacts_note << "\n";
+    Report(artifacts_note);
   }
 }
 
@@ -252,9 +242,8 @@ int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
   const std::optional<OneOffFiles> files = LoadOneOffFiles(flags);
   if (!files) return 1;
   if (!flags.instance.empty()) {
-    std::cerr << "ray-gitops: warning: --instance is ignored: a one-off run belongs to no "
-                 "instance (it carries "
-              << core::kMetaSubmittedBy << ": " << core::kSubmittedByCli << ")\n";
+    Report("warning: --instance is ignored: a one-off run belongs to no instance (it carries " +
+           std::string(core::kMetaSubmittedBy) + ": " + std::string(core::kSubmittedByCli) + ")");
   }
 
   core::Result<adapters::RayClientOptions> options = ResolveOptions(global, files->cluster.address);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -67,6 +68,19 @@ void LogEvent(std::string_view level, std::string_view message,
     }
   }
   spdlog::log(lvl, "{}", line);
+}
+
+void Report(std::string_view message) {
+  std::cerr << "ray-gitops: " << RedactForOutput(message) << "\n";
+}
+
+int Fail(std::string_view message) {
+  Report(message);
+  return 1;
+}
+
+void ReportDiagnostics(const std::vector<core::Diagnostic>& diagnostics) {
+  for (const core::Diagnostic& d : diagnostics) std::cerr << RedactForOutput(d.ToString()) << "\n";
 }
 
 }  // namespace rg::cli

@@ -38,7 +38,7 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   const engine::PassResult& r = run->result;
   for (const core::Error& e : r.errors) LogEvent("error", e.ToString());
   if (!r.planned) {
-    for (const core::Diagnostic& d : r.diagnostics) std::cerr << d.ToString() << "\n";
+    ReportDiagnostics(r.diagnostics);
     return kPlanError;
   }
   core::PlanView view;

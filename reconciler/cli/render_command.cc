@@ -6,6 +6,7 @@
 
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/local_repo.h"
+#include "reconciler/cli/logging.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/identity.h"
@@ -24,7 +25,7 @@ struct RenderOptions : LocalRepoOptions {
 };
 
 void PrintError(const std::string& path, const std::string& message) {
-  std::cerr << core::Diagnostic{path, 0, 0, message}.ToString() << "\n";
+  ReportDiagnostics({core::Diagnostic{path, 0, 0, message}});
 }
 
 // Prints what keeps the spec from rendering: the cluster file's problems and the spec's own.
@@ -32,16 +33,14 @@ void PrintError(const std::string& path, const std::string& message) {
 bool ReportUnrenderable(const RenderOptions& options, const core::DesiredState& state,
                         const core::InvalidSpec* invalid) {
   bool failed = false;
-  for (const auto& d : state.cluster_diagnostics) {
-    std::cerr << d.ToString() << "\n";
-    failed = true;
-  }
+  ReportDiagnostics(state.cluster_diagnostics);
+  failed = !state.cluster_diagnostics.empty();
   if (!state.ClusterValid() && state.cluster_diagnostics.empty()) {
     PrintError(options.cluster_file, "cluster file not found");
     failed = true;
   }
   if (invalid != nullptr) {
-    for (const auto& d : invalid->diagnostics) std::cerr << d.ToString() << "\n";
+    ReportDiagnostics(invalid->diagnostics);
     failed = true;
   }
   return failed;

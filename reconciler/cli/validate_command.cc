@@ -12,6 +12,7 @@
 
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/local_repo.h"
+#include "reconciler/cli/logging.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/spec/spec_entry.h"
 #include "reconciler/spec/spec_loader.h"
@@ -107,10 +108,8 @@ int RunValidate(const ValidateOptions& options) {
     return std::tie(a.path, a.line, a.column) < std::tie(b.path, b.line, b.column);
   });
   std::set<std::string> files_with_errors;
-  for (const auto& d : diagnostics) {
-    std::cerr << d.ToString() << "\n";
-    files_with_errors.insert(d.path);
-  }
+  ReportDiagnostics(diagnostics);
+  for (const auto& d : diagnostics) files_with_errors.insert(d.path);
   if (!diagnostics.empty()) {
     std::cout << Plural(diagnostics.size(), "error") << " in "
               << Plural(files_with_errors.size(), "file") << "\n";
