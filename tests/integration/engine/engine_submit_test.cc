@@ -13,8 +13,8 @@
 #include "reconciler/core/render.h"
 #include "reconciler/engine/submit_attempt.h"
 #include "reconciler/spec/spec_loader.h"
-#include "tests/e2e/submit_harness.h"
 #include "tests/support/fake_ray_server.h"
+#include "tests/support/submit_harness.h"
 #include "tests/support/test_files.h"
 
 namespace {
