@@ -351,8 +351,7 @@ Result<std::string> InterpolateSharedRoot(std::string_view text, const RayConfig
     size_t at = text.find(kSharedRootVariable, start);
     if (at == std::string_view::npos) break;
     if (!cluster.shared_root.has_value()) {
-      return Error::InvalidInput("uses ${shared_root} but " + cluster.path +
-                                 " sets no shared_root");
+      return Error::InvalidInput(NoSharedRootMessage(cluster.path));
     }
     out.append(text.substr(start, at - start));
     out += *cluster.shared_root;

@@ -19,6 +19,12 @@ namespace rg::core {
 // cluster file) and replaced by cluster.yaml's shared_root when the spec is rendered.
 inline constexpr std::string_view kSharedRootVariable = "${shared_root}";
 
+// What a spec that uses kSharedRootVariable is told when `cluster_path` sets no shared_root.
+inline std::string NoSharedRootMessage(std::string_view cluster_path) {
+  return std::string(kSharedRootVariable) + " is used but " + std::string(cluster_path) +
+         " sets no shared_root";
+}
+
 struct SourcePos {
   int line = 0;    // 1-based
   int column = 0;  // 1-based

@@ -285,7 +285,7 @@ void CheckSharedRootUses(const core::RayConfig& cluster, SpecSet& set) {
   for (size_t i = 0; i < set.loaded.size(); ++i) {
     for (core::SourcePos pos : set.loaded[i].shared_root_uses) {
       AddDiagnostic(set.loaded[i], set.files[i]->path, pos,
-                    "${shared_root} is used but " + cluster.path + " sets no shared_root");
+                    core::NoSharedRootMessage(cluster.path));
     }
   }
 }
