@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "reconciler/core/status_fields.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/core/time_format.h"
 
@@ -18,55 +19,31 @@ nlohmann::json TimeOrNull(const std::optional<int64_t>& ms) {
   return core::FormatRfc3339Millis(*ms);
 }
 
-template <typename T>
-nlohmann::json OrNull(const std::optional<T>& v) {
-  if (!v) return nullptr;
-  return *v;
-}
-
 nlohmann::json StringOrNull(const std::string& s) {
   if (s.empty()) return nullptr;
   return s;
 }
 
-nlohmann::json AttemptJson(const core::AttemptRecord& a) {
-  return {
-      {"attempt", a.attempt},
-      {"submission_id", a.submission_id},
-      {"spec_hash", a.spec_hash},
-      {"status", std::string(core::RayJobStatusName(a.status))},
-      {"phase", std::string(core::PhaseName(a.phase))},
-      {"start_time", TimeOrNull(a.start_time_ms)},
-      {"end_time", TimeOrNull(a.end_time_ms)},
-      {"message", a.message},
-      {"stop_reason", StringOrNull(core::StopReasonText(a))},
-  };
+// A core::Value as JSON; the status records' one encoder (core/status_fields) decides the keys.
+nlohmann::json ToJson(const core::Value& v) {
+  if (v.is_bool()) return v.as_bool();
+  if (v.is_int()) return v.as_int();
+  if (v.is_double()) return v.as_double();
+  if (v.is_string()) return v.as_string();
+  if (v.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const core::Value& item : v.as_array()) out.push_back(ToJson(item));
+    return out;
+  }
+  if (v.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [key, item] : v.as_object()) out[key] = ToJson(item);
+    return out;
+  }
+  return nullptr;
 }
 
-nlohmann::json JobJson(const core::StatusRecord& r) {
-  nlohmann::json attempts = nlohmann::json::array();
-  for (const auto& a : r.attempts) attempts.push_back(AttemptJson(a));
-  return {
-      {"name", r.name},
-      {"spec_path", r.spec_path},
-      {"spec_hash", StringOrNull(r.spec_hash)},
-      {"spec_commit", StringOrNull(r.spec_commit)},
-      {"phase", std::string(core::PhaseName(r.phase))},
-      {"on_remove", std::string(core::OnRemoveName(r.on_remove))},
-      {"submission_id", StringOrNull(r.submission_id)},
-      {"attempt", OrNull(r.attempt)},
-      {"status", std::string(core::RayJobStatusName(r.status))},
-      {"message", r.message},
-      {"error_type", OrNull(r.error_type)},
-      {"job_id", OrNull(r.job_id)},
-      {"start_time", TimeOrNull(r.start_time_ms)},
-      {"end_time", TimeOrNull(r.end_time_ms)},
-      {"driver_exit_code", OrNull(r.driver_exit_code)},
-      {"dashboard_url", StringOrNull(r.dashboard_url)},
-      {"errors", r.errors},
-      {"attempts", std::move(attempts)},
-  };
-}
+nlohmann::json JobJson(const core::StatusRecord& r) { return ToJson(core::StatusRecordValue(r)); }
 
 nlohmann::json WarningsJson(const engine::DaemonSnapshot& s) {
   nlohmann::json out = nlohmann::json::array();

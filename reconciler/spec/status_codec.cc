@@ -2,7 +2,9 @@
 
 #include <limits>
 #include <utility>
+#include <vector>
 
+#include "reconciler/core/status_fields.h"
 #include "reconciler/core/time_format.h"
 #include "reconciler/core/value.h"
 #include "reconciler/spec/spec_loader.h"
@@ -12,22 +14,6 @@ namespace rg::spec {
 namespace {
 
 using core::Value;
-
-Value StringOrNull(const std::string& s) { return s.empty() ? Value() : Value(s); }
-
-template <typename T>
-Value OptionalOrNull(const std::optional<T>& v) {
-  return v ? Value(*v) : Value();
-}
-
-Value TimeOrNull(const std::optional<int64_t>& ms) {
-  return ms ? Value(core::FormatRfc3339Millis(*ms)) : Value();
-}
-
-Value StatusOrNull(core::RayJobStatus s) {
-  return s == core::RayJobStatus::kUnknown ? Value()
-                                           : Value(std::string(core::RayJobStatusName(s)));
-}
 
 // "key: value" lines. Times are always double-quoted: YAML 1.1 readers (PyYAML among them)
 // would otherwise turn them into timestamps, and the schema says they are strings.
@@ -53,20 +39,12 @@ void AppendField(std::string& out, std::string_view first_prefix, std::string_vi
   }
 }
 
-void AppendAttempt(std::string& out, const core::AttemptRecord& a) {
-  constexpr std::string_view kFirst = "  - ";
-  constexpr std::string_view kRest = "    ";
-  AppendField(out, kFirst, kRest, "submission_id", a.submission_id);
-  AppendField(out, kRest, kRest, "attempt", a.attempt);
-  AppendField(out, kRest, kRest, "spec_hash", StringOrNull(a.spec_hash));
-  AppendField(out, kRest, kRest, "status", StatusOrNull(a.status));
-  AppendField(out, kRest, kRest, "phase", std::string(core::PhaseName(a.phase)));
-  AppendField(out, kRest, kRest, "start_time", TimeOrNull(a.start_time_ms), true);
-  AppendField(out, kRest, kRest, "end_time", TimeOrNull(a.end_time_ms), true);
-  AppendField(out, kRest, kRest, "message", StringOrNull(a.message));
-  AppendField(out, kRest, kRest, "stop_reason", StringOrNull(core::StopReasonText(a)));
-  if (a.stop_sent_ms) {
-    AppendField(out, kRest, kRest, "stop_sent_at", TimeOrNull(a.stop_sent_ms), true);
+void AppendFields(std::string& out, std::string_view first_prefix, std::string_view indent,
+                  const std::vector<core::StatusField>& fields) {
+  bool first = true;
+  for (const core::StatusField& f : fields) {
+    AppendField(out, first ? first_prefix : indent, indent, std::string(f.key), f.value, f.is_time);
+    first = false;
   }
 }
 
@@ -163,35 +141,14 @@ std::string StatusFilePath(std::string_view name) {
 }
 
 std::string EncodeStatusYaml(const core::StatusRecord& r) {
-  Value::Array errors;
-  for (const auto& e : r.errors) errors.emplace_back(e);
-
   // The schema's order, for people reading the file.
   std::string out;
-  AppendField(out, "", "", "name", r.name);
-  AppendField(out, "", "", "instance", StringOrNull(r.instance));
-  AppendField(out, "", "", "ray_cluster", StringOrNull(r.ray_cluster));
-  AppendField(out, "", "", "spec_path", r.spec_path);
-  AppendField(out, "", "", "spec_hash", StringOrNull(r.spec_hash));
-  AppendField(out, "", "", "spec_commit", StringOrNull(r.spec_commit));
-  AppendField(out, "", "", "phase", std::string(core::PhaseName(r.phase)));
-  AppendField(out, "", "", "on_remove", std::string(core::OnRemoveName(r.on_remove)));
-  AppendField(out, "", "", "submission_id", StringOrNull(r.submission_id));
-  AppendField(out, "", "", "attempt", OptionalOrNull(r.attempt));
-  AppendField(out, "", "", "status", StatusOrNull(r.status));
-  AppendField(out, "", "", "message", StringOrNull(r.message));
-  AppendField(out, "", "", "error_type", OptionalOrNull(r.error_type));
-  AppendField(out, "", "", "job_id", OptionalOrNull(r.job_id));
-  AppendField(out, "", "", "start_time", TimeOrNull(r.start_time_ms), true);
-  AppendField(out, "", "", "end_time", TimeOrNull(r.end_time_ms), true);
-  AppendField(out, "", "", "driver_exit_code", OptionalOrNull(r.driver_exit_code));
-  AppendField(out, "", "", "dashboard_url", StringOrNull(r.dashboard_url));
-  AppendField(out, "", "", "errors", Value(std::move(errors)));
+  AppendFields(out, "", "", core::RecordFields(r));
   if (r.attempts.empty()) {
     out += "attempts: []\n";
   } else {
     out += "attempts:\n";
-    for (const auto& a : r.attempts) AppendAttempt(out, a);
+    for (const auto& a : r.attempts) AppendFields(out, "  - ", "    ", core::AttemptFields(a));
   }
   return out;
 }

@@ -136,7 +136,7 @@ def main():
             message = "\n".join(filter(None, [job["message"]] + job["errors"]))
             assert cells[8] == message, (cells[8], message)
 
-        hostile = [j for j in status["jobs"] if "<script>" in j["message"]]
+        hostile = [j for j in status["jobs"] if "<script>" in (j["message"] or "")]
         assert hostile, "the canned snapshot lost its hostile message"
         assert rows[hostile[0]["name"]]["cells"][8] == hostile[0]["message"]
 

@@ -142,13 +142,38 @@ TEST_CASE("the status JSON carries the daemon fields and every job field") {
   CHECK(invalid["attempt"].is_null());
   CHECK(invalid["start_time"].is_null());
   CHECK(invalid["errors"].size() == 1);
-  for (const char* key :
-       {"name", "spec_path", "spec_hash", "spec_commit", "phase", "on_remove", "submission_id",
-        "attempt", "status", "message", "error_type", "job_id", "start_time", "end_time",
-        "driver_exit_code", "dashboard_url", "errors", "attempts"}) {
+  for (const char* key : {"name",       "instance",         "ray_cluster",
+                          "spec_path",  "spec_hash",        "spec_commit",
+                          "phase",      "on_remove",        "submission_id",
+                          "attempt",    "status",           "message",
+                          "error_type", "job_id",           "start_time",
+                          "end_time",   "driver_exit_code", "dashboard_url",
+                          "errors",     "attempts"}) {
     INFO(key);
     CHECK(invalid.contains(key));
   }
+}
+
+TEST_CASE("the status JSON writes a job as its status file does: null for unknown and empty") {
+  auto s = SampleSnapshot();
+  auto& job = s.jobs[0];
+  job.instance = "lab-a";
+  job.status = rg::core::RayJobStatus::kUnknown;
+  job.message.clear();
+  rg::core::AttemptRecord stopped;
+  stopped.submission_id = "x-1";
+  stopped.stop_reason = rg::core::StopReason::kReplacement;
+  stopped.stop_sent_ms = 1795000050789;
+  job.attempts = {stopped};
+  const auto j = nlohmann::json::parse(RenderStatusJson(s))["jobs"][0];
+  CHECK(j["instance"] == "lab-a");
+  CHECK(j["ray_cluster"].is_null());
+  CHECK(j["status"].is_null());
+  CHECK(j["message"].is_null());
+  CHECK(j["attempts"][0]["status"].is_null());
+  CHECK(j["attempts"][0]["message"].is_null());
+  CHECK(j["attempts"][0]["stop_reason"] == "replaced");
+  CHECK(j["attempts"][0]["stop_sent_at"] == rg::core::FormatRfc3339Millis(1795000050789));
 }
 
 TEST_CASE("the status JSON survives invalid UTF-8 in a message") {

@@ -10,6 +10,10 @@
 #include <fstream>
 #include <string>
 
+#include "reconciler/core/status_fields.h"
+#include "reconciler/core/value.h"
+#include "reconciler/spec/yaml_document.h"
+
 namespace rg {
 namespace {
 
@@ -185,6 +189,27 @@ TEST_CASE("StatusFilePath puts one file per job under status/", "[status][codec]
   CHECK(spec::StatusFilePath("ppo-qwen") == "status/ppo-qwen.yaml");
 }
 
+TEST_CASE("A status file reads back as the document the JSON API serves", "[status][codec]") {
+  core::StatusRecord unknown = Minimal();
+  unknown.status = RayJobStatus::kUnknown;  // null in both, never "UNKNOWN" in one of them
+  for (const core::StatusRecord& record : {Full(), Minimal(), unknown}) {
+    INFO(record.name);
+    const spec::YamlParse parse = spec::ParseYamlDocument(spec::EncodeStatusYaml(record), "s");
+    REQUIRE(parse.root);
+    const core::Value from_yaml = spec::ToValue(*parse.root);
+    const core::Value from_fields = core::StatusRecordValue(record);
+    CHECK(core::ToPrettyJson(from_yaml) == core::ToPrettyJson(from_fields));
+  }
+  const core::Value minimal = core::StatusRecordValue(Minimal());
+  CHECK(minimal.Find("status")->is_null());
+  CHECK(minimal.Find("message")->is_null());
+  CHECK(minimal.Find("instance")->is_null());
+  const core::Value full = core::StatusRecordValue(Full());
+  CHECK(full.Find("attempts")->as_array()[1].Find("stop_sent_at")->as_string() ==
+        "2026-11-18T11:07:30.789Z");
+  CHECK(full.Find("attempts")->as_array()[0].Find("stop_sent_at") == nullptr);
+}
+
 TEST_CASE("Encoded status files validate against schema/status.schema.json", "[status][schema]") {
   const std::string python = RG_TEST_PYTHON;
   REQUIRE(std::filesystem::exists(python));
@@ -198,6 +223,9 @@ TEST_CASE("Encoded status files validate against schema/status.schema.json", "[s
       {"full.yaml", Full()}, {"minimal.yaml", Minimal()}, {"removed.yaml", removed}};
   for (const auto& [file, record] : records) {
     std::ofstream(dir / file) << spec::EncodeStatusYaml(record);
+    // The JSON API's form of the same record (YAML is a superset of JSON).
+    std::ofstream(dir / (std::string(file) + ".json.yaml"))
+        << core::ToPrettyJson(core::StatusRecordValue(record));
   }
   // A file that breaks the schema proves the check can fail.
   std::ofstream(dir / "bad.yaml") << "name: x\nspec_path: y\nphase: Sleeping\n";
@@ -212,7 +240,7 @@ TEST_CASE("Encoded status files validate against schema/status.schema.json", "[s
       "v.iter_errors(yaml.safe_load(p.read_text()))]\n"
       "bad = list(v.iter_errors(yaml.safe_load((d / 'bad.yaml').read_text())))\n"
       "print('\\n'.join(errs))\n"
-      "sys.exit(0 if not errs and bad and len(good) == 3 else 1)\n";
+      "sys.exit(0 if not errs and bad and len(good) == 6 else 1)\n";
   std::ofstream(dir / "check.py") << script;
   const std::string command = "'" + python + "' '" + (dir / "check.py").string() + "' '" +
                               RG_TEST_STATUS_SCHEMA + "' '" + dir.string() + "'";
