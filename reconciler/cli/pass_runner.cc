@@ -80,14 +80,16 @@ core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOp
                                        engine::ReconcileOptions options, bool artifacts) {
   core::Result<RepoHandles> handles = OpenRepo(repo);
   if (!handles.ok()) return handles.error();
+  PassWiring wiring;
+  wiring.artifacts = artifacts;
   return RunPassOnRepo(global, repo, *handles->source, handles->store.get(), std::move(options),
-                       artifacts);
+                       wiring);
 }
 
 core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptions& repo,
                                     ports::DesiredStateSource& repo_source,
                                     ports::StatusStore* store, engine::ReconcileOptions options,
-                                    bool artifacts, const JobServerDecorator& decorate) {
+                                    const PassWiring& wiring) {
   core::Result<ports::DesiredSnapshot> loaded = repo_source.Load(options.ref);
   if (!loaded.ok()) {
     return core::Error(loaded.error().kind(), "cannot read " + options.ref + " of " + repo.repo +
@@ -104,9 +106,11 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   } else if (cluster) {
     return ray.error();
   }  // else: the pass stops at the invalid cluster file before it would talk to Ray
+  if (wiring.ray_call_attempts > 0) ray_options.max_attempts = wiring.ray_call_attempts;
   run.ray_address = core::StripUrlCredentials(ray_options.address);
 
-  auto make_server = [ray_options, decorate]() -> std::unique_ptr<ports::JobServer> {
+  auto make_server = [ray_options,
+                      decorate = wiring.decorate]() -> std::unique_ptr<ports::JobServer> {
     auto server = std::make_unique<adapters::RayHttpJobServer>(ray_options);
     if (!decorate) return server;
     return decorate(std::move(server));
@@ -114,7 +118,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   std::unique_ptr<ports::JobServer> server = make_server();
   LoadedSnapshotSource source(run.snapshot, repo_source);
   std::unique_ptr<ports::ArtifactSink> sink;
-  if (artifacts && !options.dry_run) {
+  if (wiring.artifacts && !options.dry_run) {
     std::string why_none;
     sink = MakeArtifactSink(repo, run.snapshot, ray_options, &why_none);
     if (!sink) LogEvent("debug", "no submission artifacts", {{"reason", why_none}});

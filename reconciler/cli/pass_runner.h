@@ -86,12 +86,21 @@ core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOp
 using JobServerDecorator =
     std::function<std::unique_ptr<ports::JobServer>(std::unique_ptr<ports::JobServer>)>;
 
+// How a pass reaches beyond the repository.
+struct PassWiring {
+  bool artifacts = false;
+  JobServerDecorator decorate;
+  // Tries per idempotent Ray call; 0 keeps the client's default (a few, with a short backoff:
+  // a one-shot command has nothing above it to try again). The daemon gives 1: its loop is the
+  // one backoff layer (DESIGN.md 3.2), and a pass never sleeps inside itself.
+  int ray_call_attempts = 0;
+};
+
 // RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live
 // across passes): loads `source` at options.ref, then as RunPassFromFlags. `store` may be null.
 core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptions& repo,
                                     ports::DesiredStateSource& source, ports::StatusStore* store,
-                                    engine::ReconcileOptions options, bool artifacts,
-                                    const JobServerDecorator& decorate = {});
+                                    engine::ReconcileOptions options, const PassWiring& wiring);
 
 // The secrets this process holds for `ray` and `repo` (may be null): the Ray token, the
 // --ray-header values and the Git token; the one redaction step of DESIGN.md 4 is fed with

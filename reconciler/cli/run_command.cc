@@ -338,8 +338,12 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
   };
   return [&global, &flags, &source, store, decorate,
           &slot](const engine::ReconcileOptions& pass_options) {
-    core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store, pass_options,
-                                              /*artifacts=*/true, decorate);
+    PassWiring wiring;
+    wiring.artifacts = true;
+    wiring.decorate = decorate;
+    wiring.ray_call_attempts = 1;
+    core::Result<PassRun> run =
+        RunPassOnRepo(global, flags.repo, source, store, pass_options, wiring);
     // glibc gives freed heap back to the system only from the top of the heap; the holes a
     // pass leaves (pack building, parsing) would otherwise make the resident size creep up
     // over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).

@@ -206,10 +206,13 @@ int Run(const Args& args) {
     return std::unique_ptr<ports::JobServer>(
         std::make_unique<engine::InstrumentedJobServer>(std::move(inner), metrics, clock));
   };
+  cli::PassWiring wiring;  // as the daemon wires its passes
+  wiring.decorate = decorate;
+  wiring.ray_call_attempts = 1;
   int failed = 0;
   auto pass = [&](const engine::ReconcileOptions& options) {
     core::Result<cli::PassRun> run =
-        cli::RunPassOnRepo(global, repo, source, &store, options, /*artifacts=*/false, decorate);
+        cli::RunPassOnRepo(global, repo, source, &store, options, wiring);
     malloc_trim(0);  // as the daemon does after every pass
     engine::PassResult result;
     if (run.ok()) result = std::move(run->result);

@@ -1,0 +1,75 @@
+// The pass runner's wiring (cli/pass_runner.h) against a real libgit2 repository and the fake
+// Ray head: how many times a failing Ray call is tried. A one-shot command (`sync`, `plan`)
+// has nothing above it to try again, so its client retries a transient failure itself; the
+// daemon's passes try each call once, and the loop's backoff is the one retry layer, so a pass
+// never sleeps inside itself.
+
+#include "reconciler/cli/pass_runner.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "reconciler/cli/repo_options.h"
+#include "tests/support/fake_ray_server.h"
+#include "tests/support/git_test_repo.h"
+
+namespace rg {
+namespace {
+
+struct Setup {
+  Setup() {
+    remote.person->Write("cluster.yaml", "address: " + ray.address() + "\n");
+    remote.person->Write("jobs/hello.yaml", "workload: custom\nentrypoint: sleep 300\n");
+    remote.person->CommitAndPush("main", "initial");
+    global.ray_address = ray.address();
+    repo.repo = remote.remote;
+    repo.cache_dir = remote.tmp.Sub("cache");
+    repo.ref = "main";
+    repo.no_artifacts = true;
+  }
+
+  // One pass as the command line runs it; the number of job lists Ray saw.
+  int ListsIn(const cli::PassWiring& wiring, bool* failed) {
+    core::Result<cli::RepoHandles> handles = cli::OpenRepo(repo);
+    REQUIRE(handles.ok());
+    engine::ReconcileOptions options;
+    options.ref = repo.ref;
+    ray.ResetCounters();
+    core::Result<cli::PassRun> run =
+        cli::RunPassOnRepo(global, repo, *handles->source, nullptr, options, wiring);
+    REQUIRE(run.ok());
+    *failed = run->result.exit_status != engine::kExitApplied;
+    return ray.RequestCount(testing::kRouteList);
+  }
+
+  testing::FakeRayServer ray;
+  testing::TestRemote remote;
+  cli::GlobalOptions global;
+  cli::RepoOptions repo;
+};
+
+TEST_CASE(
+    "a one-shot pass retries a transient Ray failure and a daemon pass leaves that to the loop") {
+  Setup s;
+  bool failed = true;
+  s.ListsIn({}, &failed);  // submits hello; later passes find it running and change nothing
+  REQUIRE_FALSE(failed);
+  const int clean = s.ListsIn({}, &failed);
+  REQUIRE_FALSE(failed);
+  REQUIRE(clean >= 1);
+
+  // The command line's pass: the 503 is tried again, and the pass goes through.
+  s.ray.FailNext(testing::kRouteList, 1, 503, "busy");
+  CHECK(s.ListsIn({}, &failed) == clean + 1);
+  CHECK_FALSE(failed);
+
+  // The daemon's pass: the same 503 fails the pass at once; nothing is tried twice.
+  s.ray.FailNext(testing::kRouteList, 1, 503, "busy");
+  cli::PassWiring daemon;
+  daemon.ray_call_attempts = 1;
+  CHECK(s.ListsIn(daemon, &failed) == 1);
+  CHECK(failed);
+}
+
+}  // namespace
+}  // namespace rg
