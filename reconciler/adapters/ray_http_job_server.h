@@ -2,8 +2,11 @@
 // ports::JobServer over HTTP with cpp-httplib, honouring every quirk of RAY_JOBS_API.md.
 // Thread-compatible: one instance per thread, or external locking.
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/ports/job_server.h"
@@ -19,9 +22,28 @@ void AbandonRayCalls();
 // Ray calls of the process in flight now (for tests).
 int RayCallsInFlight();
 
+// One request as it goes on the wire (the path holds the address's prefix and the query),
+// and what came back: `status` 0 when no answer came, and then `failure` says why.
+struct RayHttpRequest {
+  std::string method;
+  std::string path;
+  std::string body;
+  std::map<std::string, std::string> headers;
+};
+struct RayHttpAnswer {
+  int status = 0;
+  std::string body;
+  std::string failure;
+};
+using RayHttpTransport = std::function<RayHttpAnswer(const RayHttpRequest&)>;
+
 class RayHttpJobServer : public ports::JobServer {
  public:
   explicit RayHttpJobServer(RayClientOptions options);
+  // Over `transport` instead of the network; everything above the wire (the headers, gating,
+  // parsing, error classes, the duplicate-id and lost-answer rules, retries) is the same. The
+  // engine's tests talk to the fake head in process this way (tests/support/).
+  RayHttpJobServer(RayClientOptions options, RayHttpTransport transport);
   ~RayHttpJobServer() override;
 
   core::Result<core::RayVersion> Version() override;

@@ -1,8 +1,11 @@
 // The Ray Jobs contract as ray-gitops relies on it, written once against ports::JobServer and
 // run against two targets:
-//   fake (default)  an in-process FakeRayServer in token mode
+//   fake (default)  a FakeRayServer in token mode, over loopback HTTP
+//   in-process      the same fake without a socket ($RG_CONTRACT_IN_PROCESS=1): what the
+//                   engine's tests talk to (tests/support/in_process_ray.h)
 //   real            the head described by $RG_E2E_RAY_STATE_DIR/{address,token,auth_mode}
-// A case that passes against the fake but fails against the real head means the fake lies.
+// A case that passes against the fake but fails against the real head means the fake lies;
+// one that passes over HTTP but not in process means the engine's tests see another head.
 // What differs between Ray releases is decided by the version the head reports
 // (GET /api/version), and each such case names the release that changed it.
 
@@ -22,6 +25,7 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/ray_http_rules.h"
 #include "tests/support/fake_ray_server.h"
+#include "tests/support/in_process_ray.h"
 
 namespace {
 
@@ -49,6 +53,7 @@ struct Target {
   std::string name;
   RayClientOptions options;  // token included when the target has one
   std::unique_ptr<rg::testing::FakeRayServer> fake;
+  bool in_process = false;                    // the fake without a socket
   std::chrono::milliseconds deadline{10000};  // for a job to reach a status
   std::chrono::milliseconds pending_watch{1500};
   std::string run_tag;      // makes ids unique per run: a real head keeps every job
@@ -59,6 +64,12 @@ struct Target {
   std::string auth_mode;
   std::string auth_mode_source;
 };
+
+// A client of the target with `options`: over HTTP, or handed to the fake in process.
+RayHttpJobServer ClientWith(const Target& target, const RayClientOptions& options) {
+  if (!target.in_process) return RayHttpJobServer(options);
+  return {options, rg::testing::InProcessTransport(*target.fake)};
+}
 
 // True when the head's Ray is `since` or later. A version that does not parse (a development
 // build) counts as recent, as in the client's own gates.
@@ -91,16 +102,19 @@ Target& TheTarget() {
         FAIL("RG_E2E_RAY_STATE_DIR is set but " << state_dir << "/address is missing or empty");
       }
     } else {
-      t->name = "fake";
+      const char* in_process = std::getenv("RG_CONTRACT_IN_PROCESS");
+      t->in_process = in_process != nullptr && std::string(in_process) == "1";
+      t->name = t->in_process ? "in-process" : "fake";
       rg::testing::FakeRayOptions fake_options;
       fake_options.token = "contract-token-" + t->run_tag;
+      fake_options.listen = !t->in_process;
       t->fake = std::make_unique<rg::testing::FakeRayServer>(fake_options);
       t->options.address = t->fake->address();
       t->options.token = fake_options.token;
       t->auth_mode = "token";
       t->auth_mode_source = "the fake's options";
     }
-    if (auto v = RayHttpJobServer(t->options).Version()) {
+    if (auto v = ClientWith(*t, t->options).Version()) {
       t->ray_version = v->ray_version;
       t->version = rg::adapters::ray_http::ParseVersionTriple(v->ray_version);
     }
@@ -120,7 +134,7 @@ std::string UniqueId(std::string_view what) {
          std::to_string(++counter);
 }
 
-RayHttpJobServer Client() { return RayHttpJobServer(TheTarget().options); }
+RayHttpJobServer Client() { return ClientWith(TheTarget(), TheTarget().options); }
 
 Value Body(const std::string& id, const std::string& entrypoint) {
   Value body = Value::Object{};
@@ -404,14 +418,14 @@ TEST_CASE("contract: with token auth a missing or wrong token is unauthorized",
   }
   RayClientOptions no_token = target.options;
   no_token.token.reset();
-  auto anonymous = RayHttpJobServer(no_token).List();
+  auto anonymous = ClientWith(target, no_token).List();
   REQUIRE_FALSE(anonymous.ok());
   CHECK(anonymous.error().kind() == ErrorKind::kUnauthorized);
   CHECK(anonymous.error().message().find("401") != std::string::npos);
 
   RayClientOptions wrong = target.options;
   wrong.token = "not-the-token";
-  auto forbidden = RayHttpJobServer(wrong).Version();
+  auto forbidden = ClientWith(target, wrong).Version();
   REQUIRE_FALSE(forbidden.ok());
   CHECK(forbidden.error().kind() == ErrorKind::kUnauthorized);
   CHECK(forbidden.error().message().find("403") != std::string::npos);

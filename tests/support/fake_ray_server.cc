@@ -163,6 +163,7 @@ class FakeRayServer::Impl {
                  [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
     server_.Delete(
         ".*", [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
+    if (!options_.listen) return;
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // The socket already listens, so clients may connect at once; wait only so that stop()
@@ -176,8 +177,10 @@ class FakeRayServer::Impl {
       stopping_ = true;
     }
     hold_cv_.notify_all();
-    server_.stop();
-    if (thread_.joinable()) thread_.join();
+    if (thread_.joinable()) {
+      server_.stop();
+      thread_.join();
+    }
   }
 
   int port() const { return port_; }
@@ -345,6 +348,27 @@ class FakeRayServer::Impl {
   }
 
   void Serve(const httplib::Request& req, httplib::Response& res) {
+    if (Process(req, res)) Drop(res);
+  }
+
+ public:
+  FakeRayAnswer Respond(const FakeRayRequest& request) {
+    httplib::Request req;
+    req.method = request.method;
+    req.path = request.path.substr(0, request.path.find('?'));
+    req.body = request.body;
+    for (const auto& [name, value] : request.headers) req.headers.emplace(name, value);
+    httplib::Response res;
+    FakeRayAnswer answer;
+    answer.lost = Process(req, res);
+    answer.status = res.status;
+    answer.body = res.body;
+    return answer;
+  }
+
+ private:
+  // Handles one request into `res`; true when its answer is to be lost instead.
+  bool Process(const httplib::Request& req, httplib::Response& res) {
     std::chrono::milliseconds latency;
     std::chrono::milliseconds hold{0};
     std::optional<Fault> fault;
@@ -372,16 +396,17 @@ class FakeRayServer::Impl {
     if (fault && fault->status != 0) {
       res.status = fault->status;
       res.set_content(fault->body, "text/plain; charset=utf-8");
-      return;
+      return false;
     }
-    if (fault && !fault->after_handling) return Drop(res);
+    if (fault && !fault->after_handling) return true;
     Handle(req, res, route, id);
-    if (fault) Drop(res);
+    if (fault) return true;
     if (hold.count() > 0) {
       // Cut short by shutdown, so a held answer never delays the end of a test.
       std::unique_lock lock(mu_);
       hold_cv_.wait_for(lock, hold, [this] { return stopping_; });
     }
+    return false;
   }
 
   // Sends a status line and headers promising a body that never comes, then closes: to the
@@ -773,6 +798,9 @@ FakeRayServer::FakeRayServer(FakeRayOptions options)
 FakeRayServer::~FakeRayServer() = default;
 
 int FakeRayServer::port() const { return impl_->port(); }
+FakeRayAnswer FakeRayServer::Respond(const FakeRayRequest& request) {
+  return impl_->Respond(request);
+}
 std::string FakeRayServer::address() const {
   return "http://127.0.0.1:" + std::to_string(impl_->port());
 }

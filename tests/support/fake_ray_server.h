@@ -52,6 +52,22 @@ struct FakeRayOptions {
   // The clock jobs move on and their times come from (MonotonicUs, NowMs); null: the
   // process's steady and system clocks. Not owned; must outlive the server.
   ports::Clock* clock = nullptr;
+  // False: no socket, no thread; only Respond reaches the head (address() then names port 0).
+  bool listen = true;
+};
+
+// One request to the head in process, and its answer; `lost` when the answer never came
+// (DropNext), and then status and body are meaningless.
+struct FakeRayRequest {
+  std::string method;
+  std::string path;  // may carry a query
+  std::string body;
+  std::map<std::string, std::string> headers;
+};
+struct FakeRayAnswer {
+  int status = 0;
+  std::string body;
+  bool lost = false;
 };
 
 class FakeRayServer {
@@ -64,6 +80,10 @@ class FakeRayServer {
 
   int port() const;
   std::string address() const;  // http://127.0.0.1:<port>
+
+  // The request handled as if it came over HTTP: counted, subject to the faults, holds and
+  // latency below, answered with the same status and body.
+  FakeRayAnswer Respond(const FakeRayRequest& request);
 
   // --- driving jobs ---
   // Takes the job over: it keeps `status` until the next SetStatus, whatever its entrypoint.

@@ -1,7 +1,7 @@
 #pragma once
-// What the engine's pass tests share: one fake Ray head whose jobs move on the test's clock,
-// one status branch in memory, and passes of any number of in-memory repositories against
-// them. Time passes only through Advance.
+// What the engine's pass tests share: one fake Ray head in process (no socket) whose jobs move
+// on the test's clock, one status branch in memory, and passes of any number of in-memory
+// repositories against them. Time passes only through Advance.
 
 #include <chrono>
 #include <cstdint>
@@ -13,15 +13,15 @@
 #include "reconciler/engine/reconcile_pass.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
-#include "tests/support/fast_client_options.h"
 #include "tests/support/in_memory_ports.h"
+#include "tests/support/in_process_ray.h"
 
 namespace rg::testing {
 
 class PassHarness {
  public:
   explicit PassHarness(FakeRayOptions options = {})
-      : ray_(OnClock(std::move(options), &clock_)), client_(FastClientOptions(ray_.address())) {}
+      : ray_(InProcess(std::move(options), &clock_)), client_(InProcessClient(ray_)) {}
 
   // A repository holding a cluster file that points at the head, at `commit`.
   std::unique_ptr<InMemoryDesiredStateSource> NewRepo(const std::string& commit) const {
@@ -37,13 +37,12 @@ class PassHarness {
                           engine::ReconcileOptions options = {}) {
     engine::ReconcileDeps deps;
     deps.source = &source;
-    deps.server = &client_;
-    const std::string address = ray_.address();
-    deps.server_factory = [address]() -> std::unique_ptr<ports::JobServer> {
-      return std::make_unique<adapters::RayHttpJobServer>(FastClientOptions(address));
+    deps.server = client_.get();
+    deps.server_factory = [this]() -> std::unique_ptr<ports::JobServer> {
+      return InProcessClient(ray_);
     };
     deps.store = &store_;
-    options.ray_address = address;
+    options.ray_address = ray_.address();
     if (options.now_ms == 0) options.now_ms = now_ms_ += 1000;
     engine::PassResult r = engine::RunReconcilePass(deps, options);
     ray_.Tick();
@@ -71,15 +70,16 @@ class PassHarness {
   InMemoryStatusStore& store() { return store_; }
 
  private:
-  static FakeRayOptions OnClock(FakeRayOptions options, ports::Clock* clock) {
+  static FakeRayOptions InProcess(FakeRayOptions options, ports::Clock* clock) {
     options.clock = clock;
+    options.listen = false;
     return options;
   }
 
   int64_t now_ms_ = 1'800'000'000'000;
   FakeClock clock_;
   FakeRayServer ray_;
-  adapters::RayHttpJobServer client_;
+  std::unique_ptr<adapters::RayHttpJobServer> client_;
   InMemoryStatusStore store_;
 };
 
