@@ -1,7 +1,4 @@
 #include "reconciler/server/webhook_verifier.h"
-
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "tests/support/test_files.h"
 
 using rg::server::GitHubSignature;
 using rg::server::VerifyWebhook;
@@ -298,9 +297,8 @@ TEST_CASE("auth modes parse from their names and back") {
 }
 
 TEST_CASE("the secret file loses its trailing newline, an empty or missing file is an error") {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("rg-secret-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const rg::testing::TempDir tmp;
+  const std::filesystem::path dir = tmp.dir();
   const auto write = [&](const char* name, const std::string& content) {
     std::ofstream(dir / name, std::ios::binary) << content;
     return (dir / name).string();
@@ -315,7 +313,6 @@ TEST_CASE("the secret file loses its trailing newline, an empty or missing file 
   REQUIRE_FALSE(empty.ok());
   CHECK(empty.error().IsInvalidInput());
   CHECK_FALSE(rg::server::ReadWebhookSecretFile((dir / "missing").string()).ok());
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("BearerTokenMatches wants the bearer scheme and the exact secret") {

@@ -13,6 +13,7 @@
 #include "reconciler/core/status_fields.h"
 #include "reconciler/core/value.h"
 #include "reconciler/spec/yaml_document.h"
+#include "tests/support/test_files.h"
 
 namespace rg {
 namespace {
@@ -213,9 +214,8 @@ TEST_CASE("A status file reads back as the document the JSON API serves", "[stat
 TEST_CASE("Encoded status files validate against schema/status.schema.json", "[status][schema]") {
   const std::string python = RG_TEST_PYTHON;
   REQUIRE(std::filesystem::exists(python));
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("rg-status-schema-" + std::to_string(std::rand()));
-  std::filesystem::create_directories(dir);
+  const testing::TempDir tmp;
+  const std::filesystem::path dir = tmp.dir();
   core::StatusRecord removed = Full();
   removed.phase = Phase::kRemoved;
   removed.attempts.back().stop_reason = core::StopReason::kRemoval;
@@ -244,9 +244,7 @@ TEST_CASE("Encoded status files validate against schema/status.schema.json", "[s
   std::ofstream(dir / "check.py") << script;
   const std::string command = "'" + python + "' '" + (dir / "check.py").string() + "' '" +
                               RG_TEST_STATUS_SCHEMA + "' '" + dir.string() + "'";
-  const int rc = std::system(command.c_str());
-  std::filesystem::remove_all(dir);
-  CHECK(rc == 0);
+  CHECK(std::system(command.c_str()) == 0);
 }
 
 }  // namespace
