@@ -1,4 +1,5 @@
 #include "reconciler/server/webhook_verifier.h"
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
