@@ -42,13 +42,11 @@ core::Status ReadString(const json& obj, const char* key, std::string& out) {
 }
 
 core::Status ReadOptionalString(const json& obj, const char* key, std::optional<std::string>& out) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return core::OkStatus();
-  if (!v->is_string()) {
-    return core::Error::Fatal(std::string("job details: '") + key + "' is not a string");
-  }
-  out = v->get<std::string>();
-  return core::OkStatus();
+  if (Field(obj, key) == nullptr) return core::OkStatus();
+  std::string text;
+  core::Status read = ReadString(obj, key, text);
+  if (read.ok()) out = std::move(text);
+  return read;
 }
 
 core::Status ReadOptionalInt(const json& obj, const char* key, std::optional<int64_t>& out) {

@@ -2,9 +2,8 @@
 
 namespace rg::cli {
 
-core::Result<adapters::RayClientOptions> ResolveRayFromGlobal(const GlobalOptions& global,
-                                                              const std::string& fallback_address,
-                                                              std::string_view other_source) {
+adapters::RayClientFlags RayFlagsFromGlobal(const GlobalOptions& global,
+                                            const std::string& fallback_address) {
   adapters::RayClientFlags flags;
   flags.address = global.ray_address;
   flags.fallback_address = fallback_address;
@@ -12,7 +11,14 @@ core::Result<adapters::RayClientOptions> ResolveRayFromGlobal(const GlobalOption
   flags.headers = global.ray_headers;
   flags.ca_file = global.ray_ca_file;
   flags.insecure = global.ray_insecure;
-  core::Result<adapters::RayClientOptions> options = adapters::ResolveRayClientOptions(flags);
+  return flags;
+}
+
+core::Result<adapters::RayClientOptions> ResolveRayFromGlobal(const GlobalOptions& global,
+                                                              const std::string& fallback_address,
+                                                              std::string_view other_source) {
+  core::Result<adapters::RayClientOptions> options =
+      adapters::ResolveRayClientOptions(RayFlagsFromGlobal(global, fallback_address));
   if (!options.ok()) return options;
   if (options->address.empty()) {
     return core::Error::InvalidInput(

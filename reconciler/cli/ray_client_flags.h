@@ -10,6 +10,10 @@
 
 namespace rg::cli {
 
+// The global flags as the resolution's input, `fallback_address` last.
+adapters::RayClientFlags RayFlagsFromGlobal(const GlobalOptions& global,
+                                            const std::string& fallback_address = "");
+
 // Address and credentials from the global flags, then Ray's environment variables, then
 // `fallback_address` (a cluster file's, or empty). kInvalidInput when no address results; its
 // message ends with `other_source`, the command's own last way to give an address ("pass

@@ -5,6 +5,7 @@
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/core/render.h"
 
 namespace rg::cli {
@@ -13,13 +14,8 @@ namespace {
 // The Ray side of `version`: only when an address is known from --ray-address or the
 // environment, and never a failure: the command must answer even when Ray is down.
 void PrintRayVersion(const GlobalOptions& global) {
-  adapters::RayClientFlags flags;
-  flags.address = global.ray_address;
-  flags.token_file = global.ray_token_file;
-  flags.headers = global.ray_headers;
-  flags.ca_file = global.ray_ca_file;
-  flags.insecure = global.ray_insecure;
-  core::Result<adapters::RayClientOptions> options = adapters::ResolveRayClientOptions(flags);
+  core::Result<adapters::RayClientOptions> options =
+      adapters::ResolveRayClientOptions(RayFlagsFromGlobal(global));
   if (!options.ok()) {
     std::cout << "ray: unknown (" << options.error().message() << ")\n";
     return;

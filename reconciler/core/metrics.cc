@@ -67,38 +67,25 @@ std::string FormatNumber(double v) {
 
 std::string FormatCount(uint64_t v) { return std::to_string(v); }
 
-void AppendEscapedLabelValue(std::string& out, std::string_view v) {
+// The exposition format's escapes: backslash and newline everywhere, the double quote only
+// in a label value (HELP text keeps its quotes).
+void AppendEscaped(std::string& out, std::string_view v, bool label_value) {
   for (const char c : v) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && label_value) {
+      out += "\\\"";
+    } else {
+      out += c;
     }
   }
 }
 
-void AppendEscapedHelp(std::string& out, std::string_view v) {
-  for (const char c : v) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
-    }
-  }
-}
+void AppendEscapedLabelValue(std::string& out, std::string_view v) { AppendEscaped(out, v, true); }
+
+void AppendEscapedHelp(std::string& out, std::string_view v) { AppendEscaped(out, v, false); }
 
 // `{a="x",b="y"}`, with `extra` (the bucket's le) appended last; nothing for no labels.
 void AppendLabels(std::string& out, const MetricLabels& labels,
@@ -237,6 +224,22 @@ uint64_t MetricsRegistry::Count(std::string_view histogram, const MetricLabels& 
   return it == f->series.end() ? 0 : it->second.count;
 }
 
+namespace {
+
+// One sample line: `<name><suffix>{labels[,extra]} <value>`.
+void AppendSample(std::string& out, std::string_view name, std::string_view suffix,
+                  const MetricLabels& labels, const std::string& value,
+                  const std::pair<std::string_view, std::string>* extra = nullptr) {
+  out += name;
+  out += suffix;
+  AppendLabels(out, labels, extra);
+  out += ' ';
+  out += value;
+  out += '\n';
+}
+
+}  // namespace
+
 std::string MetricsRegistry::RenderPrometheusText() const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -252,11 +255,7 @@ std::string MetricsRegistry::RenderPrometheusText() const {
     out += '\n';
     for (const auto& [labels, s] : family->series) {
       if (family->type != FamilyType::kHistogram) {
-        out += name;
-        AppendLabels(out, labels);
-        out += ' ';
-        out += FormatNumber(s.value);
-        out += '\n';
+        AppendSample(out, name, "", labels, FormatNumber(s.value));
         continue;
       }
       uint64_t cumulative = 0;
@@ -264,25 +263,10 @@ std::string MetricsRegistry::RenderPrometheusText() const {
         cumulative += s.bucket_counts[i];
         const std::pair<std::string_view, std::string> le{
             "le", i < family->buckets.size() ? FormatNumber(family->buckets[i]) : "+Inf"};
-        out += name;
-        out += "_bucket";
-        AppendLabels(out, labels, &le);
-        out += ' ';
-        out += FormatCount(cumulative);
-        out += '\n';
+        AppendSample(out, name, "_bucket", labels, FormatCount(cumulative), &le);
       }
-      out += name;
-      out += "_sum";
-      AppendLabels(out, labels);
-      out += ' ';
-      out += FormatNumber(s.sum);
-      out += '\n';
-      out += name;
-      out += "_count";
-      AppendLabels(out, labels);
-      out += ' ';
-      out += FormatCount(s.count);
-      out += '\n';
+      AppendSample(out, name, "_sum", labels, FormatNumber(s.sum));
+      AppendSample(out, name, "_count", labels, FormatCount(s.count));
     }
   }
   return out;

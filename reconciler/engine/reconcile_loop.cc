@@ -74,16 +74,8 @@ std::string_view PassVerdictName(PassVerdict verdict) {
 }
 
 std::string_view PassMetricResult(PassVerdict verdict) {
-  switch (verdict) {
-    case PassVerdict::kOk:
-      return "ok";
-    case PassVerdict::kBlocked:
-      return "blocked";
-    case PassVerdict::kInvalid:
-    case PassVerdict::kFailed:
-      return "error";
-  }
-  return "error";
+  const bool same = verdict == PassVerdict::kOk || verdict == PassVerdict::kBlocked;
+  return same ? PassVerdictName(verdict) : "error";
 }
 
 PassVerdict ClassifyPass(const PassResult& result) {

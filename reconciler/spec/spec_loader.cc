@@ -292,8 +292,10 @@ void ReadSharedRoot(ClusterFields& f, const YamlEntry& e) {
   }
 }
 
-// The cluster's runtime_env may set env_vars for every job (their values read as text).
-void ReadClusterRuntimeEnv(ClusterFields& f, const YamlEntry& e) {
+// A runtime_env mapping, its keys kept as written but `env_vars`, which `on_env_vars` reads
+// into the object (or refuses).
+template <typename Fields, typename OnEnvVars>
+void ReadRuntimeEnv(Fields& f, const YamlEntry& e, OnEnvVars on_env_vars) {
   if (!e.value.is_mapping()) {
     f.reader.TypeError(e.key, "a mapping", e.value);
     return;
@@ -301,14 +303,21 @@ void ReadClusterRuntimeEnv(ClusterFields& f, const YamlEntry& e) {
   core::Value::Object runtime_env;
   for (const auto& inner : e.value.entries) {
     if (inner.key == "env_vars") {
-      if (auto env = f.reader.ScalarMap("runtime_env.env_vars", inner.value, true)) {
-        runtime_env.emplace(inner.key, StringMapValue(*env));
-      }
+      on_env_vars(inner, runtime_env);
     } else {
       runtime_env.emplace(inner.key, ToValue(inner.value));
     }
   }
   f.doc.runtime_env = std::move(runtime_env);
+}
+
+// The cluster's runtime_env may set env_vars for every job (their values read as text).
+void ReadClusterRuntimeEnv(ClusterFields& f, const YamlEntry& e) {
+  ReadRuntimeEnv(f, e, [&f](const YamlEntry& inner, core::Value::Object& runtime_env) {
+    if (auto env = f.reader.ScalarMap("runtime_env.env_vars", inner.value, true)) {
+      runtime_env.emplace(inner.key, StringMapValue(*env));
+    }
+  });
 }
 
 constexpr std::array<FieldRule<ClusterFields>, 9> kClusterFields = {{
@@ -392,22 +401,13 @@ void ReadEntrypoint(JobFields& f, const YamlEntry& e) {
   f.doc.entrypoint = f.reader.String(e.key, e.value);
 }
 
+// A JobSpec's env vars are the top-level env_vars, never runtime_env's.
 void ReadJobRuntimeEnv(JobFields& f, const YamlEntry& e) {
-  if (!e.value.is_mapping()) {
-    f.reader.TypeError(e.key, "a mapping", e.value);
-    return;
-  }
-  core::Value::Object runtime_env;
-  for (const auto& inner : e.value.entries) {
-    if (inner.key == "env_vars") {
-      f.reader.Error(inner.key_pos,
-                     "runtime_env.env_vars is not allowed in a JobSpec; use the top-level "
-                     "env_vars");
-      continue;
-    }
-    runtime_env.emplace(inner.key, ToValue(inner.value));
-  }
-  f.doc.runtime_env = std::move(runtime_env);
+  ReadRuntimeEnv(f, e, [&f](const YamlEntry& inner, core::Value::Object& /*runtime_env*/) {
+    f.reader.Error(inner.key_pos,
+                   "runtime_env.env_vars is not allowed in a JobSpec; use the top-level "
+                   "env_vars");
+  });
 }
 
 void ReadEnvVars(JobFields& f, const YamlEntry& e) {
