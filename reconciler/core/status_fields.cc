@@ -7,9 +7,13 @@
 #include "reconciler/core/time_format.h"
 
 namespace rg::core {
-namespace {
+Value TimeOrNull(const std::optional<int64_t>& ms) {
+  return ms ? Value(FormatRfc3339Millis(*ms)) : Value();
+}
 
 Value StringOrNull(const std::string& s) { return s.empty() ? Value() : Value(s); }
+
+namespace {
 
 template <typename T>
 Value OptionalOrNull(const std::optional<T>& v) {
@@ -17,7 +21,7 @@ Value OptionalOrNull(const std::optional<T>& v) {
 }
 
 StatusField Time(std::string_view key, const std::optional<int64_t>& ms) {
-  return {key, ms ? Value(FormatRfc3339Millis(*ms)) : Value(), true};
+  return {key, TimeOrNull(ms), true};
 }
 
 Value StatusOrNull(RayJobStatus s) {

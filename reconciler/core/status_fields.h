@@ -4,6 +4,9 @@
 // (spec/status_codec, YAML) and /api/v1/status (server/status_page, JSON) both encode these,
 // so the two cannot disagree.
 
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +20,12 @@ struct StatusField {
   Value value;           // null when unknown or empty
   bool is_time = false;  // an RFC 3339 UTC time (YAML writes it quoted)
 };
+
+// The two nulls of the records, for anything written beside them (the daemon's fields in
+// /api/v1/status): an unset time is null, else RFC 3339 UTC with milliseconds; an empty
+// string is null.
+Value TimeOrNull(const std::optional<int64_t>& ms);
+Value StringOrNull(const std::string& s);
 
 // Every key of a record but `attempts`, in the schema's order. An unknown Ray status, an
 // empty string and an unset optional are null; `errors` is a list, empty when there are none.

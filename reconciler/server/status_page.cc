@@ -14,16 +14,6 @@ namespace {
 
 using core::Phase;
 
-nlohmann::json TimeOrNull(const std::optional<int64_t>& ms) {
-  if (!ms) return nullptr;
-  return core::FormatRfc3339Millis(*ms);
-}
-
-nlohmann::json StringOrNull(const std::string& s) {
-  if (s.empty()) return nullptr;
-  return s;
-}
-
 // A core::Value as JSON; the status records' one encoder (core/status_fields) decides the keys.
 nlohmann::json ToJson(const core::Value& v) {
   if (v.is_bool()) return v.as_bool();
@@ -234,19 +224,19 @@ std::string RenderStatusJson(const engine::DaemonSnapshot& s) {
       {"dashboard_url", s.dashboard_url},
       {"state", DaemonStateText(s)},
       {"ready", s.ready},
-      {"last_pass_start", TimeOrNull(s.last_pass_start_ms)},
-      {"last_pass_end", TimeOrNull(s.last_pass_end_ms)},
-      {"last_success", TimeOrNull(s.last_success_ms)},
-      {"last_error", StringOrNull(s.last_error)},
+      {"last_pass_start", ToJson(core::TimeOrNull(s.last_pass_start_ms))},
+      {"last_pass_end", ToJson(core::TimeOrNull(s.last_pass_end_ms))},
+      {"last_success", ToJson(core::TimeOrNull(s.last_success_ms))},
+      {"last_error", ToJson(core::StringOrNull(s.last_error))},
       {"consecutive_failures", s.consecutive_failures},
-      {"next_pass", TimeOrNull(s.next_pass_ms)},
+      {"next_pass", ToJson(core::TimeOrNull(s.next_pass_ms))},
       {"pass_in_flight", s.pass_in_flight},
       {"shutting_down", s.shutting_down},
-      {"spec_commit", StringOrNull(s.spec_commit)},
-      {"status_commit", StringOrNull(s.status_commit)},
+      {"spec_commit", ToJson(core::StringOrNull(s.spec_commit))},
+      {"status_commit", ToJson(core::StringOrNull(s.status_commit))},
       {"blocked", s.blocked},
-      {"blocked_reason", StringOrNull(s.blocked_reason)},
-      {"unready_reason", StringOrNull(s.unready_reason)},
+      {"blocked_reason", ToJson(core::StringOrNull(s.blocked_reason))},
+      {"unready_reason", ToJson(core::StringOrNull(s.unready_reason))},
       {"warnings", WarningsJson(s)},
       {"counts", std::move(counts)},
       {"jobs", std::move(jobs)},

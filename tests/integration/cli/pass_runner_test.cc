@@ -19,6 +19,8 @@ namespace {
 struct Setup {
   Setup() {
     remote.person->Write("cluster.yaml", "address: " + ray.address() + "\n");
+    // The fake keeps a `sleep N` job active for N seconds, so every pass after the first finds
+    // hello active and plans nothing; the test itself never waits.
     remote.person->Write("jobs/hello.yaml", "workload: custom\nentrypoint: sleep 300\n");
     remote.person->CommitAndPush("main", "initial");
     global.ray_address = ray.address();
