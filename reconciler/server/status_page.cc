@@ -15,6 +15,8 @@ namespace {
 using core::Phase;
 
 // A core::Value as JSON; the status records' one encoder (core/status_fields) decides the keys.
+// The document is written by nlohmann's writer rather than core::ToPrettyJson because a Ray
+// message may hold invalid UTF-8, which this writer replaces instead of passing it through.
 nlohmann::json ToJson(const core::Value& v) {
   if (v.is_bool()) return v.as_bool();
   if (v.is_int()) return v.as_int();

@@ -10,18 +10,26 @@
 #include <string>
 
 #include "reconciler/cli/repo_options.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/git_test_repo.h"
 
 namespace rg {
 namespace {
 
+// The fake head's jobs move only on `clock`, which this test never advances: hello stays
+// PENDING from its submission on, so every pass after the first plans nothing, however long
+// the passes take.
+testing::FakeRayOptions FrozenHead(ports::Clock* clock) {
+  testing::FakeRayOptions options;
+  options.clock = clock;
+  return options;
+}
+
 struct Setup {
   Setup() {
     remote.person->Write("cluster.yaml", "address: " + ray.address() + "\n");
-    // The fake keeps a `sleep N` job active for N seconds, so every pass after the first finds
-    // hello active and plans nothing; the test itself never waits.
-    remote.person->Write("jobs/hello.yaml", "workload: custom\nentrypoint: sleep 300\n");
+    remote.person->Write("jobs/hello.yaml", "workload: custom\nentrypoint: python train.py\n");
     remote.person->CommitAndPush("main", "initial");
     global.ray_address = ray.address();
     repo.repo = remote.remote;
@@ -44,7 +52,8 @@ struct Setup {
     return ray.RequestCount(testing::kRouteList);
   }
 
-  testing::FakeRayServer ray;
+  testing::FakeClock clock;
+  testing::FakeRayServer ray{FrozenHead(&clock)};
   testing::TestRemote remote;
   cli::GlobalOptions global;
   cli::RepoOptions repo;
@@ -54,11 +63,12 @@ TEST_CASE(
     "a one-shot pass retries a transient Ray failure and a daemon pass leaves that to the loop") {
   Setup s;
   bool failed = true;
-  s.ListsIn({}, &failed);  // submits hello; later passes find it running and change nothing
+  s.ListsIn({}, &failed);  // submits hello; later passes find it pending and change nothing
   REQUIRE_FALSE(failed);
   const int clean = s.ListsIn({}, &failed);
   REQUIRE_FALSE(failed);
   REQUIRE(clean >= 1);
+  REQUIRE(s.ray.RequestCount(testing::kRouteSubmit) == 0);  // hello is still pending
 
   // The command line's pass: the 503 is tried again, and the pass goes through.
   s.ray.FailNext(testing::kRouteList, 1, 503, "busy");
@@ -71,6 +81,7 @@ TEST_CASE(
   daemon.ray_call_attempts = 1;
   CHECK(s.ListsIn(daemon, &failed) == 1);
   CHECK(failed);
+  CHECK(s.ray.JobCount() == 1);
 }
 
 }  // namespace
