@@ -51,3 +51,25 @@ install_venv "${RG_VENV:-$cache/venv}" "${RG_RAY_SPEC:-ray[default]==2.60.0}"
 if [ "${RG_SKIP_E2E:-0}" != 1 ] && [ "${RG_SKIP_SECOND_RAY:-0}" != 1 ]; then
   install_venv "${RG_VENV2:-$cache/venv-ray2.51.1}" "${RG_RAY2_SPEC:-ray[default]==2.51.1}"
 fi
+
+# verl's own Hydra config folder, for `validate --verl-config` and its tests: the verl wheel,
+# downloaded once without its dependencies (no torch) and unpacked beside the venvs.
+install_verl() {
+  local dir=$1 spec=$2 pip=$3
+  local stamp="$dir/.rg-installed"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$spec" ]; then
+    echo "install-deps: unpacking $spec into $dir"
+    local download
+    download=$(mktemp -d)
+    "$pip" download -q --disable-pip-version-check --no-deps "$spec" -d "$download"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    "$(dirname "$pip")/python" -m zipfile -e "$download"/verl-*.whl "$dir"
+    rm -rf "$download"
+    echo "$spec" >"$stamp"
+  fi
+  echo "install-deps: ok (verl config $dir/verl/trainer/config)"
+}
+
+install_verl "${RG_VERL_DIR:-$cache/verl-0.9.1}" "${RG_VERL_SPEC:-verl==0.9.1}" \
+  "${RG_VENV:-$cache/venv}/bin/pip"

@@ -16,9 +16,10 @@ cd "$root"
 
 bash scripts/install-deps.sh
 export RG_VENV=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}
+export RG_VERL_DIR=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/verl-0.9.1}
 
 preset=${RG_PRESET:-debug}
-cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" >/dev/null
+cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
 
 if [ "${RG_SKIP_TIDY:-0}" != 1 ]; then
@@ -54,7 +55,7 @@ fi
 if [ "${RG_SKIP_SANITIZERS:-0}" != 1 ]; then
   if [ "$preset" != asan ]; then
     echo "test: the ASan+UBSan suite (preset asan), everything but the real-Ray tests"
-    cmake --preset asan -DRG_WERROR=ON -DRG_VENV="$RG_VENV" >/dev/null
+    cmake --preset asan -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" >/dev/null
     cmake --build --preset asan -j "$(nproc)"
     ctest --preset asan -j 2 --timeout 600 -LE e2e
   fi

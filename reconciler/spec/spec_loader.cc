@@ -30,14 +30,23 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::string UnknownKeyMessage(std::string_view key, const std::vector<std::string_view>& known) {
-  std::string message = "unknown key \"" + std::string(key) + "\"";
+}  // namespace
+
+std::string_view DidYouMean(std::string_view key, const std::vector<std::string_view>& known) {
   std::string_view best;
   size_t best_distance = std::max<size_t>(2, key.size() / 3) + 1;
   for (std::string_view candidate : known) {
     const size_t distance = EditDistance(key, candidate);
     if (distance < best_distance) best = candidate, best_distance = distance;
   }
+  return best;
+}
+
+namespace {
+
+std::string UnknownKeyMessage(std::string_view key, const std::vector<std::string_view>& known) {
+  std::string message = "unknown key \"" + std::string(key) + "\"";
+  const std::string_view best = DidYouMean(key, known);
   if (!best.empty()) message += " (did you mean \"" + std::string(best) + "\"?)";
   return message;
 }

@@ -35,6 +35,10 @@ Parsed<core::RayConfig> LoadRayConfig(std::string_view text, const std::string& 
 // schema/cluster.schema.json and schema/jobspec.schema.json list the same keys.
 std::vector<std::string_view> RayConfigKeys();
 std::vector<std::string_view> JobSpecKeys();
+// The known key closest to `key` by edit distance, for a "did you mean"; empty when none is
+// close enough. On a tie the earlier candidate wins.
+std::string_view DidYouMean(std::string_view key, const std::vector<std::string_view>& known);
+
 Parsed<core::JobSpec> LoadJobSpec(std::string_view text, const std::string& path,
                                   std::string_view jobs_dir = "jobs");
 
