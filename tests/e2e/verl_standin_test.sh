@@ -67,7 +67,7 @@ assert printed == expected, (printed, expected)
 wanted = {
     "ppo": ["trainer.total_training_steps=200", "actor_rollout_ref.rollout.name=vllm",
             "trainer.n_gpus_per_node=2"],
-    "sft": ["trainer.device=cpu", "data.prompt_key=question", "trainer.total_training_steps=100"],
+    "sft": ["trainer.device=cpu", "data.messages_key=messages", "trainer.total_training_steps=100"],
 }[sys.argv[3]]
 for token in wanted:
     assert token in printed, (token, printed)
