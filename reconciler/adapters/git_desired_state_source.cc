@@ -155,6 +155,32 @@ core::Result<WalkState> ListSpecBlobs(git_repository* repo, git_tree* tree,
   return walk;
 }
 
+// The commit a revision expression names in `repo` (HEAD~1, origin/main, a short id, a tag);
+// nullopt when it names none.
+std::optional<std::string> RevparseCommit(git_repository* repo, const std::string& revision) {
+  git_object* raw = nullptr;
+  if (git_revparse_single(&raw, repo, revision.c_str()) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  git::Object object(raw);
+  git_object* peeled = nullptr;
+  if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  git::Object commit(peeled);
+  return git::OidHex(*git_object_id(commit.get()));
+}
+
+// What to do about a commit that cannot be found, when the repository is a shallow clone (the
+// default of common CI checkouts): its history ends early, so older commits are not there.
+std::string ShallowHint(git_repository* repo) {
+  if (git_repository_is_shallow(repo) != 1) return "";
+  return " (this is a shallow clone: its history stops early; fetch full history with `git "
+         "fetch --unshallow`, or check out with fetch-depth: 0)";
+}
+
 }  // namespace
 
 GitDesiredStateSource::GitDesiredStateSource(std::shared_ptr<GitWorkspace> workspace,
@@ -167,6 +193,14 @@ GitDesiredStateSource::GitDesiredStateSource(std::shared_ptr<GitWorkspace> works
 core::Result<GitDesiredStateSource::ResolvedRef> GitDesiredStateSource::Resolve(
     const std::string& ref) {
   git_repository* repo = workspace_->repository();
+  if (workspace_->in_place()) {
+    // The user's own repository: revisions mean what they mean to git there.
+    if (std::optional<std::string> commit = RevparseCommit(repo, ref.empty() ? "HEAD" : ref)) {
+      return ResolvedRef{ref.empty() ? "HEAD" : ref, *commit};
+    }
+    return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in " +
+                                 workspace_->url() + ShallowHint(repo));
+  }
   std::vector<std::pair<std::string, std::string>> candidates;  // (ref to look up, reported)
   if (ref.empty() || ref == "HEAD") {
     if (workspace_->remote_head().empty()) {
@@ -203,6 +237,10 @@ core::Result<GitDesiredStateSource::ResolvedRef> GitDesiredStateSource::Resolve(
     }
   }
   git_error_clear();
+  // Anything else git understands: main~1, a short commit id, refs of the remote's remotes.
+  if (std::optional<std::string> commit = RevparseCommit(repo, ref)) {
+    return ResolvedRef{ref, *commit};
+  }
   return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in " + workspace_->url());
 }
 
@@ -244,7 +282,7 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
   const git_oid commit_oid = *git::ParseOid(resolved->commit);
   git_commit* raw_commit = nullptr;
   if (int rc = git_commit_lookup(&raw_commit, repo, &commit_oid); rc != 0) {
-    return git::LastError(rc, "cannot read commit " + resolved->commit);
+    return git::LastError(rc, "cannot read commit " + resolved->commit + ShallowHint(repo));
   }
   git::Commit commit(raw_commit);
   git_tree* raw_tree = nullptr;

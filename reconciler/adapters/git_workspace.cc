@@ -392,6 +392,40 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspac
   return ws;
 }
 
+bool IsLocalRepo(std::string_view repo) { return LocalPath(repo).has_value(); }
+
+core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::OpenInPlace(const std::string& path) {
+  git::EnsureLibraryInitialised();
+  const std::string url = NormaliseRepoUrl(path);
+  const std::optional<std::string> local = LocalPath(url);
+  if (!local) return core::Error::InvalidInput("not a local repository: " + path);
+  git_repository* raw = nullptr;
+  const int rc =
+      git_repository_open_ext(&raw, local->c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
+  if (rc != 0) {
+    return core::Error::InvalidInput("not a Git repository: " + path + " (" +
+                                     git::LastError(rc, "open").message() + ")");
+  }
+  std::shared_ptr<GitWorkspace> ws(new GitWorkspace());
+  ws->repo_ = raw;
+  ws->in_place_ = true;
+  ws->url_ = url;
+  ws->clone_path_ = *local;
+  const std::string origin = git_repository_is_bare(raw) == 0 ? OriginUrl(raw) : "";
+  ws->recorded_url_ = origin.empty() ? url : origin;
+  if (!origin.empty()) ws->aliases_.push_back(url);
+  if (const char* workdir = git_repository_workdir(raw); workdir != nullptr) ws->workdir_ = workdir;
+  git_reference* head = nullptr;
+  if (git_reference_lookup(&head, raw, "HEAD") == 0) {
+    if (const char* target = git_reference_symbolic_target(head); target != nullptr) {
+      ws->remote_head_ = target;
+    }
+    git_reference_free(head);
+  }
+  git_error_clear();
+  return ws;
+}
+
 bool GitWorkspace::CloneIntact() const {
   std::error_code ec;
   return fs::is_regular_file(fs::path(clone_path_) / "HEAD", ec) &&
@@ -452,6 +486,7 @@ core::Status GitWorkspace::Compact() {
 }
 
 core::Status GitWorkspace::Fetch() {
+  if (in_place_) return core::OkStatus();  // read where it is: nothing to bring up to date
   // A cache directory deleted under a running daemon: clone again rather than fail forever.
   if (!CloneIntact()) {
     if (core::Status reopened = OpenClone(); !reopened) {
@@ -503,6 +538,7 @@ core::Status GitWorkspace::Fetch() {
 }
 
 core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::string& branch) {
+  if (in_place_) return core::Error::InvalidInput("a repository read in place is never written");
   auto oid = git::ParseOid(commit_hex);
   if (!oid) return core::Error::InvalidInput("not a commit id: " + commit_hex);
   git_reference* raw_ref = nullptr;

@@ -42,6 +42,9 @@ std::string GitCacheDirName(std::string_view remote_url);
 // What libgit2 is given as the remote: local paths made absolute, credentials stripped.
 std::string NormaliseRepoUrl(std::string_view repo);
 
+// True when `repo` names a repository on this machine: a path or a file:// URL.
+bool IsLocalRepo(std::string_view repo);
+
 // The URL of `repo`'s remote "origin" as NormaliseRepoUrl gives it (a relative path taken from
 // the checkout), or "" when it has none.
 std::string OriginUrl(git_repository* repo);
@@ -51,6 +54,12 @@ class GitWorkspace {
   // Creates (or reopens) the bare clone; no network traffic. kInvalidInput when `repo` is a
   // local path or file:// URL that is not a Git repository, or the cache cannot be created.
   static core::Result<std::shared_ptr<GitWorkspace>> Open(const GitWorkspaceOptions& options);
+
+  // A local repository read where it is, for commands that only read commits (`diff`): no
+  // clone, no fetch (Fetch does nothing), no push. Revisions resolve as in the repository
+  // itself (HEAD, HEAD~1, origin/main, a short commit id). kInvalidInput when `path` is not a
+  // local Git repository.
+  static core::Result<std::shared_ptr<GitWorkspace>> OpenInPlace(const std::string& path);
 
   ~GitWorkspace();
   GitWorkspace(const GitWorkspace&) = delete;
@@ -64,6 +73,10 @@ class GitWorkspace {
   // Other URLs of this repository whose runs are ours: url() when recorded_url() differs.
   const std::vector<std::string>& aliases() const { return aliases_; }
   const std::string& clone_path() const { return clone_path_; }
+  // OpenInPlace: the repository is read where it is.
+  bool in_place() const { return in_place_; }
+  // The working tree of an in-place checkout; empty for a bare repository or a clone.
+  const std::string& workdir() const { return workdir_; }
   // The bare clone. Owned by the workspace; a Fetch that re-creates a deleted clone replaces
   // it, so hold it (and its objects) only between two Fetch calls.
   git_repository* repository() const { return repo_; }
@@ -116,6 +129,8 @@ class GitWorkspace {
   std::string remote_head_;
   int fetches_ = 0;
   int compactions_ = 0;
+  bool in_place_ = false;
+  std::string workdir_;
 };
 
 }  // namespace rg::adapters

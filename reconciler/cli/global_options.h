@@ -30,6 +30,7 @@ void AddJobCommands(CLI::App& app, const GlobalOptions& global, int* exit_code);
 
 // The reconciler against a desired-state repository: plan, sync, history.
 void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+void AddDiffCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 void AddSyncCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 void AddHistoryCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 // The daemon: reconcile passes on a timer and on triggers, the HTTP endpoints.

@@ -35,6 +35,7 @@ int Main(int argc, char** argv) {
   rg::cli::AddVersionCommand(app, global, &exit_code);
   rg::cli::AddJobCommands(app, global, &exit_code);
   rg::cli::AddPlanCommand(app, global, &exit_code);
+  rg::cli::AddDiffCommand(app, global, &exit_code);
   rg::cli::AddSyncCommand(app, global, &exit_code);
   rg::cli::AddHistoryCommand(app, global, &exit_code);
   rg::cli::AddRunCommand(app, global, &exit_code);

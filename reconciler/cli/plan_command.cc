@@ -72,7 +72,7 @@ void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) 
                          "nothing to do, 2 changes pending, 1 error)");
   AddRepoOptions(cmd, &flags->repo, /*with_ref=*/true, /*with_artifacts=*/false);
   AddPreviousRepoOption(cmd, &flags->repo);
-  cmd->add_option("--format", flags->format, "text, markdown or json")
+  cmd->add_option("-o,--format", flags->format, "text, markdown or json")
       ->check(CLI::IsMember({"text", "markdown", "json"}));
   cmd->callback([&global, flags, exit_code]() { *exit_code = RunPlan(global, *flags); });
 }
