@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "reconciler/core/render.h"
+#include "reconciler/core/status_transitions.h"
 
 namespace rg::core {
 namespace {
@@ -238,15 +239,15 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
 
 StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger) {
   StatusDiff diff;
-  std::map<std::string, std::string> lines;
+  // update.records is ordered by name: so are the lines and items.
   for (const auto& [name, rec] : update.records) {
     auto old = ledger.find(name);
     const StatusRecord* before = old == ledger.end() ? nullptr : &old->second;
     if (before != nullptr && !MeaningfulChange(*before, rec)) continue;
     diff.changes[name] = rec;
-    lines[name] = DescribeTransition(before, &rec);
+    for (std::string& line : ChangeLines(before, &rec)) diff.transitions.push_back(std::move(line));
+    diff.subject_items.push_back(SubjectItem(before, &rec));
   }
-  for (auto& [name, line] : lines) diff.transitions.push_back(std::move(line));
   return diff;
 }
 

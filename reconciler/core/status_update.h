@@ -44,11 +44,13 @@ struct StatusUpdate {
 StatusUpdate BuildStatusUpdate(const StatusInputs& in);
 
 // The changes worth a commit: records that differ meaningfully from the ledger's
-// (MeaningfulChange), new records, and deletions; with one transition line each
-// (DescribeTransition), in name order.
+// (MeaningfulChange), new records, and deletions; in name order, each job's lines of the
+// commit's body (ChangeLines: one per transition of each attempt) and its item of the
+// commit's subject (SubjectItem).
 struct StatusDiff {
   RecordChanges changes;
   std::vector<std::string> transitions;
+  std::vector<std::string> subject_items;
 };
 StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger);
 

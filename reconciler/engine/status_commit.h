@@ -9,8 +9,12 @@
 
 namespace rg::engine {
 
-// "ray-gitops: 1 change" / "ray-gitops: 3 changes", the transitions as body lines, and the
-// Spec-Commit and Ray-Cluster trailers.
+// The subject names each changed job and its phase change, cut to 72 characters
+// ("ray-gitops: ppo-qwen Running -> Succeeded, sft-qwen new -> Pending +2 more";
+// core::StatusCommitSubject); the body has one line per transition (diff.transitions); the
+// trailers are Spec-Commit (the commit the pass read) and Ray-Cluster (the ledger's cluster as
+// its records name it, else the Ray address without credentials). Nothing of Ray's messages
+// is in the subject or body: names, phases, attempts and submission ids only.
 ports::StatusCommit MakeStatusCommit(const core::StatusDiff& diff, const std::string& spec_commit,
                                      const std::string& ray_address);
 

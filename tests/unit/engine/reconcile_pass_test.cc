@@ -376,9 +376,9 @@ TEST_CASE("the status commit lists one transition per changed job with trailers"
   PassResult r = w.Pass();
   REQUIRE(w.store().commits().size() == 1);
   const ports::StatusCommit& msg = w.store().commits()[0].message;
-  CHECK(msg.subject == "ray-gitops: 2 changes");
-  CHECK(msg.body_lines == std::vector<std::string>{"a: new -> Pending (" + id_a + ", PENDING)",
-                                                   "b: new -> Pending (" + id_b + ", PENDING)"});
+  CHECK(msg.subject == "ray-gitops: a new -> Pending, b new -> Pending");
+  CHECK(msg.body_lines == std::vector<std::string>{"a: new -> Pending (" + id_a + ")",
+                                                   "b: new -> Pending (" + id_b + ")"});
   CHECK(r.transitions == msg.body_lines);
   CHECK(msg.trailers.at("Spec-Commit") == CommitId(1));
   CHECK(msg.trailers.at("Ray-Cluster") == w.ray().address());
@@ -386,9 +386,9 @@ TEST_CASE("the status commit lists one transition per changed job with trailers"
   w.source().RemoveFile("jobs/b.yaml", CommitId(2));
   w.Pass();
   REQUIRE(w.store().commits().size() == 2);
-  CHECK(w.store().commits()[1].message.subject == "ray-gitops: 1 change");
+  CHECK(w.store().commits()[1].message.subject == "ray-gitops: b Pending -> Stopping");
   CHECK(w.store().commits()[1].message.body_lines ==
-        std::vector<std::string>{"b: Pending -> Stopping (" + id_b + ", PENDING)"});
+        std::vector<std::string>{"b: Pending -> Stopping (" + id_b + ")"});
 }
 
 TEST_CASE("Ray's log tail and known secrets never reach the status records or the result",

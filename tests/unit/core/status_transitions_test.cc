@@ -1,0 +1,239 @@
+// What a status commit and `history` say changed: one transition per attempt that began or
+// changed phase, the job's own phase when no attempt explains it, and the commit subject cut
+// at 72 characters.
+
+#include "reconciler/core/status_transitions.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+namespace rg {
+namespace {
+
+using core::Phase;
+using core::RayJobStatus;
+
+core::AttemptRecord Attempt(int n, const std::string& id, Phase phase, RayJobStatus status) {
+  core::AttemptRecord a;
+  a.attempt = n;
+  a.submission_id = id;
+  a.phase = phase;
+  a.status = status;
+  return a;
+}
+
+// A record whose latest attempt is the last of `attempts`, in `phase`.
+core::StatusRecord Record(const std::string& name, Phase phase,
+                          std::vector<core::AttemptRecord> attempts) {
+  core::StatusRecord r;
+  r.name = name;
+  r.phase = phase;
+  r.attempts = std::move(attempts);
+  if (!r.attempts.empty()) {
+    r.submission_id = r.attempts.back().submission_id;
+    r.attempt = r.attempts.back().attempt;
+    r.status = r.attempts.back().status;
+  }
+  return r;
+}
+
+std::vector<std::string> Lines(const core::StatusRecord* before, const core::StatusRecord* after) {
+  std::vector<std::string> out;
+  for (const auto& t : core::RecordTransitions(before, after))
+    out.push_back(core::TransitionLine(t));
+  return out;
+}
+
+const core::AttemptRecord kR0Running = Attempt(0, "p-aa", Phase::kRunning, RayJobStatus::kRunning);
+const core::AttemptRecord kR0Failed = Attempt(0, "p-aa", Phase::kFailed, RayJobStatus::kFailed);
+const core::AttemptRecord kR1Pending =
+    Attempt(1, "p-aa-r1", Phase::kPending, RayJobStatus::kPending);
+
+TEST_CASE("Transitions between two records, one row per attempt that moved", "[status][history]") {
+  const auto pending =
+      Record("p", Phase::kPending, {Attempt(0, "p-aa", Phase::kPending, RayJobStatus::kPending)});
+  const auto running = Record("p", Phase::kRunning, {kR0Running});
+  const auto retried = Record("p", Phase::kPending, {kR0Failed, kR1Pending});
+  auto invalid = Record("p", Phase::kInvalid, {});
+  auto replaced_old = kR0Running;
+  replaced_old.stop_reason = core::StopReason::kReplacement;
+  const auto replacing =
+      Record("p", Phase::kPending,
+             {replaced_old, Attempt(0, "p-bb", Phase::kPending, RayJobStatus::kPending)});
+  auto old_stopped = replaced_old;
+  old_stopped.phase = Phase::kStopped;
+  old_stopped.status = RayJobStatus::kStopped;
+  const auto replaced =
+      Record("p", Phase::kRunning,
+             {old_stopped, Attempt(0, "p-bb", Phase::kRunning, RayJobStatus::kRunning)});
+  auto stopping = running;
+  stopping.phase = Phase::kStopping;
+
+  struct Case {
+    const char* what;
+    const core::StatusRecord* before;
+    const core::StatusRecord* after;
+    std::vector<std::string> lines;
+  };
+  const std::vector<Case> cases = {
+      {"a new job", nullptr, &pending, {"p: new -> Pending (p-aa)"}},
+      {"one transition", &pending, &running, {"p: Pending -> Running (p-aa)"}},
+      {"a failure retried in one pass",
+       &running,
+       &retried,
+       {"p: Running -> Failed (p-aa)", "p: new -> Pending (attempt 1, p-aa-r1)"}},
+      {"a replacement: the new run", &running, &replacing, {"p: new -> Pending (p-bb)"}},
+      {"the replaced run stops as the new one runs",
+       &replacing,
+       &replaced,
+       {"p: Running -> Stopped (p-aa)", "p: Pending -> Running (p-bb)"}},
+      {"a job-level phase no attempt explains",
+       &running,
+       &stopping,
+       {"p: Running -> Stopping (p-aa)"}},
+      {"an invalid spec without a run", nullptr, &invalid, {"p: new -> Invalid"}},
+      {"a deleted record", &running, nullptr, {"p: Running -> deleted (p-aa)"}},
+      {"nothing moved", &running, &running, {}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    CHECK(Lines(c.before, c.after) == c.lines);
+  }
+}
+
+TEST_CASE("A transition carries the attempt's number, id and Ray status", "[status][history]") {
+  const auto running = Record("p", Phase::kRunning, {kR0Running});
+  const auto retried = Record("p", Phase::kPending, {kR0Failed, kR1Pending});
+  const auto ts = core::RecordTransitions(&running, &retried);
+  REQUIRE(ts.size() == 2);
+  CHECK(ts[0].attempt == 0);
+  CHECK(ts[0].from == "Running");
+  CHECK(ts[0].to == "Failed");
+  CHECK(ts[0].status == RayJobStatus::kFailed);
+  CHECK(ts[1].attempt == 1);
+  CHECK(ts[1].submission_id == "p-aa-r1");
+  CHECK(ts[1].from == "new");
+  CHECK(ts[1].status == RayJobStatus::kPending);
+}
+
+TEST_CASE("A change without a phase change still says what changed", "[status][history]") {
+  auto before = Record("p", Phase::kRunning, {kR0Running});
+  auto after = before;
+  after.message = "something new";
+  CHECK(core::ChangeLines(&before, &after) ==
+        std::vector<std::string>{"p: Running (p-aa), message changed"});
+  CHECK(core::SubjectItem(&before, &after) == "p Running (message changed)");
+
+  auto owned = before;
+  owned.instance = "ray-gitops";
+  owned.ray_cluster = "prod";
+  CHECK(core::ChangeLines(&before, &owned) ==
+        std::vector<std::string>{"p: Running, now in the ledger of ray-gitops on prod"});
+  CHECK(core::SubjectItem(&before, &owned) == "p Running (owner recorded)");
+}
+
+TEST_CASE("Subject items name the job and its phase change", "[status][commit]") {
+  const auto pending = Record("p", Phase::kPending, {});
+  const auto running = Record("p", Phase::kRunning, {kR0Running});
+  CHECK(core::SubjectItem(nullptr, &pending) == "p new -> Pending");
+  CHECK(core::SubjectItem(&pending, &running) == "p Pending -> Running");
+  CHECK(core::SubjectItem(&running, nullptr) == "p Running -> deleted");
+}
+
+TEST_CASE("A subject item says how earlier runs ended on the way", "[status][commit]") {
+  const auto running = Record("p", Phase::kRunning, {kR0Running});
+  const auto retried = Record("p", Phase::kPending, {kR0Failed, kR1Pending});
+  CHECK(core::SubjectItem(&running, &retried) == "p Running -> Failed -> Pending");
+
+  auto old_stopped = kR0Running;
+  old_stopped.phase = Phase::kStopped;
+  old_stopped.status = RayJobStatus::kStopped;
+  const auto replacing =
+      Record("p", Phase::kPending,
+             {kR0Running, Attempt(0, "p-bb", Phase::kPending, RayJobStatus::kPending)});
+  const auto replaced =
+      Record("p", Phase::kPending,
+             {old_stopped, Attempt(0, "p-bb", Phase::kPending, RayJobStatus::kPending)});
+  CHECK(core::SubjectItem(&running, &replacing) == "p Running -> Pending");
+  CHECK(core::SubjectItem(&replacing, &replaced) == "p Pending -> Stopped -> Pending");
+}
+
+TEST_CASE("The subject lists what fits in 72 characters and counts the rest", "[status][commit]") {
+  struct Case {
+    const char* what;
+    std::vector<std::string> items;
+    std::string subject;
+  };
+  const std::string long_name(63, 'x');
+  const std::vector<Case> cases = {
+      {"one", {"ppo-qwen Running -> Succeeded"}, "ray-gitops: ppo-qwen Running -> Succeeded"},
+      {"two that fit",
+       {"ppo-qwen Running -> Succeeded", "sft-qwen Pending -> Running"},
+       "ray-gitops: ppo-qwen Running -> Succeeded, sft-qwen Pending -> Running"},
+      {"five, cut",
+       {"a Pending -> Running", "b Running -> Failed", "c new -> Pending", "d new -> Pending",
+        "e new -> Pending"},
+       "ray-gitops: a Pending -> Running, b Running -> Failed +3 more"},
+      {"a first item too long on its own",
+       {long_name + " Running -> Succeeded", "b new -> Pending"},
+       "ray-gitops: " + std::string(49, 'x') + "... +1 more"},
+      {"nothing", {}, "ray-gitops: no changes"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const std::string subject = core::StatusCommitSubject(c.items);
+    CHECK(subject == c.subject);
+    CHECK(subject.size() <= core::kMaxSubjectLength);
+  }
+}
+
+TEST_CASE("Odd names stay on one line and are never cut inside a character", "[status][commit]") {
+  auto before = Record("we\nird", Phase::kPending, {});
+  auto after = Record("we\nird", Phase::kRunning, {});
+  CHECK(core::SubjectItem(&before, &after) == "we ird Pending -> Running");
+  CHECK(core::ChangeLines(&before, &after) ==
+        std::vector<std::string>{"we ird: Pending -> Running"});
+
+  // 30 two-byte characters: 60 bytes, which with the prefix do not fit in 72.
+  std::string wide;
+  for (int i = 0; i < 30; ++i) wide += "\xc3\xa9";
+  const std::string subject = core::StatusCommitSubject({wide + " new -> Pending"});
+  CHECK(subject.size() <= core::kMaxSubjectLength);
+  REQUIRE(subject.ends_with("..."));
+  const std::string kept =
+      subject.substr(core::kSubjectPrefix.size(), subject.size() - core::kSubjectPrefix.size() - 3);
+  CHECK(kept.size() % 2 == 0);  // whole characters only
+}
+
+TEST_CASE("JobHistory lists every transition oldest first with its commits", "[status][history]") {
+  auto pending =
+      Record("p", Phase::kPending, {Attempt(0, "p-aa", Phase::kPending, RayJobStatus::kPending)});
+  pending.spec_commit = "spec1";
+  auto retried = Record("p", Phase::kPending, {kR0Failed, kR1Pending});
+  retried.spec_commit = "spec1";
+  std::vector<core::RecordVersion> versions(3);
+  versions[0].commit = "c1";
+  versions[0].time_ms = 1000;
+  versions[0].record = pending;
+  versions[1].commit = "c2";
+  versions[1].time_ms = 2000;
+  versions[1].record = retried;
+  versions[2].commit = "c3";
+  versions[2].time_ms = 3000;  // deleted
+
+  const auto rows = core::JobHistory(versions);
+  REQUIRE(rows.size() == 4);
+  CHECK(core::TransitionLine(rows[0].transition) == "p: new -> Pending (p-aa)");
+  CHECK(rows[0].status_commit == "c1");
+  CHECK(rows[0].spec_commit == "spec1");
+  CHECK(core::TransitionLine(rows[1].transition) == "p: Pending -> Failed (p-aa)");
+  CHECK(rows[1].time_ms == 2000);
+  CHECK(core::TransitionLine(rows[2].transition) == "p: new -> Pending (attempt 1, p-aa-r1)");
+  CHECK(rows[2].status_commit == "c2");
+  CHECK(core::TransitionLine(rows[3].transition) == "p: Pending -> deleted (attempt 1, p-aa-r1)");
+  CHECK(rows[3].spec_commit == "spec1");  // the last record's
+}
+
+}  // namespace
+}  // namespace rg
