@@ -315,9 +315,16 @@ std::string GitStatusStore::FormatCommitMessage(const ports::StatusCommit& messa
     out.pop_back();
   }
   if (!message.trailers.empty()) {
+    // The trailer block: Spec-Commit, Ray-Cluster, then any other in name order.
     out += "\n\n";
-    for (const auto& [key, value] : message.trailers) {
+    const auto add = [&out](const std::string& key, const std::string& value) {
       out += OneLine(key) + ": " + OneLine(value) + "\n";
+    };
+    for (const char* key : {"Spec-Commit", "Ray-Cluster"}) {
+      if (auto it = message.trailers.find(key); it != message.trailers.end()) add(key, it->second);
+    }
+    for (const auto& [key, value] : message.trailers) {
+      if (key != "Spec-Commit" && key != "Ray-Cluster") add(key, value);
     }
     out.pop_back();
   }
@@ -347,6 +354,12 @@ core::Result<std::string> GitStatusStore::Write(const ports::StatusChanges& chan
       header.spec_commit.empty() && it != message.trailers.end()) {
     header.spec_commit = it->second;
   }
+  if (header.status_branch.empty()) header.status_branch = options_.branch;
+  // The watched branch as STATUS.md links to it: --ref HEAD reads the remote's default branch.
+  std::string watched = header.watched_branch;
+  if (watched.empty() || watched == "HEAD") watched = workspace_->remote_head();
+  if (watched.starts_with("refs/heads/")) watched.erase(0, std::string_view("refs/heads/").size());
+  header.watched_branch = watched;
   for (int attempt = 0; attempt < options_.max_push_attempts; ++attempt) {
     if (attempt > 0) {
       if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();

@@ -73,8 +73,10 @@ class GitStatusStore : public ports::StatusStore {
 
   int push_attempts() const { return push_attempts_; }
 
-  // "subject\n\nbody...\n\nKey: value\n..." with empty sections left out; line breaks inside
-  // a subject, body line or trailer value become spaces.
+  // "subject\n\nbody...\n\nKey: value\n..." with empty sections left out: the trailers are the
+  // last paragraph, as Git's trailer format wants, Spec-Commit first, then Ray-Cluster, then
+  // any other by name. Line breaks inside a subject, body line or trailer value become spaces.
+  // The message is built by engine/status_commit.h; this only lays it out.
   static std::string FormatCommitMessage(const ports::StatusCommit& message);
 
  private:

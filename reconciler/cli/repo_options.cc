@@ -121,6 +121,7 @@ core::Result<RepoHandles> OpenRepo(const RepoOptions& options) {
   st.branch = options.status_branch;
   st.markdown_header.repo_url = h.workspace->recorded_url();
   st.markdown_header.instance = options.instance;
+  st.markdown_header.watched_branch = options.ref;  // "HEAD": the store asks the remote
   h.store = std::make_unique<adapters::GitStatusStore>(h.workspace, st);
   return h;
 }

@@ -1,5 +1,9 @@
 #include "reconciler/core/status_markdown.h"
 
+#include <cctype>
+#include <map>
+
+#include "reconciler/core/ownership.h"
 #include "reconciler/core/time_format.h"
 
 namespace rg::core {
@@ -25,53 +29,185 @@ std::string EscapeMarkdownCell(std::string_view text) {
   return start == std::string::npos ? std::string() : out.substr(start);
 }
 
+std::string EscapeMarkdownText(std::string_view text) {
+  const std::string cell = EscapeMarkdownCell(text);  // '|' already escaped
+  constexpr std::string_view kMarkup = "\\`*_[]<>~&!";
+  std::string out;
+  out.reserve(cell.size());
+  for (size_t i = 0; i < cell.size(); ++i) {
+    const char c = cell[i];
+    const bool escaped_pipe = c == '\\' && i + 1 < cell.size() && cell[i + 1] == '|';
+    if (!escaped_pipe && kMarkup.find(c) != std::string_view::npos) out += '\\';
+    if (c == '\t') {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 namespace {
+
+constexpr size_t kMessageCells = 80;
+
+// Percent-encodes what would end a Markdown link or a table cell, and, in a path part, what
+// a URL would read as its query or fragment.
+std::string EncodeUrl(std::string_view text, bool path_part) {
+  constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string out;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool plain = byte > 0x20 && byte < 0x7f &&
+                       std::string_view("()<>|\"`[]\\{}^ ").find(c) == std::string_view::npos &&
+                       !(path_part && (c == '#' || c == '?' || c == '%'));
+    if (plain) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4U];
+      out += kHex[byte & 0xFU];
+    }
+  }
+  return out;
+}
+
+std::string Link(std::string_view text, const std::string& url) {
+  return "[" + std::string(text) + "](" + url + ")";
+}
+
+bool StartsWithScheme(std::string_view url, std::string_view scheme) {
+  if (url.size() < scheme.size()) return false;
+  for (size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
+  }
+  return true;
+}
+
+// user@host:path, the scp-like SSH form: a ':' before any '/', not a one-letter drive.
+bool IsScpLike(std::string_view url) {
+  if (url.find("://") != std::string_view::npos) return false;
+  const size_t colon = url.find(':');
+  const size_t slash = url.find('/');
+  return colon != std::string_view::npos && colon > 1 &&
+         (slash == std::string_view::npos || colon < slash);
+}
+
+// "host:port/path" without the port.
+std::string WithoutPort(const std::string& identity) {
+  const size_t slash = identity.find('/');
+  const std::string host = identity.substr(0, slash);
+  const std::string rest = slash == std::string::npos ? "" : identity.substr(slash);
+  const size_t bracket = host.rfind(']');
+  const size_t colon = host.rfind(':');
+  if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket)) {
+    return identity;
+  }
+  return host.substr(0, colon) + rest;
+}
+
+std::string CountsLine(const Ledger& ledger) {
+  std::map<Phase, int> counts;
+  for (const auto& [name, r] : ledger) ++counts[r.phase];
+  std::string out = std::to_string(ledger.size()) + (ledger.size() == 1 ? " job" : " jobs");
+  const char* sep = ": ";
+  for (Phase p : kAllPhases) {
+    if (auto it = counts.find(p); it != counts.end()) {
+      out += sep + std::to_string(it->second) + " " + std::string(PhaseName(p));
+      sep = ", ";
+    }
+  }
+  return out;
+}
 
 std::string Code(std::string_view text) {
   if (text.empty()) return "";
   return "`" + EscapeMarkdownCell(text) + "`";
 }
 
-std::string TimeCell(const std::optional<int64_t>& ms) {
-  return ms ? FormatRfc3339Millis(*ms) : "";
+// The first validation error (and how many more), else Ray's message; at most kMessageCells
+// bytes, cut on a UTF-8 character boundary.
+std::string ShortMessage(const StatusRecord& r) {
+  std::string message = r.message;
+  if (!r.errors.empty()) {
+    message = r.errors.front();
+    if (r.errors.size() > 1) message += " (+" + std::to_string(r.errors.size() - 1) + " more)";
+  }
+  if (message.size() <= kMessageCells) return EscapeMarkdownText(message);
+  size_t cut = kMessageCells - 3;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0U) == 0x80U) --cut;
+  return EscapeMarkdownText(message.substr(0, cut)) + "...";
+}
+
+std::string SinceCell(const StatusRecord& r) {
+  if (r.end_time_ms) return FormatRfc3339Millis(*r.end_time_ms);
+  if (r.start_time_ms) return FormatRfc3339Millis(*r.start_time_ms);
+  return "";
+}
+
+std::string LinksCell(const StatusRecord& r) {
+  std::string out = Link("status", EncodeUrl("status/" + r.name + ".yaml", true));
+  if (!r.dashboard_url.empty()) out += " " + Link("dashboard", EncodeUrl(r.dashboard_url, false));
+  return out;
+}
+
+std::string Row(const StatusRecord& r, const StatusMarkdownHeader& header) {
+  const std::string name = EscapeMarkdownText(r.name);
+  const std::string spec = SpecLink(r, header);
+  std::string out = "| " + (spec.empty() ? name : Link(name, spec));
+  out += " | " + std::string(PhaseName(r.phase));
+  out += " | " + (r.attempt ? std::to_string(*r.attempt) : std::string());
+  out += " | " + Code(r.submission_id);
+  out += " | " + SinceCell(r);
+  out += " | " + ShortMessage(r);
+  out += " | " + LinksCell(r);
+  return out + " |\n";
+}
+
+std::string HeaderLines(const StatusMarkdownHeader& header) {
+  std::string out = "Written by ray-gitops on every change; do not edit by hand. ";
+  out += "The per-job files are under `status/`.\n\n";
+  std::string facts;
+  if (!header.repo_url.empty()) facts += "- Repository: " + Code(header.repo_url) + "\n";
+  if (!header.watched_branch.empty()) facts += "- Branch: " + Code(header.watched_branch) + "\n";
+  if (!header.spec_commit.empty()) facts += "- Spec commit: " + Code(header.spec_commit) + "\n";
+  if (!header.instance.empty()) facts += "- Instance: " + Code(header.instance) + "\n";
+  return facts.empty() ? out : out + facts + "\n";
 }
 
 }  // namespace
 
+std::string RepositoryWebUrl(std::string_view repo_url) {
+  const std::string identity = RepoIdentity(repo_url);
+  if (identity.empty()) return "";
+  if (StartsWithScheme(repo_url, "https://")) return "https://" + identity;
+  if (StartsWithScheme(repo_url, "http://")) return "http://" + identity;
+  if (StartsWithScheme(repo_url, "ssh://") || StartsWithScheme(repo_url, "git://") ||
+      StartsWithScheme(repo_url, "git+ssh://") || IsScpLike(repo_url)) {
+    return "https://" + WithoutPort(identity);
+  }
+  return "";
+}
+
+std::string SpecLink(const StatusRecord& record, const StatusMarkdownHeader& header) {
+  if (record.spec_path.empty()) return "";
+  if (!header.status_branch.empty() && header.status_branch == header.watched_branch) {
+    return EncodeUrl(record.spec_path, true);
+  }
+  const std::string web = RepositoryWebUrl(header.repo_url);
+  if (web.empty() || header.watched_branch.empty()) return "";
+  return web + "/blob/" + EncodeUrl(header.watched_branch, true) + "/" +
+         EncodeUrl(record.spec_path, true);
+}
+
 std::string RenderStatusMarkdown(const Ledger& ledger, const StatusMarkdownHeader& header) {
-  std::string out = "# " + EscapeMarkdownCell(header.title) + "\n\n";
-  out += "Written by ray-gitops on every change; do not edit by hand. ";
-  out += "The per-job files are under `status/`.\n\n";
-  if (!header.repo_url.empty()) out += "- Repository: " + Code(header.repo_url) + "\n";
-  if (!header.spec_commit.empty()) out += "- Spec commit: " + Code(header.spec_commit) + "\n";
-  if (!header.instance.empty()) out += "- Instance: " + Code(header.instance) + "\n";
-  if (!header.repo_url.empty() || !header.spec_commit.empty() || !header.instance.empty()) {
-    out += "\n";
-  }
-  if (ledger.empty()) {
-    out += "No jobs.\n";
-    return out;
-  }
-  out += "| name | phase | submission id | Ray status | attempt | start | end | spec | message |\n";
-  out += "|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& [name, r] : ledger) {
-    std::string message = r.message;
-    if (!r.errors.empty()) {
-      message = r.errors.front();
-      if (r.errors.size() > 1) message += " (+" + std::to_string(r.errors.size() - 1) + " more)";
-    }
-    out += "| " + EscapeMarkdownCell(name);
-    out += " | " + std::string(PhaseName(r.phase));
-    out += " | " + Code(r.submission_id);
-    out += " | ";
-    if (r.status != RayJobStatus::kUnknown) out += RayJobStatusName(r.status);
-    out += " | " + (r.attempt ? std::to_string(*r.attempt) : std::string());
-    out += " | " + TimeCell(r.start_time_ms);
-    out += " | " + TimeCell(r.end_time_ms);
-    out += " | " + Code(r.spec_path);
-    out += " | " + EscapeMarkdownCell(message);
-    out += " |\n";
-  }
+  std::string out = "# " + EscapeMarkdownText(header.title) + "\n\n";
+  if (ledger.empty()) return out + HeaderLines(header) + "No jobs.\n";
+  out += CountsLine(ledger) + "\n\n";
+  out += HeaderLines(header);
+  out += "| NAME | PHASE | ATTEMPT | SUBMISSION_ID | SINCE | MESSAGE | LINKS |\n";
+  out += "|---|---|---|---|---|---|---|\n";
+  for (const auto& [name, r] : ledger) out += Row(r, header);
   return out;
 }
 

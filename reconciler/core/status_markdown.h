@@ -1,8 +1,9 @@
 #pragma once
 // STATUS.md at the root of the status branch: the ledger as a Markdown table for people
-// browsing the repository. Pure: the caller supplies every value, the clock included.
+// browsing the repository on GitHub or GitLab. Pure: the caller supplies every value.
 
 #include <string>
+#include <string_view>
 
 #include "reconciler/core/status_model.h"
 
@@ -13,14 +14,42 @@ struct StatusMarkdownHeader {
   std::string repo_url;     // the desired-state repository (credentials stripped); optional
   std::string spec_commit;  // the commit the last pass read; optional
   std::string instance;     // the --instance name; optional
+  // The branch the specs are read from ("main"; not "HEAD") and the branch STATUS.md is on.
+  // Both are needed for the links to the spec files; either may be empty.
+  std::string watched_branch;
+  std::string status_branch;
 };
 
-// One row per record, sorted by name: name, phase, submission id, Ray status, attempt,
-// start, end, spec path, message. Cell text has '|' escaped and line breaks turned into
-// spaces, so a message can never break the table. The output depends only on the arguments.
+// The page: the title, a count of the jobs by phase ("3 jobs: 1 Running, 1 Succeeded, 1
+// Failed"), a short header, and one row per record, sorted by name: NAME (a link to the spec
+// file, SpecLink), PHASE, ATTEMPT, SUBMISSION_ID, SINCE (the latest run's end time, else its
+// start time), MESSAGE (the first validation error, else Ray's message, cut to 80
+// characters) and LINKS (the status file, status/<name>.yaml, relative: it is on the same
+// branch; and the run in the Ray dashboard, the record's dashboard_url). Cell text is
+// escaped (EscapeMarkdownText) and URLs percent-encoded, so nothing in a record can break the
+// table or add markup. The output depends only on the arguments.
 std::string RenderStatusMarkdown(const Ledger& ledger, const StatusMarkdownHeader& header = {});
+
+// Where NAME links to, or "" for no link:
+// - the status branch is the watched branch: the spec path itself, relative (the page is at
+//   the root of the same tree);
+// - else, when the repository URL is a network URL (https://, http://, ssh://, git://,
+//   user@host:path) and the watched branch is known:
+//   https://<host>/<path>/blob/<watched branch>/<spec path> (http:// kept for an http URL),
+//   without credentials, port of SSH or ".git". GitHub serves that address and GitLab
+//   redirects it to its /-/blob/ form. A relative "../" link cannot reach another branch:
+//   GitLab resolves "../" inside the tree of the current branch;
+// - else (a local path, file://): no link.
+std::string SpecLink(const StatusRecord& record, const StatusMarkdownHeader& header);
+
+// The web address of a repository from its clone URL (see SpecLink), or "" for a local one.
+std::string RepositoryWebUrl(std::string_view repo_url);
 
 // A table cell: '|' escaped as '\|', CR/LF as single spaces, surrounding spaces trimmed.
 std::string EscapeMarkdownCell(std::string_view text);
+
+// A table cell of free text: as EscapeMarkdownCell, and every character that Markdown or
+// HTML would read as markup (\ ` * _ [ ] < > ~ & !) escaped with a backslash.
+std::string EscapeMarkdownText(std::string_view text);
 
 }  // namespace rg::core

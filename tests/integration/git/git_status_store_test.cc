@@ -101,16 +101,17 @@ TEST_CASE("Write commits the records with trailers and STATUS.md, and reads them
   CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/a.yaml") == spec::EncodeStatusYaml(a));
   const auto markdown = testing::ReadFileAt(repo.remote, kBranch, "STATUS.md");
   REQUIRE(markdown.has_value());
-  CHECK(markdown->find("| a | Running | `a-3f2a1c9b0e` | RUNNING |") != std::string::npos);
+  CHECK(markdown->find("2 jobs: 1 Running, 1 Failed\n") != std::string::npos);
+  // A local repository has no web page: the name is not a link; the status file is.
+  CHECK(markdown->find("| a | Running | 0 | `a-3f2a1c9b0e` |") != std::string::npos);
+  CHECK(markdown->find("[status](status/a.yaml)") != std::string::npos);
   CHECK(markdown->find("| b | Failed |") != std::string::npos);
   CHECK(markdown->find("- Spec commit: `" + std::string(40, 'a') + "`") != std::string::npos);
 
   const auto messages = testing::CommitMessages(repo.remote, kBranch);
   REQUIRE(messages.size() == 1);
-  CHECK(messages[0] ==
-        "ray-gitops: 2 transitions\n\nline one\nline two\n\nRay-Cluster: http://127.0.0.1:8265\n"
-        "Spec-Commit: " +
-            std::string(40, 'a') + "\n");
+  CHECK(messages[0] == "ray-gitops: 2 transitions\n\nline one\nline two\n\nSpec-Commit: " +
+                           std::string(40, 'a') + "\nRay-Cluster: http://127.0.0.1:8265\n");
 
   // The watched branch is untouched.
   CHECK(testing::CountCommits(repo.remote, "main") == 1);

@@ -1,9 +1,10 @@
-// STATUS.md: one row per job, cells that cannot break the table.
+// STATUS.md: counts by phase, one row per job with links, cells that cannot break the table.
 
 #include "reconciler/core/status_markdown.h"
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 namespace rg {
 namespace {
@@ -24,43 +25,67 @@ size_t Count(const std::string& text, char c) {
   return n;
 }
 
-TEST_CASE("STATUS.md has one row per job with its phase, id, Ray status and times",
-          "[status][markdown]") {
+TEST_CASE("STATUS.md counts the jobs by phase and has one row per job", "[status][markdown]") {
   core::Ledger ledger;
   auto running = Row("b-job", Phase::kRunning);
   running.submission_id = "b-job-3f2a1c9b0e-r2";
   running.status = core::RayJobStatus::kRunning;
   running.attempt = 2;
   running.start_time_ms = 1795000000123;
+  running.message = "Job is currently running.";
+  running.dashboard_url = "http://127.0.0.1:8265/#/jobs/b-job-3f2a1c9b0e-r2";
   ledger.emplace("b-job", running);
   ledger.emplace("a-job", Row("a-job", Phase::kPending));
+  auto done = Row("c-job", Phase::kRunning);
+  done.end_time_ms = 1795000001000;
+  done.start_time_ms = 1795000000000;
+  ledger.emplace("c-job", done);
 
   core::StatusMarkdownHeader header;
   header.repo_url = "https://example.com/org/repo.git";
   header.spec_commit = "0123456789abcdef";
+  header.watched_branch = "main";
+  header.status_branch = "ray-gitops/status";
   const std::string md = core::RenderStatusMarkdown(ledger, header);
-  CHECK(md.rfind("# ray-gitops status\n", 0) == 0);
+  CHECK(md.rfind("# ray-gitops status\n\n3 jobs: 1 Pending, 2 Running\n\n", 0) == 0);
   CHECK(md.find("- Repository: `https://example.com/org/repo.git`") != std::string::npos);
   CHECK(md.find("- Spec commit: `0123456789abcdef`") != std::string::npos);
-  CHECK(md.find("| b-job | Running | `b-job-3f2a1c9b0e-r2` | RUNNING | 2 | "
-                "2026-11-18T11:06:40.123Z |  | `jobs/b-job.yaml` |  |\n") != std::string::npos);
-  CHECK(md.find("| a-job | Pending |  |  |  |  |  | `jobs/a-job.yaml` |  |\n") !=
+  CHECK(md.find("| NAME | PHASE | ATTEMPT | SUBMISSION_ID | SINCE | MESSAGE | LINKS |\n") !=
         std::string::npos);
-  CHECK(md.find("| a-job") < md.find("| b-job"));
+  CHECK(md.find("| [b-job](https://example.com/org/repo/blob/main/jobs/b-job.yaml) | Running | 2 "
+                "| `b-job-3f2a1c9b0e-r2` | 2026-11-18T11:06:40.123Z | Job is currently running. "
+                "| [status](status/b-job.yaml) "
+                "[dashboard](http://127.0.0.1:8265/#/jobs/b-job-3f2a1c9b0e-r2) |\n") !=
+        std::string::npos);
+  CHECK(md.find("| [a-job](https://example.com/org/repo/blob/main/jobs/a-job.yaml) | Pending |  "
+                "|  |  |  | [status](status/a-job.yaml) |\n") != std::string::npos);
+  // An ended run's time is its end.
+  CHECK(md.find("| 2026-11-18T11:06:41.000Z |") != std::string::npos);
+  CHECK(md.find("| [a-job]") < md.find("| [b-job]"));
   CHECK(core::RenderStatusMarkdown(ledger, header) == md);
 }
 
-TEST_CASE("Pipes and line breaks in a message cannot break the table", "[status][markdown]") {
+TEST_CASE("Pipes, markup and line breaks in a message cannot break the table",
+          "[status][markdown]") {
   core::Ledger ledger;
   auto r = Row("x", Phase::kFailed);
-  r.message = "a | b\nc\r\nd |";
+  r.message = "a | b\nc\r\nd | <img src=y> *bold* [l](u)";
   ledger.emplace("x", r);
   const std::string md = core::RenderStatusMarkdown(ledger);
   const std::string row = md.substr(md.find("| x |"));
-  CHECK(row.find("a \\| b c d \\|") != std::string::npos);
+  CHECK(row.find("a \\| b c d \\| \\<img src=y\\> \\*bold\\* \\[l\\](u)") != std::string::npos);
   CHECK(Count(row, '\n') == 1);
-  // Nine cells: ten unescaped pipes.
-  CHECK(Count(row, '|') - 2 == 10);
+  // Seven cells: eight unescaped pipes.
+  CHECK(Count(row, '|') - 2 == 8);
+}
+
+TEST_CASE("A long message is cut to 80 characters", "[status][markdown]") {
+  core::Ledger ledger;
+  auto r = Row("x", Phase::kFailed);
+  r.message = std::string(200, 'm');
+  ledger.emplace("x", r);
+  const std::string md = core::RenderStatusMarkdown(ledger);
+  CHECK(md.find("| " + std::string(77, 'm') + "... |") != std::string::npos);
 }
 
 TEST_CASE("Validation errors take the message column of an invalid job", "[status][markdown]") {
@@ -75,7 +100,50 @@ TEST_CASE("Validation errors take the message column of an invalid job", "[statu
 TEST_CASE("An empty ledger says so instead of printing an empty table", "[status][markdown]") {
   const std::string md = core::RenderStatusMarkdown({});
   CHECK(md.find("No jobs.") != std::string::npos);
-  CHECK(md.find("| name |") == std::string::npos);
+  CHECK(md.find("| NAME |") == std::string::npos);
+}
+
+TEST_CASE("The spec link works from the status branch on GitHub and GitLab", "[status][markdown]") {
+  auto r = Row("a", Phase::kRunning);
+  r.spec_path = "jobs/team a/a#1.yaml";
+  core::StatusMarkdownHeader h;
+  h.watched_branch = "main";
+  h.status_branch = "ray-gitops/status";
+  struct Case {
+    const char* repo_url;
+    const char* link;
+  };
+  const std::vector<Case> cases = {
+      {"https://github.com/org/repo.git",
+       "https://github.com/org/repo/blob/main/jobs/team%20a/a%231.yaml"},
+      {"https://gitlab.example.com:8443/group/sub/repo",
+       "https://gitlab.example.com:8443/group/sub/repo/blob/main/jobs/team%20a/a%231.yaml"},
+      {"git@github.com:org/repo.git",
+       "https://github.com/org/repo/blob/main/jobs/team%20a/a%231.yaml"},
+      {"ssh://git@gitlab.com:2222/group/repo.git",
+       "https://gitlab.com/group/repo/blob/main/jobs/team%20a/a%231.yaml"},
+      {"/srv/git/repo.git", ""},
+      {"file:///srv/git/repo.git", ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.repo_url);
+    h.repo_url = c.repo_url;
+    CHECK(core::SpecLink(r, h) == c.link);
+  }
+  // Same-branch mode: the spec is in the same tree as STATUS.md.
+  h.repo_url = "/srv/git/repo.git";
+  h.status_branch = "main";
+  CHECK(core::SpecLink(r, h) == "jobs/team%20a/a%231.yaml");
+  // Without the watched branch there is nothing to link to.
+  h.repo_url = "https://github.com/org/repo.git";
+  h.status_branch = "ray-gitops/status";
+  h.watched_branch.clear();
+  CHECK(core::SpecLink(r, h).empty());
+}
+
+TEST_CASE("Credentials in the repository URL never reach a link", "[status][markdown]") {
+  CHECK(core::RepositoryWebUrl("https://user:s3cr3t-token@github.com/org/repo.git") ==
+        "https://github.com/org/repo");
 }
 
 TEST_CASE("EscapeMarkdownCell escapes pipes, folds line breaks and trims", "[status][markdown]") {
