@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reconciler/core/identity.h"
@@ -14,14 +15,14 @@
 namespace rg::core {
 namespace {
 
-constexpr char kWhere[] = "Ray at http://head:8265";
-constexpr char kRepoA[] = "https://github.com/team-a/jobs";
-constexpr char kRepoB[] = "git@github.com:team-b/jobs.git";
+constexpr std::string_view kWhere = "Ray at http://head:8265";
+constexpr std::string_view kRepoA = "https://github.com/team-a/jobs";
+constexpr std::string_view kRepoB = "git@github.com:team-b/jobs.git";
 
 // A daemon's run: `instance` empty makes it a one-off run of `submit`.
 RayJob Run(const std::string& id, const std::string& name, std::optional<int64_t> start_ms,
            int attempt, const std::string& instance = "ray-gitops",
-           const std::string& repo = kRepoA) {
+           std::string_view repo = kRepoA) {
   RayJob job;
   job.type = "SUBMISSION";
   job.submission_id = id;
@@ -33,7 +34,7 @@ RayJob Run(const std::string& id, const std::string& name, std::optional<int64_t
     job.metadata[std::string(kMetaSubmittedBy)] = std::string(kSubmittedByCli);
   } else {
     job.metadata[std::string(kMetaManagedBy)] = instance;
-    job.metadata[std::string(kMetaRepo)] = repo;
+    job.metadata[std::string(kMetaRepo)] = std::string(repo);
   }
   return job;
 }
@@ -42,7 +43,7 @@ JobQuery Query(const std::string& arg, const std::string& instance = "") {
   JobQuery query;
   query.arg = arg;
   query.instance = instance;
-  query.where = kWhere;
+  query.where = std::string(kWhere);
   return query;
 }
 
