@@ -110,7 +110,7 @@ void AddRenderCommand(CLI::App& app, const GlobalOptions& global, int* exit_code
   cmd->add_option("file", options->file, "the JobSpec (relative to the repository or to here)")
       ->required();
   AddLocalRepoOptions(cmd, options.get());
-  cmd->add_option("--format", options->format, "yaml or json")
+  cmd->add_option("--format,-o", options->format, "yaml or json")
       ->check(CLI::IsMember({"yaml", "json"}))
       ->capture_default_str();
   cmd->add_option("--instance", options->instance, "instance name recorded in gitops.managed-by")
