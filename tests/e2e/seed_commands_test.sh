@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The seed's one-off commands against the real head: submit (with artifacts, and a second
-# submit refused), status, logs, list, stop. Usage: seed_commands_test.sh RAY_GITOPS_BINARY SOURCE_DIR
+# submit refused), status, logs, list, stop, by id and by name, and logs of a PENDING job.
+# Usage: seed_commands_test.sh RAY_GITOPS_BINARY SOURCE_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rg_e2e_init "$@"
 
@@ -35,13 +36,32 @@ grep -Eqx "start_time: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z" "
   rg_fail "start_time not RFC 3339 UTC: $(cat "$RG_TMP/status.out")"
 grep -qx "driver_exit_code: 0" "$RG_TMP/status.out" || rg_fail "no driver exit code 0"
 grep -qx "managed_by: cli" "$RG_TMP/status.out" || rg_fail "not shown as a one-off (cli) run"
-if rg status "does-not-exist-$RANDOM" >/dev/null 2>&1; then rg_fail "status of a missing job exited 0"; fi
+missing="does-not-exist-$RANDOM"
+if rg status "$missing" >/dev/null 2>"$RG_TMP/missing.err"; then rg_fail "status of a missing job exited 0"; fi
+grep -qx "ray-gitops: no job named $missing or with id $missing in Ray at $RG_ADDRESS" "$RG_TMP/missing.err" ||
+  rg_fail "status of a missing job: $(cat "$RG_TMP/missing.err")"
+
+# --- status by name: the name's latest run (this run's, the newest smoke-hello on the head) ---
+rg status smoke-hello >"$RG_TMP/status-name.out"
+grep -qx "submission_id: $id" "$RG_TMP/status-name.out" || rg_fail "status smoke-hello: $(cat "$RG_TMP/status-name.out")"
+grep -qx "name: smoke-hello" "$RG_TMP/status-name.out" || rg_fail "status by name lacks the name"
+rg status smoke-hello -o json | "$RG_PY" -c '
+import json, sys
+job = json.load(sys.stdin)
+assert job["submission_id"] == sys.argv[1] and job["name"] == "smoke-hello", job
+assert job["status"] == "SUCCEEDED" and job["attempt"] == 0 and job["driver_exit_code"] == 0, job
+assert job["submitted_by"] == "cli" and job["start_time"].endswith("Z"), job
+' "$id" || rg_fail "status smoke-hello -o json"
 
 # --- logs: the output is there; --tail 1 gives the last line only ---
 rg logs "$id" >"$RG_TMP/logs.out"
 grep -qx "greeting=hi there" "$RG_TMP/logs.out" || rg_fail "logs lack the greeting: $(cat "$RG_TMP/logs.out")"
 grep -q "^pythonpath=$shared/user/code:" "$RG_TMP/logs.out" ||
   rg_fail "PYTHONPATH lacks user_code_path: $(grep pythonpath "$RG_TMP/logs.out")"
+rg logs smoke-hello >"$RG_TMP/logs-name.out" 2>"$RG_TMP/logs-name.err"
+cmp -s "$RG_TMP/logs.out" "$RG_TMP/logs-name.out" || rg_fail "logs smoke-hello differs from logs $id"
+grep -qx "ray-gitops: logs of $id, the latest run of smoke-hello" "$RG_TMP/logs-name.err" ||
+  rg_fail "logs by name does not say which run: $(cat "$RG_TMP/logs-name.err")"
 # Ray writes its own "Running entrypoint ..." line into the same log, before or after the
 # job's output: the last line is whichever came last.
 rg logs "$id" --tail 1 >"$RG_TMP/tail.out"
@@ -53,14 +73,18 @@ grep -qx "last-line" "$RG_TMP/follow.out" || rg_fail "logs --follow of a finishe
 # --- list: table and JSON, with the name and managed-by columns ---
 rg list | grep -E "^$id +smoke-hello +SUCCEEDED +SUBMISSION +cli " >/dev/null ||
   rg_fail "list: $(rg list)"
-rg list --format json | "$RG_PY" -c '
+rg list -o json | "$RG_PY" -c '
 import json, sys
 jobs = {j["submission_id"]: j for j in json.load(sys.stdin)}
 job = jobs[sys.argv[1]]
 assert job["status"] == "SUCCEEDED" and job["managed_by"] is None, job
 assert job["submitted_by"] == "cli" and job["name"] == "smoke-hello", job
 assert job["metadata"]["gitops.name"] == "smoke-hello", job
-' "$id" || rg_fail "list --format json"
+' "$id" || rg_fail "list -o json"
+"$RG_BIN" render --repo "$RG_TMP/repo" jobs/smoke/hello.yaml -o json | "$RG_PY" -c '
+import json, sys
+assert json.load(sys.stdin)["metadata"]["gitops.name"] == "smoke-hello"
+' || rg_fail "render -o json"
 
 # --- artifacts: the tree of DESIGN.md 5, the exact body, no secrets ---
 dir=$shared/jobs/$id
@@ -147,8 +171,30 @@ sleeper=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo
   --no-artifacts 2>/dev/null) || rg_fail "submit of the sleeper"
 [ ! -e "$shared/jobs/$sleeper" ] || rg_fail "--no-artifacts still wrote artifacts"
 rg_wait_status "$sleeper" RUNNING 180
-rg stop "$sleeper" | grep -q "stop sent to $sleeper" || rg_fail "stop did not report a stop"
+rg stop smoke-sleeper | grep -qx "stop sent to $sleeper, the latest run of smoke-sleeper (Ray stops it asynchronously)" ||
+  rg_fail "stop by name did not report a stop of $sleeper"
 rg_wait_status "$sleeper" STOPPED 60
 rg stop "$sleeper" | grep -q "had already ended" || rg_fail "a second stop should send nothing"
 
-echo "seed commands: ok ($id, $other, $ticker, $sleeper)"
+# --- logs of a PENDING job: says so on stderr, prints nothing, exits 0. This one waits for a
+#     resource the cluster lacks, so it stays PENDING; Ray answers its stop without carrying it
+#     out, and fails it after its start timeout. ---
+cat >"$RG_TMP/repo/jobs/smoke/starved.yaml" <<'EOF_SPEC'
+workload: custom
+entrypoint: echo never
+entrypoint_num_cpus: 0
+entrypoint_resources:
+  rg_e2e_resource_nobody_has: 1
+EOF_SPEC
+rg_tag_spec "$RG_TMP/repo/jobs/smoke/starved.yaml"
+starved=$(rg submit --config "$RG_TMP/repo/cluster.yaml" --jobspec "$RG_TMP/repo/jobs/smoke/starved.yaml" \
+  --no-artifacts 2>/dev/null) || rg_fail "submit of the starved job"
+[ "$(rg_status_of "$starved")" = PENDING ] || rg_fail "$starved is not PENDING"
+rg logs smoke-starved >"$RG_TMP/starved.out" 2>"$RG_TMP/starved.err" ||
+  rg_fail "logs of a PENDING job exited non-zero: $(cat "$RG_TMP/starved.err")"
+[ ! -s "$RG_TMP/starved.out" ] || rg_fail "logs of a PENDING job printed: $(cat "$RG_TMP/starved.out")"
+grep -q "^ray-gitops: smoke-starved ($starved) is PENDING: no driver log yet; Ray says: Job has not started yet" \
+  "$RG_TMP/starved.err" || rg_fail "logs of a PENDING job: $(cat "$RG_TMP/starved.err")"
+rg stop "$starved" >/dev/null || rg_fail "stop of the starved job"
+
+echo "seed commands: ok ($id, $other, $ticker, $sleeper, $starved)"
