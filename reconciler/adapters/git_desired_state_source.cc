@@ -275,6 +275,10 @@ core::Result<std::optional<spec::Parsed<core::RayConfig>>> GitDesiredStateSource
 
 core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::string& ref) {
   if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
+  return Read(ref);
+}
+
+core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Read(const std::string& ref) {
   auto resolved = Resolve(ref);
   if (!resolved) return resolved.error();
 

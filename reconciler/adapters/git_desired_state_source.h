@@ -38,6 +38,10 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // full commit id.
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
 
+  // As Load, from the local copy as it is: no fetch. For reading older commits after a Load
+  // (the spec a run was submitted from).
+  core::Result<ports::DesiredSnapshot> Read(const std::string& ref);
+
   // Ancestry by libgit2 in the clone. A commit that was not included in the view (missing,
   // or a descendant) and still is not after a later Fetch is no longer on the branch (a force
   // push removed it, or the branch moved back): kDiverged, so that it costs no further fetch.

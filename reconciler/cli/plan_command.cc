@@ -8,6 +8,7 @@
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/pass_runner.h"
+#include "reconciler/cli/plan_changes.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/plan_format.h"
 
@@ -30,7 +31,14 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   options.ref = flags.repo.ref;
   options.dry_run = true;
   options.record_status = false;
-  core::Result<PassRun> run = RunPassFromFlags(global, flags.repo, options, false);
+  core::Result<RepoHandles> handles = OpenRepo(flags.repo);
+  if (!handles.ok()) {
+    LogEvent("error", handles.error().ToString());
+    return kPlanError;
+  }
+  LedgerCapture store(*handles->store);
+  core::Result<PassRun> run =
+      RunPassOnRepo(global, flags.repo, *handles->source, &store, options, PassWiring{});
   if (!run.ok()) {
     LogEvent("error", run.error().ToString());
     return kPlanError;
@@ -47,6 +55,10 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   view.commit = r.spec_commit;
   view.context.instance = flags.repo.instance;
   view.context.repo_url = run->snapshot.repo_url;
+  PlanChanges changes = ComputePlanChanges(*handles->source, r.plan, *view.desired, r.spec_commit,
+                                           store.ledger(), flags.repo.instance);
+  view.job_changes = std::move(changes.jobs);
+  view.cluster_changes = std::move(changes.cluster);
   // The pass redacted its records; the rendered entrypoints and anything else the formats
   // add go through the same step before they are printed.
   std::string text;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "reconciler/core/status_markdown.h"
 #include "reconciler/core/text_table.h"
 #include "reconciler/core/value.h"
 
@@ -29,13 +30,22 @@ bool Settled(const Plan& plan, const JobPlan& jp) {
          (!jp.observed || IsTerminal(jp.observed->status));
 }
 
+// The phase a row shows: for a stop, the run being stopped as Ray last reported it (a RUNNING
+// run is Running, not the Pending of the run that replaces it); else the job's phase.
+std::string ActionPhase(const Plan& plan, const Action& a) {
+  if (a.kind == ActionKind::kStop && a.stopped_status != RayJobStatus::kUnknown) {
+    return std::string(PhaseName(PhaseForRayStatus(a.stopped_status)));
+  }
+  const JobPlan* jp = plan.FindJob(a.name);
+  return jp != nullptr ? std::string(PhaseName(jp->phase)) : "";
+}
+
 // One row per action, then one per job the plan leaves as it is.
 std::vector<Row> Rows(const Plan& plan) {
   std::vector<Row> rows;
   for (const Action& a : plan.actions) {
-    const JobPlan* jp = plan.FindJob(a.name);
     rows.push_back({a.kind == ActionKind::kStop ? "stop" : "submit", a.name, a.submission_id,
-                    jp != nullptr ? std::string(PhaseName(jp->phase)) : "", a.reason});
+                    ActionPhase(plan, a), a.reason});
   }
   for (const JobPlan& jp : plan.jobs) {
     if (Acted(plan, jp) || Settled(plan, jp)) continue;
@@ -75,32 +85,11 @@ std::string OneLine(std::string_view text) {
   return out;
 }
 
-std::string MarkdownCell(std::string_view text) {
-  std::string out;
-  for (char c : OneLine(text)) {
-    if (c == '|') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 const JobSpec* FindSpec(const DesiredState& desired, std::string_view path) {
   for (const JobSpec& s : desired.jobs) {
     if (s.path == path) return &s;
   }
   return nullptr;
-}
-
-// The longest run of backticks in `text` plus one, so a code fence can hold any entrypoint.
-std::string Fence(std::string_view text) {
-  size_t longest = 0;
-  size_t run = 0;
-  for (char c : text) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  std::string fence(std::max<size_t>(3, longest + 1), '`');
-  return fence;
 }
 
 Value OptionalInt(const std::optional<int>& v) { return v ? Value(*v) : Value(nullptr); }
@@ -170,7 +159,15 @@ std::string FormatPlanText(const PlanView& view) {
   for (const Row& r : rows) {
     table.push_back({r.action, r.name, r.submission_id, r.phase, OneLine(r.reason)});
   }
-  return out + FormatTextTable(table);
+  out += FormatTextTable(table);
+  for (const auto& [name, change] : view.job_changes) {
+    const JobPlan* jp = plan.FindJob(name);
+    const std::string text = JobChangesText(change, "  ");
+    if (jp == nullptr || text.empty()) continue;
+    out += "\n" + JobActionName(plan, *jp) + " " + name + ":\n" + text;
+  }
+  for (const ClusterDiff& c : view.cluster_changes) out += "\n" + ClusterChangesText(c);
+  return out;
 }
 
 namespace {
@@ -196,8 +193,9 @@ std::string MarkdownTable(const Plan& plan) {
   if (rows.empty()) return "";
   std::string out = "| action | job | submission id | phase | reason |\n|---|---|---|---|---|\n";
   for (const Row& r : rows) {
-    out += "| " + r.action + " | " + MarkdownCell(r.name) + " | `" + MarkdownCell(r.submission_id) +
-           "` | " + r.phase + " | " + MarkdownCell(r.reason) + " |\n";
+    out += "| " + r.action + " | " + EscapeMarkdownCell(r.name) + " | `" +
+           EscapeMarkdownCell(r.submission_id) + "` | " + r.phase + " | " +
+           EscapeMarkdownCell(r.reason) + " |\n";
   }
   return out + "\n";
 }
@@ -228,26 +226,22 @@ std::string MarkdownSubmitCause(const PlanView& view, const Action& submit) {
   return out;
 }
 
-// The entrypoint exactly as it will be POSTed, fenced so that no backtick in it ends the block.
-std::string MarkdownEntrypoint(const PlanView& view, const Action& submit) {
+// What the submission changes: the field and rendered diff of a replaced job, else the rendered
+// submission of a new one, one entrypoint word per line.
+std::string MarkdownSubmitChanges(const PlanView& view, const Action& submit) {
+  if (auto it = view.job_changes.find(submit.name); it != view.job_changes.end()) {
+    return JobChangesMarkdown(it->second);
+  }
   const JobSpec* spec = FindSpec(*view.desired, submit.spec_path);
   if (spec == nullptr || !view.desired->cluster) return "";
-  RenderContext context = view.context;
-  context.attempt = submit.attempt;
-  context.commit = view.commit;
-  Result<Value> body = RenderSubmission(*spec, *view.desired->cluster, context);
-  if (!body.ok()) return "Cannot render: " + OneLine(body.error().message()) + "\n\n";
-  const Value* entrypoint = body->Find("entrypoint");
-  const std::string text =
-      entrypoint != nullptr && entrypoint->is_string() ? entrypoint->as_string() : "";
-  const std::string fence = Fence(text);
-  return "Entrypoint:\n\n" + fence + "sh\n" + text + "\n" + fence + "\n\n";
+  const RayConfig& cluster = *view.desired->cluster;
+  return JobChangesMarkdown(DiffJob(nullptr, nullptr, spec, &cluster, view.context.instance));
 }
 
 std::string MarkdownSubmitDetails(const PlanView& view, const Action& submit) {
   return "<details><summary>submit <code>" + submit.submission_id + "</code> (" + submit.spec_path +
-         ")</summary>\n\n" + MarkdownSubmitCause(view, submit) + MarkdownEntrypoint(view, submit) +
-         "</details>\n\n";
+         ")</summary>\n\n" + MarkdownSubmitCause(view, submit) +
+         MarkdownSubmitChanges(view, submit) + "</details>\n\n";
 }
 
 }  // namespace
@@ -258,6 +252,7 @@ std::string FormatPlanMarkdown(const PlanView& view) {
   for (const Action& a : plan.actions) {
     if (a.kind == ActionKind::kSubmit) out += MarkdownSubmitDetails(view, a);
   }
+  for (const ClusterDiff& c : view.cluster_changes) out += ClusterChangesMarkdown(c);
   if (plan.CountActions(ActionKind::kSubmit) > 0) {
     out +=
         "_cluster.yaml defaults apply to the next submission; running jobs are not "
@@ -338,8 +333,18 @@ std::string FormatPlanJson(const PlanView& view) {
   root["summary"] = SummaryJson(plan);
   root["actions"] = ActionsJson(plan);
   Value::Array jobs;
-  for (const JobPlan& jp : plan.jobs) jobs.push_back(JobJson(plan, jp));
+  for (const JobPlan& jp : plan.jobs) {
+    Value job = JobJson(plan, jp);
+    auto change = view.job_changes.find(jp.name);
+    job["changes"] =
+        change == view.job_changes.end() ? Value(nullptr) : JobChangesJson(change->second);
+    jobs.push_back(std::move(job));
+  }
   root["jobs"] = std::move(jobs);
+  Value::Array cluster_changes;
+  for (const ClusterDiff& c : view.cluster_changes)
+    cluster_changes.push_back(ClusterChangesJson(c));
+  root["cluster_changes"] = std::move(cluster_changes);
   root["unmanaged"] = UnmanagedJson(plan);
   AddOwnershipJson(plan, root);
   Value::Array diagnostics;

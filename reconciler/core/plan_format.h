@@ -2,12 +2,14 @@
 // A plan as people and programs read it (docs/plan-format.md): a text table for terminals,
 // Markdown for a pull-request comment, and JSON with a stable, versioned shape. Pure.
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/planner.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/state_diff.h"
 #include "reconciler/core/status_model.h"
 
 namespace rg::core {
@@ -20,6 +22,12 @@ struct PlanView {
   const Ledger* ledger = nullptr;         // optional
   std::string commit;                     // the commit planned from
   RenderContext context;                  // instance and repo for the rendered submissions
+  // What changed in each replaced job, by name: its spec at the commit its run came from
+  // against the spec now (DiffJob). A submit without an entry shows its rendered submission.
+  std::map<std::string, JobDiff, std::less<>> job_changes = {};
+  // cluster.yaml against the one active runs were submitted with, and which of them the
+  // change reaches on their next submission; one per such commit.
+  std::vector<ClusterDiff> cluster_changes = {};
 };
 
 // What a plan does to one job, for the tables: "submit", "stop", "replace" (stop the old run,

@@ -235,6 +235,7 @@ class Planner {
     a.attempt = attempt;
     a.stop_reason = why;
     a.reason = std::move(reason);
+    a.stopped_status = job.status;
     stops_.push_back(std::move(a));
     return policy_.now_ms;
   }

@@ -45,6 +45,8 @@ struct Action {
   std::string reason;                          // one line for people: why this action
   StopReason stop_reason = StopReason::kNone;  // kStop only
   std::string spec_path;  // kSubmit: the spec to render (a path in DesiredState::jobs)
+  // kStop: what Ray last reported for the run being stopped (its phase in a plan's stop row).
+  RayJobStatus stopped_status = RayJobStatus::kUnknown;
 };
 
 // What carrying out one action came to (engine::ApplyPlan fills it; BuildStatusUpdate reads it).

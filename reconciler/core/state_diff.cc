@@ -217,36 +217,43 @@ void MarkRenames(std::vector<JobDiff>& jobs, const ByName<JobSpec>& base,
 
 ClusterDiff DiffClusters(const DesiredState& base, const DesiredState& head,
                          std::string_view instance, std::vector<JobDiff>& jobs) {
-  ClusterDiff c;
-  if (head.cluster) c.path = head.cluster->path;
-  c.diagnostics = head.cluster_diagnostics;
-  const Value before = base.cluster ? ClusterDocument(*base.cluster) : Value(Value::Object{});
-  const Value after = head.cluster ? ClusterDocument(*head.cluster) : Value(Value::Object{});
-  c.fields = DiffFields(before, after);
-  RedactSecretFields(c.fields);
-  if (c.fields.empty() || !head.cluster) return c;
-  for (JobDiff& job : jobs) {
+  std::vector<const JobSpec*> specs;
+  for (const JobDiff& job : jobs) {
     if (job.head_path.empty() || job.action == DiffAction::kInvalid) continue;
-    const JobSpec* spec = nullptr;
     for (const JobSpec& s : head.jobs) {
-      if (s.name == job.name) spec = &s;
+      if (s.name == job.name) specs.push_back(&s);
     }
-    if (spec == nullptr) continue;
-    std::string ignored;
-    const std::vector<std::string> now = SideLines(spec, &*head.cluster, instance, "", ignored);
-    const std::vector<std::string> was =
-        base.cluster ? SideLines(spec, &*base.cluster, instance, "", ignored)
-                     : std::vector<std::string>{};
-    if (now != was) {
-      job.reached_by_cluster = true;
-      if (job.reason.empty()) job.reason = c.path + " changes its next submission";
-      c.reached.push_back(job.name);
-    }
+  }
+  ClusterDiff c = DiffCluster(base.cluster ? &*base.cluster : nullptr,
+                              head.cluster ? &*head.cluster : nullptr, specs, instance);
+  c.diagnostics = head.cluster_diagnostics;
+  for (JobDiff& job : jobs) {
+    if (std::ranges::find(c.reached, job.name) == c.reached.end()) continue;
+    job.reached_by_cluster = true;
+    if (job.reason.empty()) job.reason = c.path + " changes its next submission";
   }
   return c;
 }
 
 }  // namespace
+
+ClusterDiff DiffCluster(const RayConfig* base, const RayConfig* head,
+                        const std::vector<const JobSpec*>& specs, std::string_view instance) {
+  ClusterDiff c;
+  if (head != nullptr) c.path = head->path;
+  const Value before = base != nullptr ? ClusterDocument(*base) : Value(Value::Object{});
+  const Value after = head != nullptr ? ClusterDocument(*head) : Value(Value::Object{});
+  c.fields = DiffFields(before, after);
+  RedactSecretFields(c.fields);
+  if (c.fields.empty() || head == nullptr) return c;
+  for (const JobSpec* spec : specs) {
+    std::string ignored;
+    const std::vector<std::string> now = SideLines(spec, head, instance, "", ignored);
+    const std::vector<std::string> was = SideLines(spec, base, instance, "", ignored);
+    if (now != was) c.reached.push_back(spec->name);
+  }
+  return c;
+}
 
 StateDiff DiffStates(const DesiredState& base, const DesiredState& head,
                      std::string_view instance) {
@@ -352,7 +359,8 @@ std::string JobChangesText(const JobDiff& d, std::string_view indent) {
 
 std::string ClusterChangesText(const ClusterDiff& c) {
   if (c.fields.empty() && c.diagnostics.empty()) return "";
-  std::string out = c.path + (c.fields.empty() ? ":\n" : " changed:\n");
+  std::string out = c.path + (c.fields.empty() ? "" : " changed") +
+                    (c.since.empty() ? "" : " since " + c.since) + ":\n";
   for (const Diagnostic& diag : c.diagnostics) out += "  " + diag.ToString() + "\n";
   for (const FieldChange& f : c.fields) out += "  " + FormatFieldChange(f) + "\n";
   if (!c.reached.empty()) out += "  " + ClusterNote(c) + "\n";
@@ -416,6 +424,7 @@ std::string ClusterChangesMarkdown(const ClusterDiff& c) {
   for (const Diagnostic& diag : c.diagnostics) body += diag.ToString() + "\n";
   for (const FieldChange& f : c.fields) body += FormatFieldChange(f) + "\n";
   std::string out = "<details><summary><code>" + EscapeMarkdownCell(c.path) + "</code> changed";
+  if (!c.since.empty()) out += " since <code>" + EscapeMarkdownCell(c.since) + "</code>";
   if (!c.reached.empty())
     out += ": " + Plural(static_cast<int>(c.reached.size()), "job", "jobs") + " reached";
   out += "</summary>\n\n" + CodeBlock(body, "text") + "\n";
@@ -501,6 +510,7 @@ Value JobChangesJson(const JobDiff& d) {
 Value ClusterChangesJson(const ClusterDiff& c) {
   Value v = Value::Object{};
   v["path"] = c.path;
+  v["since"] = c.since;
   v["fields"] = FieldsJson(c.fields);
   Value::Array reached;
   for (const std::string& n : c.reached) reached.emplace_back(n);

@@ -53,6 +53,8 @@ struct JobDiff {
 
 struct ClusterDiff {
   std::string path = "cluster.yaml";
+  // `plan`: the commit the runs it reaches were submitted from (the base of this diff).
+  std::string since;
   std::vector<FieldChange> fields;
   std::vector<std::string> reached;  // names of the jobs whose next submission changes
   Diagnostics diagnostics;           // the head cluster file is missing or invalid
@@ -76,6 +78,11 @@ struct StateDiff {
 // submission ids. The action follows from the two specs alone.
 JobDiff DiffJob(const JobSpec* base, const RayConfig* base_cluster, const JobSpec* head,
                 const RayConfig* head_cluster, std::string_view instance);
+
+// cluster.yaml `base` -> `head` (either may be null: missing), and which of `specs` it reaches:
+// those whose submission renders differently under the two.
+ClusterDiff DiffCluster(const RayConfig* base, const RayConfig* head,
+                        const std::vector<const JobSpec*>& specs, std::string_view instance);
 
 // The whole diff. Specs must already be bound to `instance` (BindSpecToInstance).
 StateDiff DiffStates(const DesiredState& base, const DesiredState& head, std::string_view instance);

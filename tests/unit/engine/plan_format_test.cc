@@ -66,7 +66,7 @@ TEST_CASE("the markdown plan renders each submitted entrypoint and explains a re
                 after.jobs[0].spec_hash + "`") != std::string::npos);
   CHECK(md.find("is stopped first") != std::string::npos);
   // A fence longer than any backtick run in the entrypoint.
-  CHECK(md.find("````sh\n") != std::string::npos);
+  CHECK(md.find("````diff\n") != std::string::npos);
   CHECK(md.find("cluster.yaml defaults apply to the next submission") != std::string::npos);
 }
 

@@ -1,0 +1,108 @@
+#include "reconciler/cli/plan_changes.h"
+
+#include <optional>
+
+#include "reconciler/core/identity.h"
+#include "reconciler/core/plan_format.h"
+
+namespace rg::cli {
+namespace {
+
+// Desired states at older commits, each read once; nullptr for one the local copy lacks.
+class CommitStates {
+ public:
+  CommitStates(adapters::GitDesiredStateSource& source, std::string instance)
+      : source_(source), instance_(std::move(instance)) {}
+
+  const core::DesiredState* At(const std::string& commit) {
+    auto [it, fresh] = states_.try_emplace(commit);
+    if (fresh) {
+      core::Result<ports::DesiredSnapshot> read = source_.Read(commit);
+      if (read.ok()) {
+        for (core::JobSpec& spec : read->state.jobs) core::BindSpecToInstance(spec, instance_);
+        it->second = std::move(read->state);
+      }
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+
+ private:
+  adapters::GitDesiredStateSource& source_;
+  std::string instance_;
+  std::map<std::string, std::optional<core::DesiredState>> states_;
+};
+
+const core::JobSpec* FindSpec(const core::DesiredState& state, std::string_view name,
+                              std::string_view path) {
+  const core::JobSpec* by_path = nullptr;
+  for (const core::JobSpec& spec : state.jobs) {
+    if (spec.name == name) return &spec;
+    if (spec.path == path) by_path = &spec;
+  }
+  return by_path;
+}
+
+const core::RayConfig* ClusterOf(const core::DesiredState& state) {
+  return state.cluster ? &*state.cluster : nullptr;
+}
+
+std::optional<core::JobDiff> ReplacedJobChange(CommitStates& states, const core::JobPlan& jp,
+                                               const core::DesiredState& desired,
+                                               const core::StatusRecord& record,
+                                               const std::string& instance) {
+  const core::JobSpec* now = FindSpec(desired, jp.name, jp.spec_path);
+  if (now == nullptr || record.spec_commit.empty()) return std::nullopt;
+  const core::DesiredState* then = states.At(record.spec_commit);
+  const core::JobSpec* old = then != nullptr ? FindSpec(*then, jp.name, record.spec_path) : nullptr;
+  if (old == nullptr) {
+    core::JobDiff missing;
+    missing.name = jp.name;
+    missing.render_error = "the spec of the old run (" + record.spec_path + " at " +
+                           record.spec_commit.substr(0, 10) +
+                           ") is not in this repository's history: no field diff";
+    return missing;
+  }
+  return core::DiffJob(old, ClusterOf(*then), now, ClusterOf(desired), instance);
+}
+
+bool ActiveAndKept(const core::Plan& plan, const core::JobPlan& jp) {
+  return core::JobActionName(plan, jp) == "keep" && jp.observed &&
+         core::IsActive(jp.observed->status);
+}
+
+}  // namespace
+
+PlanChanges ComputePlanChanges(adapters::GitDesiredStateSource& source, const core::Plan& plan,
+                               const core::DesiredState& desired, const std::string& commit,
+                               const core::Ledger& ledger, const std::string& instance) {
+  PlanChanges out;
+  CommitStates states(source, instance);
+  // Active runs submitted from another commit, by that commit: whom a cluster change reaches.
+  std::map<std::string, std::vector<const core::JobSpec*>> kept_by_commit;
+  for (const core::JobPlan& jp : plan.jobs) {
+    auto record = ledger.find(jp.name);
+    if (record == ledger.end()) continue;
+    const std::string action = core::JobActionName(plan, jp);
+    if (action == "replace" || (action == "submit" && jp.spec_changed)) {
+      if (auto change = ReplacedJobChange(states, jp, desired, record->second, instance)) {
+        out.jobs.emplace(jp.name, std::move(*change));
+      }
+    } else if (ActiveAndKept(plan, jp) && !record->second.spec_commit.empty() &&
+               record->second.spec_commit != commit) {
+      if (const core::JobSpec* spec = FindSpec(desired, jp.name, jp.spec_path)) {
+        kept_by_commit[record->second.spec_commit].push_back(spec);
+      }
+    }
+  }
+  for (const auto& [then_commit, specs] : kept_by_commit) {
+    const core::DesiredState* then = states.At(then_commit);
+    if (then == nullptr) continue;
+    core::ClusterDiff c = core::DiffCluster(ClusterOf(*then), ClusterOf(desired), specs, instance);
+    if (c.fields.empty()) continue;
+    c.since = then_commit.substr(0, 10);
+    out.cluster.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace rg::cli
