@@ -132,6 +132,7 @@ expect_exit 0 rg history beta "${repo_flags[@]:0:6}"
 grep -q 'Invalid' "$RG_TMP/out" || { cat "$RG_TMP/out" >&2; rg_fail "history lacks the Invalid phase"; }
 [ "$(grep -c "$beta_new" "$RG_TMP/out")" -ge 2 ] || rg_fail "history lacks beta's runs"
 expect_exit 1 rg history no-such-job "${repo_flags[@]:0:6}"
-grep -q 'ray-gitops: 1 change\|ray-gitops: [0-9]* changes' <(git -C "$remote" log --format=%s ray-gitops/status-$instance) ||
-  rg_fail "status commits lack their subject"
+# A status commit's subject names the job and its transition.
+grep -Eq '^ray-gitops: (.*, )?beta [A-Za-z]+ -> [A-Za-z]+' <(git -C "$remote" log --format=%s ray-gitops/status-$instance) ||
+  rg_fail "no status commit subject names beta's transition"
 echo "PASS"
