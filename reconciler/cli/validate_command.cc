@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -14,8 +15,11 @@
 #include "reconciler/cli/local_repo.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/core/diagnostic.h"
+#include "reconciler/core/render.h"
+#include "reconciler/core/value.h"
 #include "reconciler/spec/spec_entry.h"
 #include "reconciler/spec/spec_loader.h"
+#include "reconciler/spec/verl_config.h"
 
 namespace rg::cli {
 namespace {
@@ -24,6 +28,14 @@ namespace fs = std::filesystem;
 
 struct ValidateOptions : LocalRepoOptions {
   std::vector<std::string> files;
+  std::string verl_config;  // --verl-config
+  std::string format = "text";
+};
+
+// A diagnostic and, where one is known, the spec field it concerns (for --format json).
+struct Reported {
+  core::Diagnostic diagnostic;
+  std::string field;
 };
 
 std::string Plural(size_t n, const std::string& word) {
@@ -78,46 +90,166 @@ std::set<std::string> KnownPaths(const core::DesiredState& state, const std::str
   return known;
 }
 
-int RunValidate(const ValidateOptions& options) {
-  const core::DesiredState state =
-      spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
-  core::Diagnostics diagnostics = state.AllDiagnostics();
-  size_t valid_specs = state.jobs.size();
+// What the FILE arguments select: the cluster file and the specs named (nullopt: everything),
+// and the arguments that name nothing that can be validated.
+struct Selection {
+  std::optional<std::set<std::string>> paths;
+  core::Diagnostics problems;
+  bool Contains(const std::string& path) const { return !paths || paths->contains(path); }
+};
 
-  if (!options.files.empty()) {
-    std::set<std::string> selected{options.cluster_file};
-    const std::set<std::string> known = KnownPaths(state, options.cluster_file);
-    core::Diagnostics argument_problems;
-    for (const auto& file : options.files) {
-      SelectedFile choice = SelectFile(file, options, known);
-      if (choice.problem) {
-        argument_problems.push_back(*choice.problem);
-      } else {
-        selected.insert(choice.repo_relative);
-      }
+Selection Select(const core::DesiredState& state, const ValidateOptions& options) {
+  Selection selection;
+  if (options.files.empty()) return selection;
+  selection.paths = std::set<std::string>{options.cluster_file};
+  const std::set<std::string> known = KnownPaths(state, options.cluster_file);
+  for (const auto& file : options.files) {
+    SelectedFile choice = SelectFile(file, options, known);
+    if (choice.problem) {
+      selection.problems.push_back(*choice.problem);
+    } else {
+      selection.paths->insert(choice.repo_relative);
     }
-    std::erase_if(diagnostics,
-                  [&](const core::Diagnostic& d) { return !selected.contains(d.path); });
-    diagnostics.insert(diagnostics.end(), argument_problems.begin(), argument_problems.end());
-    valid_specs = static_cast<size_t>(
-        std::count_if(state.jobs.begin(), state.jobs.end(),
-                      [&](const core::JobSpec& job) { return selected.contains(job.path); }));
   }
+  return selection;
+}
 
-  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.path, a.line, a.column) < std::tie(b.path, b.line, b.column);
+// The folder of verl's config for this spec: --verl-config, else <code_path>/verl/trainer/config
+// when that is a readable folder; empty when there is none.
+std::string VerlConfigDir(const core::JobSpec& job, const core::DesiredState& state,
+                          const ValidateOptions& options) {
+  if (!options.verl_config.empty()) return options.verl_config;
+  if (!job.code_path || !state.cluster) return "";
+  const auto code_path = core::InterpolateSharedRoot(*job.code_path, *state.cluster);
+  if (!code_path.ok()) return "";
+  const fs::path dir = fs::path(*code_path) / "verl" / "trainer" / "config";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return "";
+  fs::directory_iterator readable(dir, ec);
+  return ec ? "" : dir.string();
+}
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The Hydra keys of every selected ppo, grpo and sft spec against verl's config; `failed`
+// receives the paths of the specs with a problem.
+std::vector<Reported> CheckVerlKeys(const core::DesiredState& state, const Selection& selection,
+                                    const ValidateOptions& options, std::set<std::string>& failed) {
+  std::vector<Reported> out;
+  std::error_code ec;
+  if (!options.verl_config.empty() && !fs::is_directory(options.verl_config, ec)) {
+    out.push_back({core::Diagnostic{options.verl_config, 0, 0,
+                                    "--verl-config: not a folder (verl's verl/trainer/config)"},
+                   ""});
+    return out;
+  }
+  const bool has_shared_root = state.cluster && state.cluster->shared_root.has_value();
+  for (const core::JobSpec& job : state.jobs) {
+    if (!selection.Contains(job.path) || spec::VerlConfigName(job.workload).empty()) continue;
+    const std::string dir = VerlConfigDir(job, state, options);
+    if (dir.empty()) continue;
+    const std::string text = ReadText(fs::path(options.repo) / job.path);
+    for (auto& problem :
+         spec::CheckVerlKeys(job, text, has_shared_root, spec::DirectoryConfigReader(dir))) {
+      failed.insert(job.path);
+      out.push_back({std::move(problem.diagnostic), std::move(problem.field)});
+    }
+  }
+  return out;
+}
+
+// Every problem of the selected files, sorted by file, line and column.
+std::vector<Reported> Collect(const core::DesiredState& state, const Selection& selection,
+                              const ValidateOptions& options, std::set<std::string>& failed) {
+  std::vector<Reported> reported;
+  for (core::Diagnostic& d : state.AllDiagnostics()) {
+    if (selection.Contains(d.path)) reported.push_back({std::move(d), ""});
+  }
+  for (const core::Diagnostic& d : selection.problems) reported.push_back({d, ""});
+  for (Reported& r : CheckVerlKeys(state, selection, options, failed)) {
+    reported.push_back(std::move(r));
+  }
+  std::stable_sort(reported.begin(), reported.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.diagnostic.path, a.diagnostic.line, a.diagnostic.column) <
+           std::tie(b.diagnostic.path, b.diagnostic.line, b.diagnostic.column);
   });
+  return reported;
+}
+
+core::Value PositionOrNull(int n) { return n > 0 ? core::Value(n) : core::Value(); }
+
+// {"version":1,"valid":…,"files":N,"diagnostics":[{"file","line","column","field",
+// "severity","message"}]}: line, column and field are null where unknown.
+std::string ToJson(const std::vector<Reported>& reported, size_t files) {
+  core::Value::Array diagnostics;
+  for (const Reported& r : reported) {
+    core::Value::Object d;
+    d["file"] = RedactForOutput(r.diagnostic.path);
+    d["line"] = PositionOrNull(r.diagnostic.line);
+    d["column"] = PositionOrNull(r.diagnostic.column);
+    d["field"] = r.field.empty() ? core::Value() : core::Value(r.field);
+    d["severity"] = "error";
+    d["message"] = RedactForOutput(r.diagnostic.message);
+    diagnostics.emplace_back(std::move(d));
+  }
+  core::Value::Object doc;
+  doc["version"] = 1;
+  doc["valid"] = reported.empty();
+  doc["files"] = static_cast<int64_t>(files);
+  doc["diagnostics"] = std::move(diagnostics);
+  return core::ToPrettyJson(core::Value(std::move(doc)));
+}
+
+// The cluster file and every selected spec, valid or not.
+size_t CountFiles(const core::DesiredState& state, const Selection& selection,
+                  const std::string& cluster_file) {
+  std::set<std::string> files{cluster_file};
+  for (const auto& job : state.jobs) {
+    if (selection.Contains(job.path)) files.insert(job.path);
+  }
+  for (const auto& bad : state.invalid) {
+    if (selection.Contains(bad.path)) files.insert(bad.path);
+  }
+  return files.size();
+}
+
+void PrintText(const std::vector<Reported>& reported, const ValidateOptions& options,
+               size_t valid_specs) {
+  core::Diagnostics diagnostics;
   std::set<std::string> files_with_errors;
+  for (const Reported& r : reported) {
+    diagnostics.push_back(r.diagnostic);
+    files_with_errors.insert(r.diagnostic.path);
+  }
   ReportDiagnostics(diagnostics);
-  for (const auto& d : diagnostics) files_with_errors.insert(d.path);
   if (!diagnostics.empty()) {
     std::cout << Plural(diagnostics.size(), "error") << " in "
               << Plural(files_with_errors.size(), "file") << "\n";
-    return 1;
+    return;
   }
   std::cout << "ok: " << options.cluster_file << " and " << Plural(valid_specs, "jobspec")
             << (valid_specs == 1 ? " is" : " are") << " valid\n";
-  return 0;
+}
+
+int RunValidate(const ValidateOptions& options) {
+  const core::DesiredState state =
+      spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
+  const Selection selection = Select(state, options);
+  std::set<std::string> failed;
+  const std::vector<Reported> reported = Collect(state, selection, options, failed);
+  if (options.format == "json") {
+    std::cout << ToJson(reported, CountFiles(state, selection, options.cluster_file)) << "\n";
+  } else {
+    const auto valid_specs = static_cast<size_t>(
+        std::count_if(state.jobs.begin(), state.jobs.end(), [&](const core::JobSpec& job) {
+          return selection.Contains(job.path) && !failed.contains(job.path);
+        }));
+    PrintText(reported, options, valid_specs);
+  }
+  return reported.empty() ? 0 : 1;
 }
 
 }  // namespace
@@ -131,6 +263,12 @@ void AddValidateCommand(CLI::App& app, const GlobalOptions& global, int* exit_co
   AddLocalRepoOptions(cmd, options.get());
   cmd->add_option("files", options->files,
                   "report only these files (relative to the repository) and the cluster file");
+  cmd->add_option("--verl-config", options->verl_config,
+                  "verl's config folder (verl/trainer/config) to check every Hydra key of the "
+                  "ppo, grpo and sft specs against (default: <code_path>/verl/trainer/config "
+                  "when readable)");
+  cmd->add_option("-o,--format", options->format, "text or json (default text)")
+      ->check(CLI::IsMember({"text", "json"}));
   cmd->callback([options, &global, exit_code] {
     (void)global;
     *exit_code = RunValidate(*options);

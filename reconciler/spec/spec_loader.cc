@@ -392,7 +392,10 @@ void ReadOverrides(JobFields& f, const YamlEntry& e) {
   for (size_t i = 0; i < e.value.items.size(); ++i) {
     const YamlNode& item = e.value.items[i];
     const size_t equals = item.is_string() ? item.scalar.as_string().find('=') : 0;
-    if (!item.is_string() || equals == 0 || equals == std::string::npos) {
+    // Hydra's ~key deletes a key and needs no value.
+    const bool deletion = item.is_string() && item.scalar.as_string().size() > 1 &&
+                          item.scalar.as_string().starts_with('~');
+    if (!item.is_string() || equals == 0 || (equals == std::string::npos && !deletion)) {
       f.reader.TypeError("overrides[" + std::to_string(i) + "]", "a key=value string", item);
       continue;
     }

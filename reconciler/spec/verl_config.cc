@@ -137,8 +137,8 @@ struct ConfigFile {
 
 class Composer {
  public:
-  Composer(const ConfigReader& read, const std::map<std::string, std::string>& choices)
-      : read_(read), forced_(choices) {}
+  Composer(const ConfigReader& read, std::map<std::string, std::string> choices)
+      : read_(read), forced_(std::move(choices)) {}
 
   ComposedConfig Compose(const std::string& config_name) {
     Load(config_name, "", std::nullopt, "", false);
@@ -242,7 +242,7 @@ class Composer {
   // How a command line names this group: "group" or "group@package" (package made absolute).
   static std::string ChoiceKey(const std::string& dir, const DefaultsEntry& entry,
                                const std::string& package) {
-    const std::string group = ResolveGroup(dir, entry.path);
+    std::string group = ResolveGroup(dir, entry.path);
     if (!entry.package) return group;
     return group + "@" + JoinPackage(package, *entry.package);
   }
@@ -260,7 +260,7 @@ class Composer {
     if (options.empty() || options.front() == "null") return;
     choices_.try_emplace(key, options.front());
     for (const std::string& option : options) {
-      Load(group + "/" + option, package, entry.package, Dotted(entry.path), entry.optional);
+      Load(group + '/' += option, package, entry.package, Dotted(entry.path), entry.optional);
     }
   }
 
@@ -320,7 +320,7 @@ std::vector<std::string> KeyPaths(const core::Value& config) {
       [&](const core::Value& node, const std::string& prefix) {
         if (!node.is_object()) return;
         for (const auto& [key, value] : node.as_object()) {
-          std::string path = prefix.empty() ? key : prefix + "." + key;
+          std::string path = prefix.empty() ? key : prefix + '.' += key;
           walk(value, path);
           paths.push_back(std::move(path));
         }
