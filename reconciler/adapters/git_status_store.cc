@@ -22,9 +22,8 @@ std::string OneLine(std::string_view text) {
 }
 
 // The tip of the branch as last fetched; nullopt when the branch does not exist.
-core::Result<std::optional<git::Commit>> ReadTip(git_repository* repo, const std::string& branch) {
+core::Result<std::optional<git::Commit>> ReadTip(git_repository* repo, const std::string& ref) {
   git_reference* raw = nullptr;
-  const std::string ref = GitWorkspace::TrackingRef(branch);
   int rc = git_reference_lookup(&raw, repo, ref.c_str());
   git::Reference reference(raw);
   if (rc == GIT_ENOTFOUND) {
@@ -331,13 +330,37 @@ std::string GitStatusStore::FormatCommitMessage(const ports::StatusCommit& messa
   return out + "\n";
 }
 
+LocalLedgerRef ChooseLocalLedgerRef(git_repository* repo, const std::string& branch) {
+  const std::string local = GitWorkspace::TrackingRef(branch);
+  const std::string tracking = "refs/remotes/origin/" + branch;
+  auto local_tip = ReadTip(repo, local);
+  auto tracking_tip = ReadTip(repo, tracking);
+  const bool has_local = local_tip.ok() && local_tip->has_value();
+  const bool has_tracking = tracking_tip.ok() && tracking_tip->has_value();
+  if (!has_local && !has_tracking) return {};
+  if (!has_tracking) return {local, "the local branch " + branch};
+  if (!has_local) return {tracking, "origin/" + branch + " as last fetched"};
+  const git_oid* l = git_commit_id(local_tip->value().get());
+  const git_oid* t = git_commit_id(tracking_tip->value().get());
+  if (git_oid_equal(l, t) != 0 || git_graph_descendant_of(repo, l, t) == 1) {
+    return {local, "the local branch " + branch + " (it contains origin/" + branch + ")"};
+  }
+  if (git_graph_descendant_of(repo, t, l) == 1) {
+    return {tracking, "origin/" + branch + " (it contains the local branch)"};
+  }
+  git_error_clear();
+  return {tracking, "origin/" + branch + ": the local branch " + branch +
+                        " has diverged from it, and the remote is the truth"};
+}
+
 core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& scope) {
   skipped_.clear();
   scope_ = scope;
   if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
   git_repository* repo = workspace_->repository();
-  auto tip = ReadTip(repo, options_.branch);
+  auto tip = ReadTip(repo, ReadRef());
   if (!tip) return tip.error();
+  found_branch_ = tip->has_value();
   if (!tip->has_value()) return core::Ledger{};
   auto tree = TreeOf(tip->value().get());
   if (!tree) return tree.error();
@@ -377,7 +400,7 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
     const ports::StatusChanges& changes, const core::StatusMarkdownHeader& header,
     const std::string& text, int attempt) {
   git_repository* repo = workspace_->repository();
-  auto tip = ReadTip(repo, options_.branch);
+  auto tip = ReadTip(repo, ReadRef());
   if (!tip) return tip.error();
   auto base = tip->has_value() ? TreeOf(tip->value().get()) : EmptyTree(repo);
   if (!base) return base.error();
@@ -440,8 +463,9 @@ core::Result<std::vector<ports::StatusHistoryEntry>> GitStatusStore::History(
     const std::string& name) {
   if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
   git_repository* repo = workspace_->repository();
-  auto tip = ReadTip(repo, options_.branch);
+  auto tip = ReadTip(repo, ReadRef());
   if (!tip) return tip.error();
+  found_branch_ = tip->has_value();
   std::vector<ports::StatusHistoryEntry> out;
   if (!tip->has_value()) return out;
 

@@ -15,6 +15,8 @@
 #include "reconciler/core/status_markdown.h"
 #include "reconciler/ports/status_store.h"
 
+struct git_repository;
+
 namespace rg::adapters {
 
 inline constexpr std::string_view kDefaultStatusBranch = "ray-gitops/status";
@@ -28,11 +30,24 @@ struct GitStatusStoreOptions {
   std::string markdown_path = "STATUS.md";
   core::StatusMarkdownHeader markdown_header;
   int max_push_attempts = 5;
+  // The ref the ledger is read from, when not the branch itself (refs/heads/<branch>): e.g.
+  // refs/remotes/origin/<branch> in a checkout read in place. Such a store is only read.
+  std::string read_ref;
   // Test hook, not for production use: called after a commit is built and before it is pushed,
   // with the 0-based attempt number, so a test can move the remote branch at exactly that
   // moment and exercise the retry deterministically.
   std::function<void(int attempt)> before_push;
 };
+
+// Where a checkout read in place keeps the status branch: as a local branch, as origin's
+// remote-tracking branch (refs/remotes/origin/<branch>), or both. Of both, the one that
+// contains the other; when they have diverged, the remote-tracking one (the remote is the
+// truth), and `note` says so. `ref` is empty when the checkout holds neither.
+struct LocalLedgerRef {
+  std::string ref;
+  std::string note;  // for people: which was chosen and why
+};
+LocalLedgerRef ChooseLocalLedgerRef(git_repository* repo, const std::string& branch);
 
 class GitStatusStore : public ports::StatusStore {
  public:
@@ -72,6 +87,8 @@ class GitStatusStore : public ports::StatusStore {
   core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
 
   int push_attempts() const { return push_attempts_; }
+  // Whether the last ReadLedger or History found the branch (false: no ledger at all).
+  bool found_branch() const { return found_branch_; }
 
   // "subject\n\nbody...\n\nKey: value\n..." with empty sections left out: the trailers are the
   // last paragraph, as Git's trailer format wants, Spec-Commit first, then Ray-Cluster, then
@@ -92,6 +109,12 @@ class GitStatusStore : public ports::StatusStore {
   std::string last_refusal_;                       // why the remote refused the last push
   ports::LedgerScope scope_;                       // of the last ReadLedger
   std::vector<ports::SkippedStatusFile> skipped_;  // by the last ReadLedger
+  bool found_branch_ = false;
+
+  std::string ReadRef() const {
+    return options_.read_ref.empty() ? GitWorkspace::TrackingRef(options_.branch)
+                                     : options_.read_ref;
+  }
 };
 
 }  // namespace rg::adapters

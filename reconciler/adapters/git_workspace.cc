@@ -486,7 +486,10 @@ core::Status GitWorkspace::Compact() {
 }
 
 core::Status GitWorkspace::Fetch() {
-  if (in_place_) return core::OkStatus();  // read where it is: nothing to bring up to date
+  if (in_place_) {  // read where it is: nothing to bring up to date
+    ++fetches_;
+    return core::OkStatus();
+  }
   // A cache directory deleted under a running daemon: clone again rather than fail forever.
   if (!CloneIntact()) {
     if (core::Status reopened = OpenClone(); !reopened) {
@@ -515,7 +518,10 @@ core::Status GitWorkspace::Fetch() {
   // new objects instead of the whole history. Remote repositories get their branches only
   // (not refs/pull/* and the like); their transports negotiate without that lookup.
   const bool local = LocalPath(url_).has_value();
-  const std::string spec = local ? "+refs/*:refs/*" : "+refs/heads/*:refs/heads/*";
+  std::string spec = local ? "+refs/*:refs/*" : "+refs/heads/*:refs/heads/*";
+  if (!local && !options_.only_branch.empty()) {
+    spec = "+" + TrackingRef(options_.only_branch) + ":" + TrackingRef(options_.only_branch);
+  }
   std::array<char*, 1> specs = {const_cast<char*>(spec.c_str())};
   const git_strarray refspecs{specs.data(), specs.size()};
   const int rc = git_remote_fetch(remote_, &refspecs, &opts, "ray-gitops fetch");

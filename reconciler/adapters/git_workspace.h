@@ -29,6 +29,9 @@ struct GitWorkspaceOptions {
   std::string token_user = "x-access-token";
   // SSH: a private key ("<key>.pub" is used when it exists). Empty: the SSH agent.
   std::string ssh_key_file;
+  // Fetch only this branch of a remote repository (e.g. the status branch of a CI checkout's
+  // origin); empty: every branch. A local remote is always mirrored whole (see Fetch).
+  std::string only_branch;
 };
 
 // $XDG_CACHE_HOME/ray-gitops, else $HOME/.cache/ray-gitops, else ./.ray-gitops-cache.

@@ -31,7 +31,8 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   options.ref = flags.repo.ref;
   options.dry_run = true;
   options.record_status = false;
-  core::Result<RepoHandles> handles = OpenRepo(flags.repo);
+  std::string ledger_from;
+  core::Result<RepoHandles> handles = OpenRepoForReading(flags.repo, &ledger_from);
   if (!handles.ok()) {
     LogEvent("error", handles.error().ToString());
     return kPlanError;
@@ -59,6 +60,8 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
                                            store.ledger(), flags.repo.instance);
   view.job_changes = std::move(changes.jobs);
   view.cluster_changes = std::move(changes.cluster);
+  view.ledger_note = NoLedgerNote(*handles->store, flags.repo, ledger_from);
+  if (!view.ledger_note.empty()) LogEvent("warn", view.ledger_note);
   // The pass redacted its records; the rendered entrypoints and anything else the formats
   // add go through the same step before they are printed.
   std::string text;

@@ -83,4 +83,16 @@ struct RepoHandles {
 };
 core::Result<RepoHandles> OpenRepo(const RepoOptions& options);
 
+// For the commands that only read (`plan`, `history`), as CI runs them: a local checkout is
+// read where it is (its own commits: a shallow clone works, and HEAD is what is checked out),
+// and its ledger is origin's status branch, fetched, when origin can be reached; else the local
+// or the remote-tracking branch, whichever contains the other. `ledger_from` says which, in
+// words. A URL, a bare repository and same-branch mode go through OpenRepo.
+core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::string* ledger_from);
+
+// What a command that read `store` says when it found no status branch at all: every job is
+// taken as never run. Empty when the branch was found.
+std::string NoLedgerNote(const adapters::GitStatusStore& store, const RepoOptions& options,
+                         const std::string& ledger_from);
+
 }  // namespace rg::cli

@@ -152,6 +152,7 @@ std::string FormatPlanText(const PlanView& view) {
     out += "Plan: " + Summary(plan) + "\n";
   }
   if (plan.blocked) out += "BLOCKED: " + plan.blocked_reason + "\n";
+  if (!view.ledger_note.empty()) out += "Note: " + view.ledger_note + "\n";
   for (const std::string& notice : OwnershipNotices(plan)) out += notice + "\n";
   for (const Diagnostic& d : view.desired->AllDiagnostics()) out += d.ToString() + "\n";
   if (rows.empty()) return out + "No jobs.\n";
@@ -178,6 +179,7 @@ std::string MarkdownHeader(const PlanView& view) {
   if (!view.commit.empty()) out += " for `" + view.commit.substr(0, 12) + "`";
   out += "\n\n**" + Summary(plan) + ".**\n\n";
   if (plan.blocked) out += "> **Blocked:** " + OneLine(plan.blocked_reason) + "\n\n";
+  if (!view.ledger_note.empty()) out += "> **Note:** " + OneLine(view.ledger_note) + "\n\n";
   for (const std::string& notice : OwnershipNotices(plan)) out += "> " + OneLine(notice) + "\n\n";
   const Diagnostics diagnostics = view.desired->AllDiagnostics();
   if (!diagnostics.empty()) {
@@ -330,6 +332,7 @@ std::string FormatPlanJson(const PlanView& view) {
   Value root = Value::Object{};
   root["format_version"] = kPlanFormatVersion;
   root["commit"] = view.commit;
+  root["ledger_note"] = view.ledger_note;
   root["summary"] = SummaryJson(plan);
   root["actions"] = ActionsJson(plan);
   Value::Array jobs;

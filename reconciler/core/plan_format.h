@@ -28,6 +28,9 @@ struct PlanView {
   // cluster.yaml against the one active runs were submitted with, and which of them the
   // change reaches on their next submission; one per such commit.
   std::vector<ClusterDiff> cluster_changes = {};
+  // Set when no status branch was found: every job is planned as never run before, and the
+  // plan says so.
+  std::string ledger_note = {};
 };
 
 // What a plan does to one job, for the tables: "submit", "stop", "replace" (stop the old run,

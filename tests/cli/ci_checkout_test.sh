@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `plan --repo .` in the checkouts CI makes, against the fake head: a `git clone --depth 1`
+# (single branch: no status branch at all locally) and a full clone (the status branch only as
+# origin/ray-gitops/status) plan the same actions, for the same reasons, as `plan` on the
+# remote itself; with origin unreachable the remote-tracking branch is used; with no status
+# branch anywhere the plan says it has no ledger, on stderr and in its output.
+# Args: path-to-binary source-dir path-to-fake-ray-server.
+set -u
+bin=$1
+fake=$3
+work=$(mktemp -d)
+fake_pid=""
+cleanup() {
+  [[ -n $fake_pid ]] && kill "$fake_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
+git() { command git -c init.defaultBranch=main -c advice.detachedHead=false "$@"; }
+
+coproc FAKE { exec "$fake"; }
+fake_pid=$FAKE_PID
+read -r port <&"${FAKE[0]}"
+[[ $port =~ ^[0-9]+$ ]] || { echo "FAIL: the fake head did not start" >&2; exit 1; }
+address=http://127.0.0.1:$port
+
+remote=$work/remote.git
+git init -q --bare "$remote"
+git clone -q "$remote" "$work/person" 2>/dev/null
+cd "$work/person" || exit 1
+mkdir jobs
+printf 'address: %s\n' "$address" >cluster.yaml
+printf 'workload: custom\nentrypoint: sleep 600\n' >jobs/a.yaml
+printf 'workload: custom\nentrypoint: sleep 601\n' >jobs/b.yaml
+git add -A && git commit -qm first && git push -q origin main
+# The first sync writes the ledger (ray-gitops/status) on the remote.
+"$bin" sync --repo "$remote" --cache-dir "$work/cache" --no-artifacts >/dev/null 2>"$work/sync.err" ||
+  fail "the first sync: $(cat "$work/sync.err")"
+# The change under review: a edited, c added. Two more commits, so the shallow clone cuts history.
+printf 'workload: custom\nentrypoint: sleep 700\n' >jobs/a.yaml
+git commit -qam "edit a"
+printf 'workload: custom\nentrypoint: sleep 602\n' >jobs/c.yaml
+git add -A && git commit -qm "add c" && git push -q origin main
+
+# plan NAME REPO: the actions of `plan -o json` as "action name submission_id reason" lines.
+plan() {
+  local name=$1
+  shift
+  "$bin" plan --repo "$@" --cache-dir "$work/cache-$name" -o json >"$work/$name.json" \
+    2>"$work/$name.err"
+  echo $? >"$work/$name.rc"
+  python3 - "$work/$name.json" >"$work/$name.actions" <<'PY' || fail "$name: no JSON plan: $(cat "$work/$name.err")"
+import json, sys
+for a in json.load(open(sys.argv[1]))["actions"]:
+    print(a["action"], a["name"], a["submission_id"], a["reason"])
+PY
+}
+
+plan remote "$remote"
+[[ $(cat "$work/remote.rc") == 2 ]] || fail "plan on the remote: exit $(cat "$work/remote.rc"): $(cat "$work/remote.err")"
+grep -q "^submit a .*spec changed" "$work/remote.actions" || fail "the remote's plan does not replace a: $(cat "$work/remote.actions")"
+grep -q "^submit c " "$work/remote.actions" || fail "the remote's plan does not submit c"
+grep -q "^stop a " "$work/remote.actions" || fail "the remote's plan does not stop a's old run"
+
+git clone -q --depth 1 "file://$remote" "$work/shallow"
+[[ -f $work/shallow/.git/shallow ]] || fail "the clone is not shallow"
+plan shallow "$work/shallow"
+diff "$work/remote.actions" "$work/shallow.actions" >&2 || fail "a shallow clone plans differently"
+grep -q "no ledger" "$work/shallow.err" && fail "the shallow clone found no ledger: $(cat "$work/shallow.err")"
+
+git clone -q "$remote" "$work/full"
+git -C "$work/full" show-ref --verify -q refs/remotes/origin/ray-gitops/status ||
+  fail "the full clone lacks origin/ray-gitops/status"
+git -C "$work/full" show-ref --verify -q refs/heads/ray-gitops/status &&
+  fail "the full clone has a local status branch"
+plan full "$work/full"
+diff "$work/remote.actions" "$work/full.actions" >&2 || fail "a full clone plans differently"
+
+# origin unreachable (its URL, which names whose runs are ours, unchanged): the remote-tracking
+# branch as last fetched, and a warning saying so.
+mv "$remote" "$work/away.git"
+plan offline "$work/full"
+mv "$work/away.git" "$remote"
+diff "$work/remote.actions" "$work/offline.actions" >&2 || fail "a clone without its origin plans differently"
+grep -q "cannot fetch ray-gitops/status from origin" "$work/offline.err" ||
+  fail "no warning that origin could not be reached: $(cat "$work/offline.err")"
+
+# No status branch anywhere: said on stderr and in the plan.
+mv "$remote" "$work/away.git"
+plan noledger "$work/shallow"
+grep -q "no ledger" "$work/noledger.err" || fail "no ledger not said on stderr: $(cat "$work/noledger.err")"
+python3 -c "import json,sys; n=json.load(open(sys.argv[1]))['ledger_note']; assert n.startswith('no ledger'), n" \
+  "$work/noledger.json" || fail "no ledger not said in the plan"
+"$bin" plan --repo "$work/shallow" --cache-dir "$work/cache-text" >"$work/text.out" 2>/dev/null
+grep -q "^Note: no ledger" "$work/text.out" || fail "the text plan does not say it has no ledger"
+mv "$work/away.git" "$remote"
+
+if ((failures > 0)); then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all CI checkout checks passed"
