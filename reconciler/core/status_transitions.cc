@@ -1,5 +1,6 @@
 #include "reconciler/core/status_transitions.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace rg::core {
@@ -42,10 +43,9 @@ Transition JobTransition(const StatusRecord& rec, std::string from, std::string 
 // True when one of `ts` already moved the record's latest run to the record's phase.
 bool ExplainsJobPhase(const std::vector<Transition>& ts, const StatusRecord& rec) {
   const std::string phase = PhaseText(rec.phase);
-  for (const Transition& t : ts) {
-    if (t.submission_id == rec.submission_id && t.to == phase) return true;
-  }
-  return false;
+  return std::ranges::any_of(ts, [&](const Transition& t) {
+    return t.submission_id == rec.submission_id && t.to == phase;
+  });
 }
 
 // A record that had no owner and gets one, its phase unchanged (DescribeTransition's case).

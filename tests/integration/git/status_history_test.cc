@@ -90,8 +90,9 @@ CommandRun History(const std::vector<std::string>& args) {
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::array<char, 4096> buffer{};
-  for (size_t n; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;)
+  for (size_t n; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
     run.out.append(buffer.data(), n);
+  }
   const int status = pclose(pipe);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;

@@ -40,8 +40,9 @@ core::StatusRecord Record(const std::string& name, Phase phase,
 
 std::vector<std::string> Lines(const core::StatusRecord* before, const core::StatusRecord* after) {
   std::vector<std::string> out;
-  for (const auto& t : core::RecordTransitions(before, after))
+  for (const auto& t : core::RecordTransitions(before, after)) {
     out.push_back(core::TransitionLine(t));
+  }
   return out;
 }
 

@@ -150,7 +150,7 @@ TEST_CASE("EscapeMarkdownCell escapes pipes, folds line breaks and trims", "[sta
   CHECK(core::EscapeMarkdownCell("  a|b  ") == "a\\|b");
   CHECK(core::EscapeMarkdownCell("one\n\ntwo") == "one two");
   CHECK(core::EscapeMarkdownCell("\nlead") == "lead");
-  CHECK(core::EscapeMarkdownCell("") == "");
+  CHECK(core::EscapeMarkdownCell("").empty());
 }
 
 }  // namespace
