@@ -125,7 +125,8 @@ void PrintJson(const std::string& name, const std::vector<core::HistoryRow>& row
 
 int RunHistory(const GlobalOptions& global, const HistoryFlags& flags) {
   ConfigureLogging(global);
-  core::Result<RepoHandles> handles = OpenRepo(flags.repo);
+  std::string ledger_from;
+  core::Result<RepoHandles> handles = OpenRepoForReading(flags.repo, &ledger_from);
   if (!handles.ok()) {
     LogEvent("error", handles.error().ToString());
     return 1;
@@ -136,8 +137,12 @@ int RunHistory(const GlobalOptions& global, const HistoryFlags& flags) {
     LogEvent("error", history.error().ToString());
     return 1;
   }
+  if (const std::string note = NoLedgerNote(*handles->store, flags.repo, ledger_from);
+      !note.empty()) {
+    return Fail("no history for " + flags.name + ": " + note);
+  }
   if (history->empty()) {
-    return Fail("no history for " + flags.name + " on " + flags.repo.status_branch);
+    return Fail("no history for " + flags.name + " on " + ledger_from);
   }
   const std::vector<core::HistoryRow> rows = core::JobHistory(Versions(*history));
   Authors authors(*handles->workspace);

@@ -80,6 +80,12 @@ git -C "$work/full" show-ref --verify -q refs/heads/ray-gitops/status &&
   fail "the full clone has a local status branch"
 plan full "$work/full"
 diff "$work/remote.actions" "$work/full.actions" >&2 || fail "a full clone plans differently"
+# history reads the same ledger in both checkouts.
+for clone in full shallow; do
+  "$bin" history a --repo "$work/$clone" --cache-dir "$work/cache-h" -o json >"$work/h.out" 2>"$work/h.err" ||
+    fail "history in the $clone clone: $(cat "$work/h.err")"
+  grep -q '"transitions"' "$work/h.out" || fail "history in the $clone clone: $(cat "$work/h.out")"
+done
 
 # origin unreachable (its URL, which names whose runs are ours, unchanged): the remote-tracking
 # branch as last fetched, and a warning saying so.
@@ -98,6 +104,9 @@ python3 -c "import json,sys; n=json.load(open(sys.argv[1]))['ledger_note']; asse
   "$work/noledger.json" || fail "no ledger not said in the plan"
 "$bin" plan --repo "$work/shallow" --cache-dir "$work/cache-text" >"$work/text.out" 2>/dev/null
 grep -q "^Note: no ledger" "$work/text.out" || fail "the text plan does not say it has no ledger"
+"$bin" history a --repo "$work/shallow" --cache-dir "$work/cache-h2" >/dev/null 2>"$work/h.err" &&
+  fail "history without a ledger exited 0"
+grep -q "no ledger" "$work/h.err" || fail "history without a ledger: $(cat "$work/h.err")"
 mv "$work/away.git" "$remote"
 
 if ((failures > 0)); then
