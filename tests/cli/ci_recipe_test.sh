@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The pull-request review recipe (hooks/ci/ray-gitops-review, run by hooks/ci/github-actions.yml
+# and hooks/ci/gitlab-ci.yml) run as CI runs it: in a shallow checkout of the change, against a
+# local bare repository and a local HTTP stand-in for the GitHub and GitLab comment APIs that
+# records every call. The first run creates ONE comment; a run after the next push updates that
+# same comment; an invalid spec fails the check and still updates the comment.
+# Args: path-to-binary source-dir.
+set -u
+bin=$1
+src=$2
+work=$(mktemp -d)
+stub_pid=""
+cleanup() {
+  [[ -n $stub_pid ]] && kill "$stub_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
+git() { command git -c init.defaultBranch=main -c advice.detachedHead=false "$@"; }
+token=ci-recipe-token-0123456789
+
+coproc STUB { exec python3 "$src/tests/cli/comment_api_stub.py" "$work/calls.jsonl" "$token"; }
+stub_pid=$STUB_PID
+read -r port <&"${STUB[0]}"
+[[ $port =~ ^[0-9]+$ ]] || { echo "FAIL: the comment API stand-in did not start" >&2; exit 1; }
+api=http://127.0.0.1:$port
+
+remote=$work/remote.git
+git init -q --bare "$remote"
+git clone -q "$remote" "$work/person" 2>/dev/null
+cd "$work/person" || exit 1
+mkdir jobs
+printf 'address: http://127.0.0.1:1\n' >cluster.yaml
+printf 'workload: custom\nentrypoint: python train.py --steps 100\n' >jobs/a.yaml
+git add -A && git commit -qm base && git push -q origin main
+git checkout -qb feature
+printf 'workload: custom\nentrypoint: python train.py --steps 200\n' >jobs/a.yaml
+printf 'workload: custom\nentrypoint: python eval.py\n' >jobs/b.yaml
+git add -A && git commit -qm "more steps, an eval" && git push -q origin feature
+
+# review NAME ENV...: a fresh shallow checkout of feature, then the recipe in it with only the
+# given CI variables; its exit status in $work/NAME.rc.
+review() {
+  local name=$1
+  shift
+  rm -rf "$work/ci"
+  git clone -q --depth 1 --branch feature "file://$remote" "$work/ci"
+  (cd "$work/ci" && env -i PATH="$PATH" HOME="$HOME" RAY_GITOPS="$bin" "$@" \
+    python3 "$src/hooks/ci/ray-gitops-review" >"$work/$name.out" 2>"$work/$name.err")
+  echo $? >"$work/$name.rc"
+}
+# calls METHOD: how many recorded calls used METHOD.
+calls() { grep -c "\"method\": \"$1\"" "$work/calls.jsonl" || true; }
+# thread URL: the comments the stand-in holds there, as JSON.
+thread() {
+  python3 - "$1" "$token" <<'PY'
+import json, sys, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
+print(json.dumps(json.load(urllib.request.urlopen(req))))
+PY
+}
+
+echo '{"pull_request": {"number": 7}}' >"$work/event.json"
+github=(GITHUB_ACTIONS=true GITHUB_API_URL="$api" GITHUB_REPOSITORY=org/repo
+  GITHUB_EVENT_PATH="$work/event.json" GITHUB_BASE_REF=main GITHUB_TOKEN="$token")
+github_thread=$api/repos/org/repo/issues/7/comments
+
+# --- GitHub: the first run creates the comment ---
+review gh1 "${github[@]}"
+[[ $(cat "$work/gh1.rc") == 0 ]] || fail "first GitHub run: exit $(cat "$work/gh1.rc"): $(cat "$work/gh1.err")"
+[[ $(calls POST) == 1 ]] || fail "first GitHub run: $(calls POST) comments created, expected 1"
+[[ $(calls PATCH) == 0 ]] || fail "first GitHub run updated a comment"
+thread "$github_thread" >"$work/t1.json"
+python3 - "$work/t1.json" <<'PY' || fail "the GitHub comment after the first run"
+import json, sys
+items = json.load(open(sys.argv[1]))
+assert len(items) == 1, items
+body = items[0]["body"]
+assert "<!-- ray-gitops-review -->" in body
+assert "**validate:** every file is valid." in body, body
+assert "**Runs change:**" in body and "| replace | a |" in body and "| submit | b |" in body, body
+assert "+ --steps" not in body and "+ 200" in body, body
+PY
+grep -q "$token" "$work/gh1.out" "$work/gh1.err" && fail "the token was printed"
+
+# --- the next push: the same comment is updated, no second one ---
+cd "$work/person" || exit 1
+printf 'workload: custom\nentrypoint: python eval.py --full\n' >jobs/b.yaml
+git commit -qam "full eval" && git push -q origin feature
+review gh2 "${github[@]}"
+[[ $(cat "$work/gh2.rc") == 0 ]] || fail "second GitHub run: exit $(cat "$work/gh2.rc"): $(cat "$work/gh2.err")"
+[[ $(calls POST) == 1 ]] || fail "second GitHub run created another comment"
+[[ $(calls PATCH) == 1 ]] || fail "second GitHub run: $(calls PATCH) updates, expected 1"
+grep '"PATCH"' "$work/calls.jsonl" | grep -q '"path": "/repos/org/repo/issues/comments/1001"' ||
+  fail "the update went elsewhere: $(grep PATCH "$work/calls.jsonl")"
+thread "$github_thread" | grep -q -- "+ --full" || fail "the comment does not show the new push"
+
+# --- an invalid spec: the check fails, the comment says why ---
+cd "$work/person" || exit 1
+printf 'workload: custom\nentrypont: python eval.py\n' >jobs/b.yaml
+git commit -qam "typo" && git push -q origin feature
+review gh3 "${github[@]}"
+[[ $(cat "$work/gh3.rc") == 1 ]] || fail "invalid spec: exit $(cat "$work/gh3.rc"), expected 1"
+[[ $(calls POST) == 1 ]] || fail "invalid spec: another comment was created"
+thread "$github_thread" | grep -q "jobs/b.yaml:2:1" || fail "the comment does not name the invalid file"
+
+# --- GitLab: a note on the merge request, created once, then updated ---
+gitlab=(GITLAB_CI=true CI_API_V4_URL="$api/api/v4" CI_PROJECT_ID=42 CI_MERGE_REQUEST_IID=3
+  CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main RAY_GITOPS_GITLAB_TOKEN="$token")
+review gl1 "${gitlab[@]}"
+[[ $(calls POST) == 2 ]] || fail "first GitLab run: no note created: $(cat "$work/gl1.err")"
+review gl2 "${gitlab[@]}"
+[[ $(calls POST) == 2 ]] || fail "second GitLab run created another note"
+[[ $(calls PUT) == 1 ]] || fail "second GitLab run: $(calls PUT) updates, expected 1"
+grep '"PUT"' "$work/calls.jsonl" | grep -q '"path": "/api/v4/projects/42/merge_requests/3/notes/1002"' ||
+  fail "the GitLab update went elsewhere: $(grep PUT "$work/calls.jsonl")"
+
+# --- refused credentials: the check fails and says so ---
+review bad "${github[@]/GITHUB_TOKEN=$token/GITHUB_TOKEN=wrong}"
+[[ $(cat "$work/bad.rc") == 1 ]] || fail "a refused token: exit $(cat "$work/bad.rc")"
+grep -q "cannot post the review comment" "$work/bad.err" || fail "a refused token: $(cat "$work/bad.err")"
+
+if ((failures > 0)); then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all review recipe checks passed"
