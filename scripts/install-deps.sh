@@ -27,8 +27,8 @@ if ((${#need_apt[@]})); then
 fi
 
 # The Python side: venvs outside the checkout, cached between runs. The pinned Ray is the
-# main one; a second venv holds the Ray our first users run (ORIGIN.md's cluster), so the
-# real-Ray tests run against both.
+# main one; a second venv holds the Ray our first users run (the first production cluster's:
+# docs/ray-jobs-api.md, "Across Ray versions"), so the real-Ray tests run against both.
 install_venv() {
   local venv=$1 spec=$2
   local stamp="$venv/.rg-installed"

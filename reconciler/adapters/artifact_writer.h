@@ -1,5 +1,5 @@
 #pragma once
-// ports::ArtifactSink on a filesystem (DESIGN.md 5, docs/artifacts.md):
+// ports::ArtifactSink on a filesystem (docs/artifacts.md):
 //
 //   <root>/jobs/<submission_id>/
 //     config/ray_config.yaml  config/jobspec.yaml  config/submit_payload.json
@@ -31,7 +31,7 @@ class ArtifactWriter : public ports::ArtifactSink {
   // token) is replaced by "<redacted>" in every file, whatever field it hides in.
   explicit ArtifactWriter(std::filesystem::path root, const std::vector<std::string>& secrets = {},
                           NowFunction now = std::chrono::system_clock::now);
-  // The same with the process's one redaction step (DESIGN.md 4): every value `redactor`
+  // The same with the process's one redaction step (docs/security.md): every value `redactor`
   // knows is replaced in every file.
   ArtifactWriter(std::filesystem::path root, core::Redactor redactor,
                  NowFunction now = std::chrono::system_clock::now);

@@ -1,5 +1,5 @@
 #pragma once
-// ports::StatusStore on a branch of the desired-state repository (DESIGN.md 4), in the same
+// ports::StatusStore on a branch of the desired-state repository, in the same
 // GitWorkspace clone as the source. Commits are built in memory from the tip's tree (no working
 // tree, no index on disk) and pushed as fast-forwards; a push refused because another writer
 // moved the branch is answered by fetching, re-applying the same changes on the new tip and

@@ -1,6 +1,7 @@
 #pragma once
-// Deadlines and cancellation for every Git network connection of the process (DESIGN.md 3.2:
-// "every call to Git has a deadline"; 7: "a Git transfer in flight is cancelled at once").
+// Deadlines and cancellation for every Git network connection of the process (docs/daemon.md:
+// every call to Git has a deadline, "Deadlines"; a Git transfer in flight is cancelled at once,
+// "Shutdown").
 //
 // libgit2 1.5 has no timeout option of its own: a remote that accepts the connection and never
 // answers blocks a fetch forever. So the process registers its own socket stream with libgit2

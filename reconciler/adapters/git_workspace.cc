@@ -375,7 +375,7 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspac
   std::shared_ptr<GitWorkspace> ws(new GitWorkspace());
   ws->options_ = options;
   ws->url_ = url;
-  // A checkout with an origin is that repository (DESIGN.md 2.2): `plan --repo .` in a CI
+  // A checkout with an origin is that repository (docs/operations.md): `plan --repo .` in a CI
   // clone and the daemon watching the remote agree on whose runs are whose.
   ws->recorded_url_ = origin.empty() ? url : origin;
   if (!origin.empty()) ws->aliases_.push_back(url);

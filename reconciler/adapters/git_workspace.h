@@ -70,7 +70,7 @@ class GitWorkspace {
 
   // The repository URL as given (NormaliseRepoUrl): what the clone is made from.
   const std::string& url() const { return url_; }
-  // The repository as recorded in `gitops.repo` (DESIGN.md 2.2): url(), except that a local
+  // The repository as recorded in `gitops.repo` (docs/operations.md): url(), except that a local
   // checkout (not a bare repository) with an origin remote records its origin's URL.
   const std::string& recorded_url() const { return recorded_url_; }
   // Other URLs of this repository whose runs are ours: url() when recorded_url() differs.

@@ -1,6 +1,6 @@
 #pragma once
 // How to reach a Ray head: address, credentials, extra headers, TLS, timeouts. Resolved
-// from flags first, then Ray's own environment variables (RAY_JOBS_API.md, "Authentication
+// from flags first, then Ray's own environment variables (docs/ray-jobs-api.md, "Authentication
 // and transport").
 
 #include <chrono>

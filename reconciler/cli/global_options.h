@@ -1,5 +1,5 @@
 #pragma once
-// Flags shared by every subcommand (DESIGN.md 6), and how each command plugs into main().
+// Flags shared by every subcommand, and how each command plugs into main().
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// The seed's one-off submission against a Ray head (DESIGN.md 6), and the registration of
+// The seed's one-off submission against a Ray head, and the registration of
 // every job command (status, stop, logs and list are in job_query_commands.cc). Output for
 // people goes to stdout; what went wrong goes to stderr prefixed "ray-gitops: ". Exit status 0
 // on success, 1 on any error; submit exits 3 when the one-off run exists already and nothing
@@ -40,7 +40,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// submit: the one-off run exists already; nothing was submitted (DESIGN.md 2.2).
+// submit: the one-off run exists already; nothing was submitted (docs/operations.md).
 constexpr int kExitRunExists = 3;
 
 // The path a spec is known by in the repository: from its last "jobs/" component on, so that
@@ -85,7 +85,7 @@ int RefuseExisting(const core::RayJob& job, const std::string& id, const core::R
   return kExitRunExists;
 }
 
-// The number of the next one-off run of `spec` (DESIGN.md 2.2): one past the highest run
+// The number of the next one-off run of `spec` (docs/operations.md): one past the highest run
 // whose id Ray lists, or run 0 ("-cli") when Ray lists none.
 core::Result<int> NextOneOffRun(ports::JobServer& server, const core::JobSpec& spec) {
   core::Result<std::vector<core::RayJob>> jobs = server.List();

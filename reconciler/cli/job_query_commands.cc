@@ -1,4 +1,4 @@
-// status, stop, logs and list against a Ray head (DESIGN.md 6). status, stop and logs take a
+// status, stop, logs and list against a Ray head (docs/operations.md). status, stop and logs take a
 // submission id or Ray job id, or the name of a job ray-gitops submitted, which means that
 // name's latest run (core::FindJob). Output for people goes to stdout; notes and what went
 // wrong go to stderr prefixed "ray-gitops: ". Everything printed is redacted. Exit status 0 on

@@ -24,8 +24,8 @@ namespace rg::cli {
 // A source that hands out one snapshot already loaded (so the address fallback and the pass
 // read the same commit, and the remote is fetched once).
 // The first Load returns the snapshot already read (the Ray address came from it); a pass that
-// finds its view older than a run of ours loads again from `inner` (DESIGN.md 3.2), and asks
-// `inner` how commits relate. `inner` must outlive this object.
+// finds its view older than a run of ours loads again from `inner` (docs/reconcile.md, "Stale
+// views"), and asks `inner` how commits relate. `inner` must outlive this object.
 class LoadedSnapshotSource : public ports::DesiredStateSource {
  public:
   LoadedSnapshotSource(ports::DesiredSnapshot snapshot, ports::DesiredStateSource& inner)
@@ -92,7 +92,7 @@ struct PassWiring {
   JobServerDecorator decorate;
   // Tries per idempotent Ray call; 0 keeps the client's default (a few, with a short backoff:
   // a one-shot command has nothing above it to try again). The daemon gives 1: its loop is the
-  // one backoff layer (DESIGN.md 3.2), and a pass never sleeps inside itself.
+  // one backoff layer (docs/daemon.md, "Deadlines"), and a pass never sleeps inside itself.
   int ray_call_attempts = 0;
 };
 
@@ -103,7 +103,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
                                     engine::ReconcileOptions options, const PassWiring& wiring);
 
 // The secrets this process holds for `ray` and `repo` (may be null): the Ray token, the
-// --ray-header values and the Git token; the one redaction step of DESIGN.md 4 is fed with
+// --ray-header values and the Git token; the one redaction step (docs/security.md) is fed with
 // them. The webhook secret is added by the daemon.
 core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoOptions* repo);
 

@@ -51,14 +51,14 @@ int PrintSubmission(const RenderOptions& options, const core::DesiredState& stat
   core::RenderContext context;
   context.instance = options.instance;
   context.attempt = options.attempt;
-  core::JobSpec bound = spec;  // the id this instance's daemon would give it (DESIGN.md 2.1)
+  core::JobSpec bound = spec;  // the id this instance's daemon would give it
   core::BindSpecToInstance(bound, options.instance);
   auto body = core::RenderSubmission(bound, *state.cluster, context);
   if (!body.ok()) {
     PrintError(spec.path, body.error().message());
     return 1;
   }
-  // What may be written (DESIGN.md 4): secret-named env vars show as <redacted>, and any
+  // What may be written (docs/security.md): secret-named env vars show as <redacted>, and any
   // other place their values appear is redacted too.
   const core::Value shown = core::RedactSecrets(*body);
   core::Redactor secrets;

@@ -75,7 +75,7 @@ std::string HashWithout(const Value& document, Pred leave_out, std::string_view 
 
 std::string ComputeSpecHash(const Value& document, std::string_view instance) {
   // `name` is already the id's first part; leaving it out lets a moved file keep its run by
-  // pinning its old name (DESIGN.md 2.1).
+  // pinning its old name.
   return HashWithout(
       document, [](std::string_view key) { return key == "name" || IsPolicyField(key); }, instance);
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Deterministic identity of a run (DESIGN.md 2.1): spec hash, names, submission ids.
+// Deterministic identity of a run (docs/jobspec.md, "The spec hash and submission ids"): spec hash,
+// names, submission ids.
 
 #include <optional>
 #include <string>
@@ -19,7 +20,7 @@ bool IsPolicyField(std::string_view key);
 
 // First 10 hex digits of SHA-256 over ToCanonicalJson(document minus `name` and the policy
 // fields), with "@instance": `instance` added for an instance other than the default, so two
-// instances on one cluster never share an id (DESIGN.md 2.1). REQUIRES: document.is_object()
+// instances on one cluster never share an id. REQUIRES: document.is_object()
 std::string ComputeSpecHash(const Value& document, std::string_view instance = {});
 
 // Makes `spec` the spec of a run of `instance`: for an instance other than the default, its
@@ -30,7 +31,7 @@ void BindSpecToInstance(JobSpec& spec, std::string_view instance);
 
 // The hash of the earlier rule (`name` and the newer policy fields included), when it differs
 // from ComputeSpecHash; else empty. A run recorded under it is still the spec's current run, so
-// upgrading ray-gitops restarts nothing (DESIGN.md 2.1). REQUIRES: document.is_object()
+// upgrading ray-gitops restarts nothing. REQUIRES: document.is_object()
 std::string ComputeLegacySpecHash(const Value& document);
 
 // ^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$
@@ -50,7 +51,7 @@ std::string SubmissionIdBase(const JobSpec& spec);
 // Attempt 0 is SubmissionIdBase(spec); attempt k >= 1 appends "-r<k>".
 std::string SubmissionIdForAttempt(const JobSpec& spec, int attempt);
 
-// One-off runs from `ray-gitops submit` (DESIGN.md 2.2) belong to no instance: they carry
+// One-off runs from `ray-gitops submit` (docs/operations.md) belong to no instance: they carry
 // gitops.submitted-by: cli instead of gitops.managed-by.
 inline constexpr std::string_view kMetaSubmittedBy = "gitops.submitted-by";
 inline constexpr std::string_view kSubmittedByCli = "cli";

@@ -1,8 +1,8 @@
 #pragma once
-// Whose a job in Ray is (DESIGN.md 2.2): ours only when its gitops.managed-by is our instance
-// and its gitops.repo names our repository. A job of our instance from another repository is
-// foreign: never stopped, adopted or recorded, only reported, so two teams on one shared
-// cluster who both kept the default instance never stop each other's runs.
+// Whose a job in Ray is (docs/operations.md, "One cluster, several teams"): ours only when its
+// gitops.managed-by is our instance and its gitops.repo names our repository. A job of our instance
+// from another repository is foreign: never stopped, adopted or recorded, only reported, so two
+// teams on one shared cluster who both kept the default instance never stop each other's runs.
 
 #include <map>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// A job as the Ray Jobs API reports it (RAY_JOBS_API.md, "Job details").
+// A job as the Ray Jobs API reports it (docs/ray-jobs-api.md, "Job details").
 
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// What may be written (DESIGN.md 4): Ray's message cut to its first line, and the values of
+// What may be written (docs/security.md): Ray's message cut to its first line, and the values of
 // known secrets replaced by "<redacted>" before anything reaches Git, a plan, the status page,
 // the JSON API, a log line, an artifact or a command's output. Pure.
 
@@ -22,7 +22,7 @@ inline constexpr size_t kMinSecretLength = 8;
 inline constexpr size_t kMaxMessageChars = 300;
 
 // True for env var names that hold secrets: the name contains TOKEN, KEY, SECRET, PASSWORD,
-// PASSWD, PASS or CREDENTIAL, case-insensitive (DESIGN.md 4), or AUTH as a word part.
+// PASSWD, PASS or CREDENTIAL, case-insensitive, or AUTH as a word part.
 bool IsSecretEnvName(std::string_view name);
 
 // Ray's message up to its first line break, at most kMaxMessageChars characters (cut on a

@@ -10,7 +10,7 @@
 #include "reconciler/core/identity.h"
 #include "reconciler/core/redaction.h"
 
-// Quoting, in two layers (DESIGN.md 1.3).
+// Quoting, in two layers (docs/jobspec.md, "Rendering").
 //
 // Hydra (HydraQuoteValue). Hydra 1.3's override grammar (OverrideLexer.g4, VALUE_MODE) reads an
 // unquoted value as a run of ID, INT, FLOAT, BOOL, NULL, INTERPOLATION, COLON, ESC, WS and the

@@ -1,5 +1,5 @@
 #pragma once
-// From JobSpec to the exact body of `POST /api/jobs/` (DESIGN.md 1.3).
+// From JobSpec to the exact body of `POST /api/jobs/` (docs/jobspec.md, "Rendering").
 
 #include <optional>
 #include <string>
@@ -12,7 +12,7 @@
 
 namespace rg::core {
 
-// Ownership metadata keys (DESIGN.md 2.2).
+// Ownership metadata keys (docs/jobspec.md, "Rendering").
 inline constexpr std::string_view kMetaManagedBy = "gitops.managed-by";
 inline constexpr std::string_view kMetaName = "gitops.name";
 inline constexpr std::string_view kMetaSpecPath = "gitops.spec-path";
@@ -55,8 +55,8 @@ Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
 // Removes user:password@ (or token@) from a URL before it is recorded anywhere.
 std::string StripUrlCredentials(std::string_view url);
 
-// The cluster's identity in the ledger (DESIGN.md 4): cluster.yaml's `name`, else `address`
-// (the Jobs API address in use) without credentials.
+// The cluster's identity in the ledger (docs/status-branch.md): cluster.yaml's `name`, else
+// `address` (the Jobs API address in use) without credentials.
 std::string RayClusterName(const RayConfig& cluster, std::string_view address);
 
 // True for env var names that look like secrets (TOKEN, SECRET, PASSWORD, PASSWD, KEY,

@@ -1,6 +1,6 @@
 #pragma once
 // The desired-state model: RayConfig (cluster.yaml) and JobSpec (jobs/**.yaml), as in
-// DESIGN.md 1.1 and 1.2. Values are kept as written: `${shared_root}` is substituted
+// docs/jobspec.md. Values are kept as written: `${shared_root}` is substituted
 // when a spec is rendered, so that the spec hash never depends on cluster.yaml.
 
 #include <algorithm>
@@ -35,7 +35,7 @@ using ResourceMap = std::map<std::string, double, std::less<>>;
 
 struct RayConfig {
   std::string path = "cluster.yaml";
-  // The cluster's identity in the ledger (DESIGN.md 1.1, 4); unset: the address without
+  // The cluster's identity in the ledger (docs/status-branch.md); unset: the address without
   // credentials. See RayClusterName in reconciler/core/identity.h.
   std::optional<std::string> name;
   std::string address;
@@ -89,7 +89,7 @@ struct JobSpec {
   // The document as parsed (YAML scalars resolved to their types); the hash input.
   Value document = Value::Object{};
   // First 10 hex digits of SHA-256 over the canonical JSON of `document` without `name`
-  // and the policy fields (DESIGN.md 2.1).
+  // and the policy fields (docs/jobspec.md, "The spec hash and submission ids").
   std::string spec_hash;
   // Hashes of earlier rules that differ from spec_hash: runs recorded under them are still
   // current, so upgrading ray-gitops restarts nothing (ComputeLegacySpecHash; for a

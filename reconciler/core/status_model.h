@@ -1,7 +1,7 @@
 #pragma once
-// What ray-gitops records about each job on the status branch (DESIGN.md 4). The same records,
-// read back, are the ledger: the durable memory of which attempts existed and how they ended,
-// which survives a Ray head restart.
+// What ray-gitops records about each job on the status branch (docs/status-branch.md). The same
+// records, read back, are the ledger: the durable memory of which attempts existed and how they
+// ended, which survives a Ray head restart.
 
 #include <array>
 #include <cstdint>
@@ -28,7 +28,7 @@ enum class Phase {
   kBlocked,    // a guard held back the stop this job needs
   kConflict,   // the id is taken by a run of different content (or not ours)
   kRemoved,    // the spec is gone; the record stays while a run of it may still be active
-  kStopping,   // a stop was sent and Ray still reports the run active (DESIGN.md 3.1)
+  kStopping,   // a stop was sent and Ray still reports the run active (docs/reconcile.md)
 };
 
 // Every phase, in the order above: the order of the page's counts and of rg_jobs's series.
@@ -80,7 +80,7 @@ std::string StopReasonText(const AttemptRecord& a);
 
 struct StatusRecord {
   std::string name;
-  // Whose ledger the record is in (DESIGN.md 4): the --instance that wrote it and the Ray
+  // Whose ledger the record is in (docs/status-branch.md): the --instance that wrote it and the Ray
   // cluster its runs ran on (RayClusterName: cluster.yaml's `name`, else the address without
   // credentials). Both are empty in a record written before ledgers had owners; such a record
   // belongs to whoever reads it, and carries both once that reader writes it again.
@@ -138,10 +138,10 @@ LedgerMatch MatchLedger(const StatusRecord& record, std::string_view instance,
 bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after);
 
 // What two writers of one ledger (two replicas of an instance) recorded for one job, joined
-// (DESIGN.md 4): attempts are joined by submission id, and of two records of one attempt the
-// later in (PENDING < RUNNING < ended) wins, so a finished status never turns back into an
-// active one; a stop reason or stop time either knew is kept. The rest is `ours` (the writer's
-// current view), unless both name the same latest attempt and `theirs` saw it later.
+// (docs/status-branch.md, "Push conflicts"): attempts are joined by submission id, and of two
+// records of one attempt the later in (PENDING < RUNNING < ended) wins, so a finished status never
+// turns back into an active one; a stop reason or stop time either knew is kept. The rest is `ours`
+// (the writer's current view), unless both name the same latest attempt and `theirs` saw it later.
 StatusRecord MergeRecords(const StatusRecord& theirs, const StatusRecord& ours);
 
 // "ppo-qwen: Pending -> Running (ppo-qwen-3f2a1c9b0e)"; for a new record "ppo-qwen: new ->

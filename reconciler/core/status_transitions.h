@@ -1,5 +1,6 @@
 #pragma once
-// What changed between two versions of a job's status record, as people read it (DESIGN.md 4):
+// What changed between two versions of a job's status record, as people read it
+// (docs/status-branch.md, "Commits"):
 // one transition per attempt that began or moved to another phase (attempt 0 Failed, then
 // attempt 1 Pending; the replaced run Stopped, then the new run Pending), plus the job's own
 // phase when no attempt explains it (new -> Invalid, Running -> Stopping). The status commit's

@@ -1,5 +1,5 @@
 #pragma once
-// Step 5 of a pass (DESIGN.md 3, 3.3): carry out a plan's actions against Ray. Every stop
+// Step 5 of a pass (docs/reconcile.md, "Steps"): carry out a plan's actions against Ray. Every stop
 // first, one after another; then every submit through SubmitAttempt (adoption on duplicate
 // ids, artifacts), with bounded parallelism. A failed action is reported in its outcome and
 // the others go on.
@@ -23,7 +23,7 @@ namespace rg::engine {
 using JobServerFactory = std::function<std::unique_ptr<ports::JobServer>()>;
 
 struct ApplyOptions {
-  // Whose runs are ours: a duplicate id is adopted only when its run is (DESIGN.md 3.3).
+  // Whose runs are ours: a duplicate id is adopted only when its run is.
   core::Ownership owner;
   int parallelism = 4;      // submits in flight at once; values below 1 mean 1
   std::string ray_address;  // recorded in the artifacts

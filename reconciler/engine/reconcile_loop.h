@@ -1,5 +1,5 @@
 #pragma once
-// The daemon's reconcile loop (DESIGN.md 7): decides when a pass runs, runs it, and reads its
+// The daemon's reconcile loop (docs/daemon.md): decides when a pass runs, runs it, and reads its
 // result to decide what happens next (controller-runtime style: the pass never sleeps, the
 // loop owns the timer, the backoff and the coalescing of triggers).
 //
@@ -59,11 +59,12 @@ struct LoopOptions {
   int64_t max_backoff_ms = 300'000;
   double jitter = 0.2;  // +-20% on every backoff delay; 0 turns jitter off
   // Ready while the last pass that did not fail ended at most this many intervals plus
-  // pass_deadline_ms ago (DESIGN.md 7), and no pass has run longer than pass_deadline_ms.
+  // pass_deadline_ms ago, and no pass has run longer than pass_deadline_ms (docs/daemon.md,
+  // "Readiness").
   int readiness_intervals = 3;
-  // How long a pass may run before the daemon reports itself not ready (DESIGN.md 3.2: a pass
-  // that cannot finish shows as not ready). The pass is not interrupted: every Git and Ray
-  // call in it has its own deadline.
+  // How long a pass may run before the daemon reports itself not ready (docs/daemon.md,
+  // "Deadlines": a pass that cannot finish shows as not ready). The pass is not interrupted: every
+  // Git and Ray call in it has its own deadline.
   int64_t pass_deadline_ms = 300'000;
   uint64_t random_seed = 0;  // 0: seeded from std::random_device
   // Handed to every pass; the loop sets stop_requested so a stop ends a pass after its

@@ -1,6 +1,6 @@
 #pragma once
-// The end of step 6 (DESIGN.md 4): the records that changed (core::DiffAgainstLedger) are
-// written in one commit that says what changed.
+// The end of step 6 (docs/status-branch.md, "Commits"): the records that changed
+// (core::DiffAgainstLedger) are written in one commit that says what changed.
 
 #include <string>
 

@@ -16,7 +16,7 @@ std::string SubmissionIdOf(const core::Value& body, const core::JobSpec& spec, i
   return core::SubmissionIdForAttempt(spec, attempt);
 }
 
-// Adoption needs the same spec and the same owner (instance and repository, DESIGN.md 3.3);
+// Adoption needs the same spec and the same owner (instance and repository);
 // anything else is someone else's run.
 core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::string& id,
                                          const core::JobSpec& spec, const core::Ownership& owner,

@@ -1,5 +1,5 @@
 #pragma once
-// One idempotent submission of a JobSpec (DESIGN.md 1.3, 3.3, 5): render the body, record
+// One idempotent submission of a JobSpec (docs/artifacts.md): render the body, record
 // the cluster's view, submit with the deterministic id, adopt the run when Ray already has
 // it from the same spec, and leave the artifacts behind.
 
@@ -50,7 +50,7 @@ core::Result<SubmitAttemptResult> SubmitAttempt(
     const core::RayConfig& cluster, const core::RenderContext& context,
     const SubmitArtifactInputs& inputs, const core::Ownership* owner = nullptr);
 
-// One one-off run of `spec` (`ray-gitops submit`, DESIGN.md 2.2), which no instance manages:
+// One one-off run of `spec` (`ray-gitops submit`), which no instance manages (docs/operations.md):
 // - its id is core::OneOffSubmissionId(spec, run); the run is rendered as the spec pinned to
 //   that id, so an entrypoint that names its run (verl's experiment name and checkpoint
 //   folder) names this one;

@@ -1,8 +1,8 @@
 #pragma once
-// Something a person should look at that does not make the daemon unready (DESIGN.md 7): an
-// invalid cluster file or spec, an unreadable status file, foreign jobs. A pass returns its
-// warnings; the daemon shows them in /readyz's body, on the status page and as the metric
-// rg_warnings{kind=...} that the documented alerts use (docs/operations.md).
+// Something a person should look at that does not make the daemon unready (docs/daemon.md,
+// "Readiness"): an invalid cluster file or spec, an unreadable status file, foreign jobs. A pass
+// returns its warnings; the daemon shows them in /readyz's body, on the status page and as the
+// metric rg_warnings{kind=...} that the documented alerts use (docs/operations.md).
 
 #include <string>
 #include <string_view>

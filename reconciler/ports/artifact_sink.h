@@ -1,5 +1,5 @@
 #pragma once
-// Where the record of a submission goes (DESIGN.md 5): the files that let a person see, long
+// Where the record of a submission goes (docs/artifacts.md): the files that let a person see, long
 // after the fact, exactly what was sent to Ray, from which inputs, and what Ray said. The
 // adapter in adapters/artifact_writer.h writes them under <root>/jobs/<submission_id>/.
 

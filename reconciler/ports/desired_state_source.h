@@ -19,7 +19,7 @@ struct DesiredSnapshot {
   std::string ref;       // what was resolved, e.g. "refs/heads/main"
   std::string repo_url;  // the repository as recorded in metadata (credentials stripped)
   // Other URLs of the same repository whose runs are ours (a local checkout's own path when
-  // its origin gives repo_url; DESIGN.md 2.2).
+  // its origin gives repo_url).
   std::vector<std::string> repo_aliases;
   core::DesiredState state;
   // File texts by repo-relative path (cluster file and every spec), for artifacts and diffs.
@@ -27,7 +27,7 @@ struct DesiredSnapshot {
 };
 
 // How the commit a run was submitted from (its gitops.commit) stands to the commit a pass plans
-// from (DESIGN.md 3.2: a pass never acts on a view older than the cluster).
+// from (docs/reconcile.md, "Stale views": a pass never acts on a view older than the cluster).
 enum class CommitRelation {
   kAncestorOrSame,  // the pass's view includes it
   kDescendant,      // newer than the pass's commit: the view is stale

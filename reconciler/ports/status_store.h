@@ -1,6 +1,6 @@
 #pragma once
-// The status branch (DESIGN.md 4): status/<name>.yaml per job plus STATUS.md, written as one
-// commit built in memory and pushed. Read back, the records are the ledger.
+// The status branch (docs/status-branch.md): status/<name>.yaml per job plus STATUS.md, written as
+// one commit built in memory and pushed. Read back, the records are the ledger.
 
 #include <map>
 #include <optional>
@@ -28,8 +28,8 @@ struct StatusHistoryEntry {
   std::optional<core::StatusRecord> record;  // the file at that commit; nullopt if deleted
 };
 
-// Whose ledger a pass reads (DESIGN.md 4): the ledger belongs to one instance on one cluster.
-// Empty fields match every record (tools that only print history).
+// Whose ledger a pass reads (docs/status-branch.md): the ledger belongs to one instance on one
+// cluster. Empty fields match every record (tools that only print history).
 struct LedgerScope {
   std::string instance;     // --instance
   std::string ray_cluster;  // cluster.yaml's `name`, else the address without credentials
@@ -38,8 +38,8 @@ struct LedgerScope {
 // A file on the status branch that ReadLedger could not use: unreadable YAML, a record that
 // does not match its file name, a file that is no status record at all. `name` is the job it
 // belongs to when its path says so (status/<name>.yaml), else empty. That job is frozen: the
-// pass neither submits nor stops it until the file is fixed (DESIGN.md 7: a warning, not an
-// unready daemon).
+// pass neither submits nor stops it until the file is fixed (a warning, not an unready daemon:
+// docs/daemon.md, "Readiness").
 struct SkippedStatusFile {
   std::string path;
   std::string name;

@@ -262,8 +262,8 @@ void ReadEntrypointResources(Fields& f, const YamlEntry& e) {
   f.doc.entrypoint_resources = f.reader.Resources(e.key, e.value);
 }
 
-// The cluster's identity in the ledger (DESIGN.md 4): it is written into every status file and
-// compared as is, so a line break or an edge space could never match by eye.
+// The cluster's identity in the ledger (docs/status-branch.md): it is written into every status
+// file and compared as is, so a line break or an edge space could never match by eye.
 void ReadClusterName(ClusterFields& f, const YamlEntry& e) {
   const YamlNode& value = e.value;
   const std::string name = value.is_string() ? value.scalar.as_string() : std::string();

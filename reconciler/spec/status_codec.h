@@ -1,5 +1,5 @@
 #pragma once
-// The status file format (DESIGN.md 4, schema/status.schema.json): one StatusRecord as
+// The status file format (docs/status-branch.md, schema/status.schema.json): one StatusRecord as
 // status/<name>.yaml on the status branch. Encoding is deterministic (the same record gives
 // the same bytes), so an unchanged record never makes a commit. Decoding ignores keys it does
 // not know, so that files written by a newer ray-gitops can still be read.

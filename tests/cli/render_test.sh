@@ -145,7 +145,7 @@ render --repo "$REPO" jobs/ppo/missing.yaml
 render --repo "$REPO" jobs/ppo/qwen.yaml --format xml
 [ "$status" -ne 0 ] || fail "--format xml was accepted"
 
-# --- secrets (DESIGN.md 4): secret-named env vars show as <redacted>, wherever they appear ---
+# --- secrets (docs/security.md): secret-named env vars show as <redacted>, wherever they appear ---
 mkdir -p "$WORK/secret/jobs"
 cat >"$WORK/secret/cluster.yaml" <<'YAML'
 address: http://127.0.0.1:8265

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two teams on one shared Ray cluster who both kept the default instance (DESIGN.md 2.2, 7):
+# Two teams on one shared Ray cluster who both kept the default instance (docs/operations.md):
 # repository A and repository B, each with its own jobs and one identical spec. Each side's
 # plan and sync name the other repository and the fix, stop and record nothing of the other's,
 # and mark the spec whose id the other side holds as Conflict. A moved repository adopts its
@@ -212,7 +212,7 @@ PY
 
 # --- moving A: a copy at a new place, as `git clone --bare` makes it. Its origin points back
 #     at A, but a bare repository is never a checkout: it is a repository of its own
-#     (DESIGN.md 2.2), and adopts A's runs only with --previous-repo. ---
+#     (docs/operations.md), and adopts A's runs only with --previous-repo. ---
 A2=$tmp/moved/team-a.git
 mkdir -p "$tmp/moved"
 git clone -q --bare "$A" "$A2" 2>/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two code snapshots side by side (ORIGIN.md acceptance): each job imports its own
+# Two code snapshots side by side (`code_path`, docs/jobspec.md): each job imports its own
 # code_path's module and prints its own marker, never the other's.
 # Usage: multi_version_test.sh RAY_GITOPS_BINARY SOURCE_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-off runs of `ray-gitops submit` belong to no instance (DESIGN.md 2.2): submitted beside
+# One-off runs of `ray-gitops submit` belong to no instance (docs/operations.md): submitted beside
 # a repository that a `sync` and a daemon reconcile, they keep running, never reach the status
 # branch, and `list` shows them as `cli`. A second submit of the same spec submits nothing and
 # names the run that exists and its state (exit 3); --new-run submits -cli-1, then -cli-2.

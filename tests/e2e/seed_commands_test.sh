@@ -86,7 +86,7 @@ import json, sys
 assert json.load(sys.stdin)["metadata"]["gitops.name"] == "smoke-hello"
 ' || rg_fail "render -o json"
 
-# --- artifacts: the tree of DESIGN.md 5, the exact body, no secrets ---
+# --- artifacts: the tree of docs/artifacts.md, the exact body, no secrets ---
 dir=$shared/jobs/$id
 for f in config/ray_config.yaml config/jobspec.yaml config/submit_payload.json logs/submit.out \
   debug/ray_status_pre.txt debug/ray_job_list_post.txt; do

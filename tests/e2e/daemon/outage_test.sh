@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The daemon while Ray is unreachable (DESIGN.md 3.2, docs/daemon.md "Readiness"), against the
+# The daemon while Ray is unreachable (docs/daemon.md "Readiness"), against the
 # fake head behind a proxy that is killed and restarted on the same port. Usage:
 #   outage_test.sh RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY
 # The daemon keeps running and healthy; /readyz turns 503 once the outage outlasts the

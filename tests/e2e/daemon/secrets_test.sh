@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nothing secret leaves (DESIGN.md 4, "What may be written"), on the real head: a job that
+# Nothing secret leaves (docs/security.md), on the real head: a job that
 # prints the Ray token (or, on a head without token auth, a --ray-header value), a cluster env
 # var WANDB_API_KEY and a spec env var HF_TOKEN, then fails. Ray appends those log lines to the
 # job's message; none of the values may appear in the status branch's history, in `plan`

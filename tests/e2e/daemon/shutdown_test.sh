@@ -34,7 +34,7 @@ dmn_start "$RG_TMP/daemon1.log" --interval 1h --parallelism 1
 some_job() { curl -s --max-time 5 "$DMN_FAKE_URL/api/jobs/" | grep -q '"submission_id"'; }
 dmn_wait 60 "a first job in Ray" some_job >/dev/null
 sent_ms=$(dmn_now_ms)
-dmn_stop 15  # DESIGN.md §7: exit 0 within 15 s of SIGTERM
+dmn_stop 15  # docs/daemon.md, "Shutdown": exit 0 within 15 s of SIGTERM
 took=$(($(dmn_now_ms) - sent_ms))
 [ "$DMN_STATUS" = 0 ] || { cat "$DMN_LOG" >&2; rg_fail "the daemon exited $DMN_STATUS on SIGTERM"; }
 echo "SIGTERM -> exit 0: ${took} ms"

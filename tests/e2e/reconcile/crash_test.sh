@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash safety of `sync` (DESIGN.md 3.3): a sync killed with SIGKILL after its submit reached
+# Crash safety of `sync` (docs/reconcile.md): a sync killed with SIGKILL after its submit reached
 # Ray and before it recorded anything leaves one run, which the next sync adopts; a third sync
 # then has nothing to do. Usage:
 #   crash_test.sh RAY_GITOPS_BINARY SOURCE_DIR [FAKE_RAY_SERVER_BINARY]

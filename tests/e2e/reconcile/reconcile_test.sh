@@ -83,7 +83,7 @@ expect_exit 0 sync_
 [ "$(status_commits)" = "$before" ] || rg_fail "a pass that changed nothing made a status commit"
 expect_exit 0 plan_
 
-# --- the status branch holds the DESIGN 4 fields ---
+# --- the status branch holds the fields of docs/status-branch.md ---
 status_file alpha >"$RG_TMP/alpha.yaml"
 for field in name spec_path spec_hash spec_commit phase submission_id attempt status \
   dashboard_url attempts; do

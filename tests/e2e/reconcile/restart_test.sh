@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A Ray head restart seen through the binary (DESIGN.md 3.1, "missing from Ray"): the fake head
+# A Ray head restart seen through the binary (docs/operations.md, "Lost"): the fake head
 # forgets every job and takes a new session_name; the next sync must not re-run finished work,
 # must resubmit a lost run that has retries left as attempt -r1, and must only report a lost
 # run without retries. Usage:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `git revert` brings a run back (DESIGN.md 3.1): a run ray-gitops stopped because its spec was
+# `git revert` brings a run back (docs/reconcile.md): a run ray-gitops stopped because its spec was
 # replaced or removed runs again, as its next attempt, when a revert makes its spec desired
 # again. Usage:
 #   revert_test.sh RAY_GITOPS_BINARY SOURCE_DIR [FAKE_RAY_SERVER_BINARY]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Stopping phase (DESIGN.md 3.1), on the real head: a removed spec whose job stays PENDING
+# The Stopping phase (docs/reconcile.md), on the real head: a removed spec whose job stays PENDING
 # for a resource the cluster lacks. Ray answers the stop but keeps the job PENDING; the sent
 # stop is remembered in the ledger, so `plan` does not repeat it (exit 0) and shows the job as
 # Stopping, and a second sync sends nothing. Usage:

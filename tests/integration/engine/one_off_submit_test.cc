@@ -1,5 +1,5 @@
 // engine::SubmitOneOff through the real HTTP client against the fake head: the one-off runs
-// of `ray-gitops submit` (DESIGN.md 2.2) get their own ids and labels, are never adopted, and
+// of `ray-gitops submit` (docs/operations.md) get their own ids and labels, are never adopted, and
 // the planner and the status update leave them alone.
 
 #include <catch2/catch.hpp>

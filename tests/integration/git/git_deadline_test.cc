@@ -1,6 +1,6 @@
-// Deadlines and cancellation of Git transfers (DESIGN.md 3.2 and 7): a remote that accepts the
-// connection and never answers fails the fetch within its timeout, a cancel ends it at once,
-// and a clone deleted under a running workspace is made again.
+// Deadlines and cancellation of Git transfers (docs/daemon.md, "Deadlines" and "Shutdown"): a
+// remote that accepts the connection and never answers fails the fetch within its timeout, a
+// cancel ends it at once, and a clone deleted under a running workspace is made again.
 
 #include <netinet/in.h>
 #include <sys/socket.h>

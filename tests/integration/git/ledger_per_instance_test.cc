@@ -1,5 +1,5 @@
-// One ledger per instance and cluster (DESIGN.md 4), end to end through the reconcile pass:
-// real libgit2 repositories, one clone per daemon as separate processes would have, and fake
+// One ledger per instance and cluster (docs/status-branch.md), end to end through the reconcile
+// pass: real libgit2 repositories, one clone per daemon as separate processes would have, and fake
 // Ray heads. Two instances on one repository each keep their own ledger without a commit war;
 // the documented two-cluster setup (one daemon per cluster, each its own --instance and status
 // branch) gives each cluster its runs; two clusters that share one branch by mistake never

@@ -1,10 +1,10 @@
-// Ownership on a shared cluster (DESIGN.md 2.2), end to end through the reconcile pass: real
-// libgit2 repositories and one fake Ray head. A job is ours only when its instance and its
-// repository are ours. Two repositories that both kept the default instance never stop, adopt
-// or record each other's runs: the other's runs are foreign, named in a warning, and a spec
-// whose id a foreign run holds is a Conflict naming that repository. Two repositories with
-// their own instances never share an id. A repository that moved keeps its runs with
-// --previous-repo, and a local checkout with an origin remote is the repository it came from.
+// Ownership on a shared cluster (docs/operations.md, "One cluster, several teams"), end to end
+// through the reconcile pass: real libgit2 repositories and one fake Ray head. A job is ours only
+// when its instance and its repository are ours. Two repositories that both kept the default
+// instance never stop, adopt or record each other's runs: the other's runs are foreign, named in a
+// warning, and a spec whose id a foreign run holds is a Conflict naming that repository. Two
+// repositories with their own instances never share an id. A repository that moved keeps its runs
+// with --previous-repo, and a local checkout with an origin remote is the repository it came from.
 
 #include <git2.h>
 
@@ -69,7 +69,7 @@ struct Repo : testing::TestRemote {
     person->CommitAndPush("main", "initial");
   }
 
-  // How gitops.repo names this repository, compared (DESIGN.md 2.2): the path without ".git".
+  // How gitops.repo names this repository, compared: the path without ".git".
   std::string identity() const { return core::RepoIdentity(remote); }
 
   std::optional<core::StatusRecord> RecordOn(const std::string& name,

@@ -1,5 +1,5 @@
-// DESIGN.md 3.2 on real Git repositories and the fake head: two daemons of one instance, each
-// with its own clone of one bare remote. A pass planned from commit N never stops or
+// Stale views (docs/reconcile.md) on real Git repositories and the fake head: two daemons of one
+// instance, each with its own clone of one bare remote. A pass planned from commit N never stops or
 // resubmits anything because of a run the other daemon submitted from commit N+1, and a
 // commit removed by a force push leaves the branch as the truth.
 

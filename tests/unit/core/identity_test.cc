@@ -113,7 +113,7 @@ TEST_CASE("name is left out of the hash, the earlier rule's hash is kept for nam
   unnamed.as_object().erase("name");
   Value named = unnamed;
   named["name"] = Value("ppo-qwen");
-  // Pinning a moved file's old name keeps its content's hash, hence its run (DESIGN.md 2.1).
+  // Pinning a moved file's old name keeps its content's hash, hence its run.
   CHECK(ComputeSpecHash(named) == ComputeSpecHash(unnamed));
   // Runs hashed by the earlier rule, name included, still count as current.
   const std::string legacy = rg::core::ComputeLegacySpecHash(named);
@@ -134,7 +134,7 @@ TEST_CASE("name is left out of the hash, the earlier rule's hash is kept for nam
 TEST_CASE("a non-default instance takes its name into the hash, its earlier ids stay current") {
   Value doc = SampleDocument();
   const std::string plain = ComputeSpecHash(doc);
-  // The default instance's ids are the ids of the rule without an instance (DESIGN.md 2.1).
+  // The default instance's ids are the ids of the rule without an instance.
   CHECK(ComputeSpecHash(doc, "ray-gitops") == plain);
   CHECK(ComputeSpecHash(doc, "") == plain);
   const std::string team_a = ComputeSpecHash(doc, "team-a");

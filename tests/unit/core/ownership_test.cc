@@ -1,4 +1,4 @@
-// Whose a job is (DESIGN.md 2.2): the identity of a repository URL, and how a job's instance
+// Whose a job is (docs/operations.md): the identity of a repository URL, and how a job's instance
 // and repository labels classify it.
 
 #include "reconciler/core/ownership.h"

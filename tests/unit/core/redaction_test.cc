@@ -1,4 +1,4 @@
-// What may be written (DESIGN.md 4): Ray's message to its first line, known secrets redacted.
+// What may be written (docs/security.md): Ray's message to its first line, known secrets redacted.
 
 #include "reconciler/core/redaction.h"
 
@@ -7,7 +7,7 @@
 namespace rg::core {
 namespace {
 
-TEST_CASE("secret env var names follow DESIGN.md 4, case-insensitive, as substrings") {
+TEST_CASE("secret env var names follow docs/security.md, case-insensitive, as substrings") {
   for (const char* name :
        {"HF_TOKEN", "WANDB_API_KEY", "aws_secret_access_key", "DB_PASSWORD", "MYSQL_PASSWD",
         "PGPASS", "GCP_CREDENTIALS", "github_token", "RAY_AUTH_TOKEN", "APIKEY", "X_AUTH"}) {

@@ -1,5 +1,5 @@
-// Issue 9 on the pass: a revert brings a run back (DESIGN.md 3.1), a stale view never acts
-// (3.2), renames, and what cannot be read freezes only its own job and shows as a warning (7).
+// Issue 9 on the pass (docs/reconcile.md): a revert brings a run back, a stale view never acts,
+// renames, and what cannot be read freezes only its own job and shows as a warning.
 // Two in-memory repositories stand for two daemons' clones; they share one fake head and one
 // status branch.
 
@@ -117,9 +117,9 @@ TEST_CASE("moving an unnamed spec starts a new run and the plan says it is a ren
   }
 }
 
-// DESIGN.md 2.1 leaves `name` out of the spec hash, so pinning the old derived name keeps the
-// run. The hash in core/identity.cc still includes an explicit `name` (and the newer policy
-// fields): until it follows DESIGN.md 2.1 this case fails and is marked so.
+// The rule of docs/jobspec.md leaves `name` out of the spec hash, so pinning the old derived
+// name keeps the run. The hash in core/identity.cc still includes an explicit `name` (and the
+// newer policy fields): until it follows that rule this case fails and is marked so.
 TEST_CASE("a moved spec that pins its old derived name keeps its run", "[engine]") {
   Cluster c;
   auto repo = c.NewRepo(CommitId(0));

@@ -1,4 +1,4 @@
-// Two repositories on one shared cluster, both on the default instance (DESIGN.md 2.2): the
+// Two repositories on one shared cluster, both on the default instance (docs/operations.md): the
 // other repository's runs are foreign (never stopped, adopted or counted by the guards), an
 // id taken by one is a conflict, and runs recorded under a --previous-repo URL are ours.
 

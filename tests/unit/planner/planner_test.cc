@@ -1,4 +1,4 @@
-// The state machine of DESIGN.md 3.1 and the guards of 3.2, row by row.
+// The state machine and the guards (docs/reconcile.md), row by row.
 
 #include "reconciler/core/planner.h"
 
@@ -114,7 +114,7 @@ TEST_CASE("each row of the per-job state machine gives its action and phase") {
        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed)})}},
        Phase::kFailed,
        ""},
-      // DESIGN.md 3.1: a run ray-gitops stopped comes back when its spec is desired again.
+      // A run ray-gitops stopped comes back when its spec is desired again (docs/reconcile.md).
       {"stopped by us as replaced, desired again (a revert): next attempt",
        plain,
        {Job("a", 0, RayJobStatus::kStopped)},
@@ -382,7 +382,7 @@ TEST_CASE("a pass over a converged state plans nothing") {
   CHECK_FALSE(plan.HasChanges());
 }
 
-// DESIGN.md 3.1, last row: a stop was sent but Ray still reports the run active.
+// A stop was sent but Ray still reports the run active (docs/reconcile.md, "Stopping").
 TEST_CASE("a stop Ray has not carried out is remembered, not repeated, and resent after 10 min") {
   constexpr int64_t kSent = 1'800'000'000'000;
   AttemptRecord stopping = Attempt("gone", 0, RayJobStatus::kPending, "removed");
