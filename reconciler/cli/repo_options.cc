@@ -135,6 +135,14 @@ CLI::Option* AddPassFlags(CLI::App* cmd, PassFlags* flags, std::string_view stop
   max_stops->check(CLI::NonNegativeNumber);
   cmd->add_option("--parallelism", flags->parallelism, "submits in flight at once (default 4)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--dashboard-url", flags->dashboard_url,
+                  "the Ray dashboard as browsers reach it, for links (default: the Ray address)")
+      ->check(
+          [](const std::string& url) -> std::string {
+            if (url.starts_with("http://") || url.starts_with("https://")) return "";
+            return "--dashboard-url must start with http:// or https://";
+          },
+          "URL");
   return max_stops;
 }
 
@@ -143,6 +151,7 @@ void ApplyPassFlags(const PassFlags& flags, engine::ReconcileOptions* options) {
   options->policy.max_stops = flags.max_stops;
   options->policy.max_stops_explicit = flags.max_stops_given;
   options->parallelism = flags.parallelism;
+  options->dashboard_url = core::StripUrlCredentials(flags.dashboard_url);
 }
 
 }  // namespace rg::cli

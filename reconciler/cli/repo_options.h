@@ -65,6 +65,8 @@ struct PassFlags {
   int max_stops = 5;
   bool max_stops_given = false;  // --max-stops appeared on the command line
   int parallelism = 4;
+  // --dashboard-url: the Ray dashboard as browsers reach it, for links; empty: the Ray address.
+  std::string dashboard_url;
 };
 
 // Registers the pass flags on `cmd`. `stops_per` completes the --max-stops help ("stop at most

@@ -115,6 +115,8 @@ engine::PassResult FailedBeforePass(const core::Error& error) {
   engine::PassResult r;
   ++r.errors_by_kind[error.kind()];
   r.errors.emplace_back(error.kind(), RedactForOutput(error.message()));
+  // The desired state could not be loaded: Git cannot be reached (network, credentials).
+  if (error.IsTransient() || error.IsUnauthorized()) r.unreachable = "Git";
   r.exit_status = engine::kExitError;
   return r;
 }
@@ -310,6 +312,7 @@ engine::LoopOptions LoopOptionsFrom(const RunFlags& flags, const Timings& timing
   options.identity.repo_url = core::StripUrlCredentials(repo_url);
   options.identity.branch = branch;
   options.identity.status_branch = flags.repo.status_branch;
+  options.identity.dashboard_url = options.pass.dashboard_url;
   return options;
 }
 
@@ -350,7 +353,8 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     malloc_trim(0);
     if (!run.ok()) return FailedBeforePass(run.error());
     if (!run->ray_address.empty()) {
-      slot.loop->SetRayAddress(run->ray_address, run->ray_address);
+      const std::string& dashboard = pass_options.dashboard_url;
+      slot.loop->SetRayAddress(run->ray_address, dashboard.empty() ? run->ray_address : dashboard);
     }
     return std::move(run->result);
   };

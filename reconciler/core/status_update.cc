@@ -107,7 +107,6 @@ StatusRecord StartRecord(const StatusInputs& in, const JobPlan& jp, const Status
   rec.instance = in.owner.instance;
   rec.ray_cluster = ray_cluster;
   if (!jp.spec_path.empty()) rec.spec_path = jp.spec_path;
-  rec.spec_commit = in.spec_commit;
   rec.phase = jp.phase;
   rec.errors.clear();
   if (spec != nullptr) {
@@ -180,10 +179,14 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
   std::optional<std::string> ray_message;
   // A run not ours holding the id (another repository's, another instance's, one submitted by
   // hand: DESIGN.md 2.2) is named in the message, never recorded.
+  // The commit the run was submitted from (its gitops.commit label); the pass's commit for a
+  // run submitted now or still to come, and for a job without a run.
+  std::string run_commit = same_attempt ? rec.spec_commit : std::string();
   if (auto it = in.ray_jobs.find(jp.submission_id);
       it != in.ray_jobs.end() && IsOurs(ClassifyJob(it->second, in.owner))) {
     SetRayFields(rec, it->second);
     ray_message = it->second.message;
+    if (std::string label = it->second.Label(kMetaCommit); !label.empty()) run_commit = label;
   } else if (done.submitted.contains(jp.submission_id)) {
     ClearRayFields(rec);
     rec.status = RayJobStatus::kPending;
@@ -211,7 +214,10 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
       rec.message = "stop of " + o.action.submission_id + " failed: " + o.error->ToString();
     }
   }
-  rec.dashboard_url = DashboardUrl(in.ray_address, rec.submission_id);
+  if (run_commit.empty()) run_commit = in.spec_commit;
+  rec.spec_commit = run_commit;
+  rec.dashboard_url =
+      DashboardUrl(in.dashboard_url.empty() ? in.ray_address : in.dashboard_url, rec.submission_id);
 }
 
 }  // namespace

@@ -30,7 +30,9 @@ struct StatusInputs {
   std::string ray_cluster;
   std::string spec_commit;
   std::string ray_address;  // credentials stripped; the dashboard links start with it
-  int64_t now_ms = 0;       // when this pass ran: the time a stop it sent is recorded with
+  // The Ray dashboard as browsers reach it (--dashboard-url); empty: ray_address.
+  std::string dashboard_url;
+  int64_t now_ms = 0;  // when this pass ran: the time a stop it sent is recorded with
 };
 
 // The record every planned job should have now, by name, stamped with the ledger's owner

@@ -41,7 +41,15 @@ struct DaemonSnapshot {
   std::string status_commit;  // last status commit made by this process
   bool blocked = false;       // the last pass was held back by a guard
   std::string blocked_reason;
-  std::vector<core::StatusRecord> jobs;  // by name
+  // The jobs as last known, by name: the records of the last pass that got as far as a plan;
+  // until one did, the ledger's records read by a pass that could not list Ray.
+  std::vector<core::StatusRecord> jobs;
+  std::optional<int64_t> jobs_as_of_ms;  // end of the pass that read them; nullopt: none yet
+  bool jobs_from_ledger = false;         // `jobs` are the ledger's, not a pass's records
+  // What the last pass could not reach ("Ray" or "Git"; empty when it reached both), and the
+  // start of the first pass in a row that could not reach it.
+  std::string unreachable;
+  std::optional<int64_t> unreachable_since_ms;
 };
 
 }  // namespace rg::engine

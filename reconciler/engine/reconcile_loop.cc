@@ -208,8 +208,22 @@ void ReconcileLoop::EndPassLocked(PassReport& report, int64_t end_us, int64_t en
   if (!result.status_commit.empty()) state_.status_commit = result.status_commit;
   if (result.planned) {
     state_.jobs = result.records;
+    state_.jobs_as_of_ms = end_ms;
+    state_.jobs_from_ledger = false;
     state_.blocked = result.blocked;
     state_.blocked_reason = result.blocked ? result.plan.blocked_reason : std::string();
+  } else if (!result.ledger_records.empty() && (!state_.jobs_as_of_ms || state_.jobs_from_ledger)) {
+    // Ray cannot be listed and no pass has planned yet: the ledger's jobs are the last known.
+    state_.jobs = result.ledger_records;
+    state_.jobs_as_of_ms = end_ms;
+    state_.jobs_from_ledger = true;
+  }
+  if (result.unreachable.empty()) {
+    state_.unreachable.clear();
+    state_.unreachable_since_ms.reset();
+  } else if (result.unreachable != state_.unreachable || !state_.unreachable_since_ms) {
+    state_.unreachable = result.unreachable;
+    state_.unreachable_since_ms = state_.last_pass_start_ms;
   }
   state_.last_error = verdict == PassVerdict::kOk || verdict == PassVerdict::kBlocked
                           ? std::string()

@@ -130,6 +130,25 @@ void AddSkippedFileWarnings(const std::vector<ports::SkippedStatusFile>& skipped
   }
 }
 
+// A network failure, a timeout or refused credentials: the other side cannot be reached.
+bool CannotReach(const core::Error& e) { return e.IsTransient() || e.IsUnauthorized(); }
+
+// Ray cannot be listed: the ledger's records, for the daemon to show as the last known jobs.
+// Best effort: a ledger that cannot be read leaves the list empty.
+void KeepLedgerRecords(const ReconcileDeps& deps, const ReconcileOptions& options,
+                       const core::DesiredState& state, PassResult& result) {
+  if (deps.store == nullptr || !state.cluster) return;
+  ports::LedgerScope scope;
+  scope.instance = options.policy.owner.instance;
+  scope.ray_cluster = core::RayClusterName(*state.cluster, options.ray_address);
+  core::Result<core::Ledger> read = deps.store->ReadLedger(scope);
+  if (!read.ok()) return;
+  for (auto& [name, record] : *read) {
+    RedactRecord(record, result.redactor);
+    result.ledger_records.push_back(std::move(record));
+  }
+}
+
 // Steps 1 to 3: the desired state, Ray's jobs and the ledger. nullopt, with the reason on
 // `result`, when the pass cannot go on.
 std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileOptions& options,
@@ -139,6 +158,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   ++result.loads;
   if (!loaded.ok()) {
     AddError(result, Prefixed(loaded.error(), "cannot read the desired state at " + options.ref));
+    if (CannotReach(loaded.error())) result.unreachable = "Git";
     return std::nullopt;
   }
   PassInputs in;
@@ -160,6 +180,8 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   core::Result<std::vector<core::RayJob>> observed = deps.server->List();
   if (!observed.ok()) {
     AddError(result, Prefixed(observed.error(), "cannot list the jobs in Ray"));
+    result.unreachable = "Ray";
+    KeepLedgerRecords(deps, options, in.snapshot.state, result);
     return std::nullopt;
   }
   in.observed = std::move(*observed);
@@ -172,6 +194,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     if (!read.ok()) {
       // Without the ledger a finished run could be taken for a new one: act on nothing.
       AddError(result, Prefixed(read.error(), "cannot read the status ledger"));
+      if (CannotReach(read.error())) result.unreachable = "Git";
       return std::nullopt;
     }
     in.ledger = std::move(*read);
@@ -285,6 +308,7 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   in.owner = options.policy.owner;
   in.spec_commit = snapshot.commit;
   in.ray_address = address;
+  in.dashboard_url = core::StripUrlCredentials(options.dashboard_url);
   in.now_ms = options.now_ms;
   core::StatusUpdate update = core::BuildStatusUpdate(in);
   for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);

@@ -53,6 +53,9 @@ struct ReconcileOptions {
   // The Jobs API address in use (for dashboard links, artifacts and the Ray-Cluster
   // trailer; credentials are stripped before it is recorded).
   std::string ray_address;
+  // The Ray dashboard as people's browsers reach it, for the records' dashboard_url
+  // (credentials are stripped); empty: ray_address.
+  std::string dashboard_url;
   // Consulted before each action starts (the daemon's graceful shutdown): once it returns
   // true no further action starts, and what was already done is still recorded. Empty: never.
   // Called from the submit workers too: it must be thread-safe.
@@ -92,6 +95,12 @@ struct PassResult {
   // Every planned job's record after this pass (what the status branch now holds, or would
   // hold after a dry run), by name; empty when the pass stopped before planning.
   std::vector<core::StatusRecord> records;
+  // What could not be reached when the pass stopped early: "Git" (the desired state or the
+  // ledger) or "Ray" (the job list); empty otherwise.
+  std::string unreachable;
+  // When Ray could not be listed: the ledger's records of this instance and cluster, by name
+  // (redacted), so the daemon can show the last known jobs; empty otherwise.
+  std::vector<core::StatusRecord> ledger_records;
   bool blocked = false;
   // Cluster and spec validation problems (the pass still acts on the valid specs; an invalid
   // cluster stops it before planning).
