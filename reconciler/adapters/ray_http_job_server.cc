@@ -255,6 +255,12 @@ class RayHttpJobServer::Impl {
     return text->dump(2);
   }
 
+  core::Result<core::ClusterResources> Resources() {
+    auto ex = Retrying("GET", "/api/cluster_status", "", options_.read_timeout);
+    if (!ex) return ex.error();
+    return ParseClusterResources(ex->body);
+  }
+
  private:
   // Every request's headers: the extra ones, then the client's identity and credentials.
   httplib::Headers RequestHeaders() const {
@@ -409,5 +415,38 @@ core::Result<bool> RayHttpJobServer::Stop(std::string_view id) { return impl_->S
 core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_->Delete(id); }
 core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }
 core::Result<std::string> RayHttpJobServer::ClusterStatus() { return impl_->ClusterStatus(); }
+core::Result<core::ClusterResources> RayHttpJobServer::Resources() { return impl_->Resources(); }
+
+core::Result<core::ClusterResources> ParseClusterResources(std::string_view body) {
+  const json answer = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!answer.is_object()) return core::Error::Fatal("cluster_status: not a JSON object");
+  const json* status = nullptr;
+  if (auto data = answer.find("data"); data != answer.end() && data->is_object()) {
+    if (auto it = data->find("clusterStatus"); it != data->end()) status = &*it;
+  }
+  if (status == nullptr || status->is_null()) {
+    return core::Error::Transient("cluster_status: Ray has no cluster status yet");
+  }
+  const json* usage = nullptr;
+  if (auto report = status->find("loadMetricsReport");
+      status->is_object() && report != status->end() && report->is_object()) {
+    if (auto it = report->find("usage"); it != report->end() && it->is_object()) usage = &*it;
+  }
+  if (usage == nullptr) {
+    return core::Error::Fatal("cluster_status: no clusterStatus.loadMetricsReport.usage");
+  }
+  core::ClusterResources out;
+  for (const auto& [name, pair] : usage->items()) {
+    // [used, total]; anything else is skipped rather than guessed at.
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number()) {
+      continue;
+    }
+    const auto used = pair[0].get<double>();
+    const auto total = pair[1].get<double>();
+    out.total[name] = total;
+    out.available[name] = std::max(0.0, total - used);
+  }
+  return out;
+}
 
 }  // namespace rg::adapters

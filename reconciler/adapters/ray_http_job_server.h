@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/ports/job_server.h"
@@ -37,6 +38,13 @@ struct RayHttpAnswer {
 };
 using RayHttpTransport = std::function<RayHttpAnswer(const RayHttpRequest&)>;
 
+// The resources in the JSON answer of GET /api/cluster_status (no `format`), which Ray 2.51
+// and 2.60 shape alike: data.clusterStatus.loadMetricsReport.usage maps each resource, its
+// name in the dashboard's camelCase (core::RayDashboardKey), to [used, total]; memory in
+// bytes. kTransient when data.clusterStatus is null (a head that has not reported yet);
+// kFatal when the answer has another shape.
+core::Result<core::ClusterResources> ParseClusterResources(std::string_view body);
+
 class RayHttpJobServer : public ports::JobServer {
  public:
   explicit RayHttpJobServer(RayClientOptions options);
@@ -54,6 +62,7 @@ class RayHttpJobServer : public ports::JobServer {
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;
   core::Result<std::string> ClusterStatus() override;
+  core::Result<core::ClusterResources> Resources() override;
 
  private:
   class Impl;

@@ -69,6 +69,11 @@ core::Result<std::string> InstrumentedJobServer::ClusterStatus() {
                [&] { return inner_->ClusterStatus(); });
 }
 
+core::Result<core::ClusterResources> InstrumentedJobServer::Resources() {
+  return Timed(metrics_, clock_, kRayHistogram, "cluster_status",
+               [&] { return inner_->Resources(); });
+}
+
 InstrumentedDesiredStateSource::InstrumentedDesiredStateSource(ports::DesiredStateSource& inner,
                                                                core::MetricsRegistry& metrics,
                                                                ports::Clock& clock)

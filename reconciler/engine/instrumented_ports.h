@@ -19,7 +19,8 @@ namespace rg::engine {
 // Declares both histogram families (idempotent). The decorators call it themselves.
 void DeclareRequestMetrics(core::MetricsRegistry& metrics);
 
-// Times every call under call=version|submit|get|list|stop|delete|logs|cluster_status.
+// Times every call under call=version|submit|get|list|stop|delete|logs|cluster_status
+// (Resources reads the same endpoint and counts as cluster_status).
 class InstrumentedJobServer : public ports::JobServer {
  public:
   // `metrics` and `clock` must outlive this object.
@@ -34,6 +35,7 @@ class InstrumentedJobServer : public ports::JobServer {
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;
   core::Result<std::string> ClusterStatus() override;
+  core::Result<core::ClusterResources> Resources() override;
 
  private:
   std::unique_ptr<ports::JobServer> inner_;

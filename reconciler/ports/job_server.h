@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/core/pending_reason.h"
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/result.h"
 #include "reconciler/core/value.h"
@@ -39,6 +40,10 @@ class JobServer {
   virtual core::Result<std::string> Logs(std::string_view id) = 0;
   // GET /api/cluster_status?format=1 — the text of `ray status` (may be empty).
   virtual core::Result<std::string> ClusterStatus() = 0;
+  // GET /api/cluster_status (JSON) — every resource's total and what is free, as Ray's
+  // autoscaler last reported them. kTransient while Ray has no report yet (a head just
+  // started); callers treat any error as "unknown", never as a failure of their work.
+  virtual core::Result<core::ClusterResources> Resources() = 0;
 };
 
 }  // namespace rg::ports

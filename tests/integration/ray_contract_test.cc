@@ -24,6 +24,7 @@
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/ray_http_rules.h"
+#include "reconciler/core/pending_reason.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/in_process_ray.h"
 
@@ -387,6 +388,29 @@ TEST_CASE("contract: cluster status answers with the text of ray status", "[cont
   // resources are listed before any test runs.
   CHECK(status->find("CPU") != std::string::npos);
   CHECK(status->find("worker_node") != std::string::npos);
+}
+
+TEST_CASE("contract: cluster resources give every resource's total and what is free",
+          "[contract]") {
+  // GET /api/cluster_status (JSON): data.clusterStatus.loadMetricsReport.usage, each resource
+  // as [used, total] under the dashboard's camelCase key; the same on Ray 2.51 and 2.60.
+  auto client = Client();
+  auto resources = client.Resources();
+  REQUIRE(resources.ok());
+  const auto& total = resources->total;
+  CHECK(rg::core::FindClusterResource(total, "CPU").value_or(0) >= 1);
+  CHECK(rg::core::FindClusterResource(total, "worker_node").value_or(0) >= 1);
+  CHECK(total.contains("workerNode"));
+  CHECK_FALSE(total.contains("worker_node"));
+  CHECK(total.contains("node:InternalHead"));
+  // The test heads have no GPU: what keeps a job asking for one PENDING.
+  CHECK_FALSE(rg::core::FindClusterResource(total, "GPU").has_value());
+  for (const auto& [name, amount] : total) {
+    INFO(name);
+    REQUIRE(resources->available.contains(name));
+    CHECK(resources->available.at(name) >= 0);
+    CHECK(resources->available.at(name) <= amount);
+  }
 }
 
 TEST_CASE("contract: entrypoint_label_selector reaches heads that take it (Ray 2.54.0 on)",

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "reconciler/core/pending_reason.h"
+
 namespace rg::testing {
 namespace {
 
@@ -259,9 +261,11 @@ class FakeRayServer::Impl {
     options_.token = std::move(token);
   }
 
-  void SetClusterResources(std::map<std::string, double> resources) {
+  void SetClusterResources(std::map<std::string, double> resources,
+                           std::map<std::string, double> used) {
     std::lock_guard lock(mu_);
     options_.cluster_resources = std::move(resources);
+    options_.cluster_used = std::move(used);
   }
 
   std::optional<RayJobStatus> StatusOf(std::string_view id) {
@@ -355,7 +359,11 @@ class FakeRayServer::Impl {
   FakeRayAnswer Respond(const FakeRayRequest& request) {
     httplib::Request req;
     req.method = request.method;
-    req.path = request.path.substr(0, request.path.find('?'));
+    const size_t query = request.path.find('?');
+    req.path = request.path.substr(0, query);
+    if (query != std::string::npos) {
+      httplib::detail::parse_query_text(request.path.substr(query + 1), req.params);
+    }
     req.body = request.body;
     for (const auto& [name, value] : request.headers) req.headers.emplace(name, value);
     httplib::Response res;
@@ -462,7 +470,10 @@ class FakeRayServer::Impl {
       res.set_content("success", "application/text; charset=utf-8");
       return;
     }
-    if (route == kRouteClusterStatus) return Json(res, ClusterStatusJson());
+    if (route == kRouteClusterStatus) {
+      return Json(res,
+                  req.get_param_value("format") == "1" ? ClusterStatusText() : ClusterStatusJson());
+    }
     if (route == kRouteSubmit) return Submit(req, res);
     if (route == kRouteList) {
       json list = json::array();
@@ -654,7 +665,13 @@ class FakeRayServer::Impl {
     Json(res, {{"deleted", true}});
   }
 
-  json ClusterStatusJson() const {
+  double Used(const std::string& name) const {
+    auto it = options_.cluster_used.find(name);
+    return it == options_.cluster_used.end() ? 0.0 : it->second;
+  }
+
+  // GET /api/cluster_status?format=1: the text of `ray status`.
+  json ClusterStatusText() const {
     std::ostringstream text;
     text << "======== Autoscaler status: fake ========\nNode status\n"
          << "---------------------------------------------------------------\nActive:\n"
@@ -662,12 +679,50 @@ class FakeRayServer::Impl {
          << "Recent failures:\n (no failures)\n\nResources\n"
          << "---------------------------------------------------------------\nTotal Usage:\n";
     for (const auto& [name, amount] : options_.cluster_resources) {
-      text << " 0.0/" << amount << " " << name << "\n";
+      text << " " << Used(name) << "/" << amount << " " << name << "\n";
     }
     text << "\nDemands:\n (no resource demands)\n";
     return {{"result", true},
             {"msg", "Got formatted cluster status."},
             {"data", {{"clusterStatus", text.str()}}}};
+  }
+
+  // GET /api/cluster_status: the autoscaler's report as Ray 2.51 and 2.60 shape it. The
+  // dashboard turns every key of an object into camelCase (worker_node: workerNode), those of
+  // usage included; the resource maps inside lists (nodeTypes) keep their names.
+  json ClusterStatusJson() const {
+    std::map<std::string, double> all = options_.cluster_resources;
+    all.emplace("node:127.0.0.1", 1.0);
+    all.emplace("node:__internal_head__", 1.0);
+    json usage = json::object();
+    json node_type = json::object();
+    for (const auto& [name, amount] : all) {
+      usage[core::RayDashboardKey(name)] = json::array({Used(name), amount});
+      node_type[name] = amount;
+    }
+    const std::string node = std::string(kDriverNodeId);
+    json report = {{"usage", usage},
+                   {"resourceDemand", json::array()},
+                   {"pgDemand", json::array()},
+                   {"requestDemand", json::array()},
+                   {"nodeTypes", json::array({json::array({node_type, 1})})},
+                   {"headIp", nullptr},
+                   {"usageByNode", {{node, usage}}},
+                   {"nodeTypeMapping", nullptr},
+                   {"idleTimeMap", nullptr}};
+    json status = {{"time", static_cast<double>(EpochMs()) / 1000.0},
+                   {"autoscalerReport",
+                    {{"activeNodes", {{"node" + node, 1}}},
+                     {"pendingNodes", json::array()},
+                     {"failedNodes", json::array()},
+                     {"legacy", true}}},
+                   {"loadMetricsReport", report}};
+    return {{"result", true},
+            {"msg", "Got cluster status."},
+            {"data",
+             {{"autoscalingStatus", "Cluster status: 0 nodes"},
+              {"autoscalingError", nullptr},
+              {"clusterStatus", status}}}};
   }
 
   // --- lifecycle ---
@@ -819,8 +874,9 @@ void FakeRayServer::AddDriverJob(std::string job_id, std::string entrypoint) {
 void FakeRayServer::SetToken(std::optional<std::string> token) {
   impl_->SetToken(std::move(token));
 }
-void FakeRayServer::SetClusterResources(std::map<std::string, double> resources) {
-  impl_->SetClusterResources(std::move(resources));
+void FakeRayServer::SetClusterResources(std::map<std::string, double> resources,
+                                        std::map<std::string, double> used) {
+  impl_->SetClusterResources(std::move(resources), std::move(used));
 }
 std::optional<core::RayJobStatus> FakeRayServer::StatusOf(std::string_view id) {
   return impl_->StatusOf(id);

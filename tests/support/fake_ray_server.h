@@ -43,7 +43,11 @@ inline constexpr std::string_view kRouteLogs = "GET /api/jobs/{id}/logs";
 
 struct FakeRayOptions {
   std::string ray_version = "2.60.0";
+  // Every resource's total (GET /api/cluster_status), and how much of it is in use. A job is
+  // schedulable when its entrypoint resources fit the totals; the amounts in use only show in
+  // the cluster status (a test holds a job PENDING on a busy cluster with SetStatus).
   std::map<std::string, double> cluster_resources = {{"CPU", 4}, {"worker_node", 2}};
+  std::map<std::string, double> cluster_used;
   // When set, the server behaves as a head started with RAY_AUTH_MODE=token.
   std::optional<std::string> token;
   std::chrono::milliseconds start_delay{50};  // PENDING -> RUNNING
@@ -99,7 +103,8 @@ class FakeRayServer {
   // A job started with ray.init() outside the Jobs API (type DRIVER, no submission id).
   void AddDriverJob(std::string job_id, std::string entrypoint);
   void SetToken(std::optional<std::string> token);
-  void SetClusterResources(std::map<std::string, double> resources);
+  void SetClusterResources(std::map<std::string, double> resources,
+                           std::map<std::string, double> used = {});
 
   // --- observing ---
   std::optional<core::RayJobStatus> StatusOf(std::string_view submission_id);

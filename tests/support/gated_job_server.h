@@ -34,6 +34,7 @@ class GatedJobServer : public ports::JobServer {
   core::Result<bool> Delete(std::string_view id) override { return inner_.Delete(id); }
   core::Result<std::string> Logs(std::string_view id) override { return inner_.Logs(id); }
   core::Result<std::string> ClusterStatus() override { return inner_.ClusterStatus(); }
+  core::Result<core::ClusterResources> Resources() override { return inner_.Resources(); }
 
  private:
   adapters::RayHttpJobServer inner_;

@@ -52,6 +52,10 @@ class SlowJobServer : public ports::JobServer {
     Spend();
     return std::string();
   }
+  core::Result<core::ClusterResources> Resources() override {
+    Spend();
+    return core::ClusterResources{};
+  }
 
  private:
   void Spend() { clock_.AdvanceUs(cost_us_); }
@@ -112,13 +116,16 @@ TEST_CASE("the Ray decorator forwards results and errors and times each call by 
   CHECK_FALSE(*server.Delete("x"));
   CHECK(*server.Logs("x") == "hello\n");
   CHECK(server.ClusterStatus().ok());
+  CHECK(server.Resources().ok());
   CHECK_FALSE(server.Version().ok());
 
   CHECK(metrics.Count("rg_ray_request_seconds", {{"call", "submit"}}) == 1);
   CHECK(metrics.Count("rg_ray_request_seconds", {{"call", "list"}}) == 2);
-  for (const char* call : {"get", "stop", "delete", "logs", "cluster_status", "version"}) {
+  for (const char* call : {"get", "stop", "delete", "logs", "version"}) {
     CHECK(metrics.Count("rg_ray_request_seconds", {{"call", call}}) == 1);
   }
+  // Both reads of GET /api/cluster_status (the text and the resources) count as one call.
+  CHECK(metrics.Count("rg_ray_request_seconds", {{"call", "cluster_status"}}) == 2);
   const std::string text = metrics.RenderPrometheusText();
   // 0.25 s per call: inside the 0.25 bucket, outside the 0.1 one.
   CHECK(text.find("rg_ray_request_seconds_bucket{call=\"submit\",le=\"0.25\"} 1") !=
