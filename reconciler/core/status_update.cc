@@ -170,10 +170,29 @@ void AddPassAttempts(StatusRecord& rec, const StatusInputs& in, const PassOutcom
   }
 }
 
+// A PENDING run's message: what its driver asks for that the cluster lacks, then Ray's own
+// words. With the cluster's resources unread this pass, the explanation the record already
+// had for this run stays (no commit of noise when one read fails).
+void ExplainPendingRun(StatusRecord& rec, const JobPlan& jp, const StatusInputs& in,
+                       const std::string& ray_message, const std::string& previous) {
+  if (jp.phase != Phase::kPending || rec.status != RayJobStatus::kPending) return;
+  if (!in.cluster_resources) {
+    if (IsPendingExplanation(previous)) rec.message = previous;
+    return;
+  }
+  if (in.desired == nullptr || !in.desired->cluster) return;
+  const JobSpec* spec = DesiredSpec(in, jp.name);
+  if (spec == nullptr) return;
+  std::optional<std::string> why =
+      ExplainPending(DriverResources(*spec, *in.desired->cluster), *in.cluster_resources);
+  if (why) rec.message = ray_message.empty() ? *why : *why + ". " + ray_message;
+}
+
 // The latest attempt, as Ray last reported it, and the record's message.
 void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& in,
                       const PassOutcomes& done) {
   const bool same_attempt = rec.submission_id == jp.submission_id;
+  const std::string previous = same_attempt ? rec.message : std::string();
   rec.submission_id = jp.submission_id;
   rec.attempt = jp.attempt;
   std::optional<std::string> ray_message;
@@ -201,6 +220,7 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
     // Ray's own words while the run follows its course: the planner's reason for a submit
     // ("new job") would otherwise turn into Ray's message one pass later, a commit of noise.
     rec.message = *ray_message;
+    ExplainPendingRun(rec, jp, in, *ray_message, previous);
   } else {
     rec.message = jp.message;
   }

@@ -4,10 +4,12 @@
 // plan, calls this, and writes the records that changed (engine/status_commit.h).
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "reconciler/core/desired_state.h"
+#include "reconciler/core/pending_reason.h"
 #include "reconciler/core/planner.h"
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/status_model.h"
@@ -33,6 +35,10 @@ struct StatusInputs {
   // The Ray dashboard as browsers reach it (--dashboard-url); empty: ray_address.
   std::string dashboard_url;
   int64_t now_ms = 0;  // when this pass ran: the time a stop it sent is recorded with
+  // The cluster's resources, read when some run is PENDING (AnyRunPending); nullopt when not
+  // read or unreadable. A PENDING run's message then says what its driver asks for that the
+  // cluster lacks (ExplainPending); unread, a record keeps the explanation it had.
+  std::optional<ClusterResources> cluster_resources;
 };
 
 // The record every planned job should have now, by name, stamped with the ledger's owner

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pending_reason.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_update.h"
 #include "reconciler/engine/status_commit.h"
@@ -294,6 +295,18 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
 }
 
+// The cluster's resources, read once and only when some planned run is PENDING, for the
+// record to say what it waits for (core::ExplainPending). Unreadable: nullopt, and the pass
+// goes on as if it had not asked.
+std::optional<core::ClusterResources> PendingRunResources(const ReconcileDeps& deps,
+                                                          const core::Plan& plan,
+                                                          const JobsById& ray_jobs) {
+  if (!core::AnyRunPending(plan, ray_jobs)) return std::nullopt;
+  core::Result<core::ClusterResources> read = deps.server->Resources();
+  if (!read.ok()) return std::nullopt;
+  return std::move(*read);
+}
+
 // Step 6: every planned job's record, redacted; a commit when one changed meaningfully.
 void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
             const ports::DesiredSnapshot& snapshot, const core::Ledger& ledger, JobsById ray_jobs,
@@ -310,6 +323,7 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   in.ray_address = address;
   in.dashboard_url = core::StripUrlCredentials(options.dashboard_url);
   in.now_ms = options.now_ms;
+  in.cluster_resources = PendingRunResources(deps, result.plan, in.ray_jobs);
   core::StatusUpdate update = core::BuildStatusUpdate(in);
   for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);
   result.records.reserve(update.records.size());
