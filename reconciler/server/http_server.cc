@@ -35,6 +35,9 @@ std::string PathLabel(const std::string& path) {
        {"/", "/healthz", "/readyz", "/metrics", "/api/v1/status", "/api/v1/sync", "/webhook"}) {
     if (path == known) return path;
   }
+  // One label per route, not per job.
+  if (path.starts_with("/jobs/")) return "/jobs/{name}";
+  if (path.starts_with("/api/v1/jobs/")) return "/api/v1/jobs/{name}";
   return "other";
 }
 
@@ -168,6 +171,7 @@ struct HttpServer::Impl {
 
   void ConfigureRouter();
   void Routes();
+  void JobRoutes();  // /jobs/<name> and /api/v1/jobs/<name>
   void HandleWebhook(const httplib::Request& req, httplib::Response& res,
                      const httplib::ContentReader& reader);
   GateCallbacks Callbacks();
@@ -210,6 +214,7 @@ void HttpServer::Impl::Routes() {
     res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
     res.set_header("X-Content-Type-Options", "nosniff");
   });
+  JobRoutes();
   router.Post("/api/v1/sync", [this](const httplib::Request& req, httplib::Response& res) {
     if (options.webhook.secret) {
       if (!BearerTokenMatches(Header(req, "Authorization"), *options.webhook.secret)) {
@@ -226,6 +231,33 @@ void HttpServer::Impl::Routes() {
   router.Post("/webhook",
               [this](const httplib::Request& req, httplib::Response& res,
                      const httplib::ContentReader& reader) { HandleWebhook(req, res, reader); });
+}
+
+// A job's page and JSON; 404 for a name that is not a valid job name or not a known job.
+void HttpServer::Impl::JobRoutes() {
+  router.Get(R"(/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const engine::DaemonSnapshot s = snapshot();
+    const core::StatusRecord* job = FindJob(s, req.matches[1].str());
+    res.set_header("X-Content-Type-Options", "nosniff");
+    if (job == nullptr) {
+      res.status = 404;
+      res.set_content("no such job\n", std::string(kText));
+      return;
+    }
+    res.set_content(RenderJobPage(s, *job, options.page_refresh_seconds), std::string(kHtml));
+    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
+  });
+  router.Get(R"(/api/v1/jobs/([^/]+))",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               const engine::DaemonSnapshot s = snapshot();
+               const core::StatusRecord* job = FindJob(s, req.matches[1].str());
+               if (job == nullptr) {
+                 res.status = 404;
+                 res.set_content("{\"error\": \"no such job\"}\n", std::string(kJson));
+                 return;
+               }
+               res.set_content(RenderJobJson(s, *job), std::string(kJson));
+             });
 }
 
 void HttpServer::Impl::HandleWebhook(const httplib::Request& req, httplib::Response& res,

@@ -1,10 +1,13 @@
 #include "reconciler/server/status_page.h"
 
+#include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "reconciler/core/identity.h"
 #include "reconciler/core/status_fields.h"
+#include "reconciler/core/status_markdown.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/core/time_format.h"
 
@@ -69,6 +72,13 @@ std::string Ago(const engine::DaemonSnapshot& s, const std::optional<int64_t>& m
   return std::to_string(sec / 3600) + " h ago";
 }
 
+// Where the jobs shown come from, for the notices.
+std::string JobsAsOfText(const engine::DaemonSnapshot& s) {
+  if (!s.jobs_as_of_ms) return "No jobs are known yet.";
+  std::string from = s.jobs_from_ledger ? "the status branch, read at " : "the pass of ";
+  return "The jobs below are as last known, from " + from + HumanTime(s.jobs_as_of_ms) + ".";
+}
+
 std::string StateClass(const engine::DaemonSnapshot& s) {
   const std::string text = DaemonStateText(s);
   return text.substr(0, text.find(':'));
@@ -80,6 +90,24 @@ std::string PhaseClass(Phase p) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return "phase-" + name;
+}
+
+// Percent-encodes everything but unreserved characters (and '/' when `keep_slash`).
+std::string PercentEncode(std::string_view text, bool keep_slash = false) {
+  constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (keep_slash && c == '/')) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
 }
 
 std::string ShortCommit(std::string_view commit) { return std::string(commit.substr(0, 12)); }
@@ -136,25 +164,44 @@ td.message { max-width: 36em; white-space: pre-wrap; word-break: break-word; }
 .notice.warnings { background: #fff8c5; border-color: #d4a72c; }
 .notice .kind { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-weight: 600; }
 footer { padding: 8px 24px 24px; color: #6e7781; font-size: 12px; }
+header h1 a.home { color: inherit; text-decoration: none; }
+td.name a { color: #0969da; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 6px 16px; margin: 0 0 16px;
+           background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 12px 16px;
+           font-size: 14px; }
+dl.facts dt { color: #57606a; }
+dl.facts dd { margin: 0; white-space: pre-wrap; word-break: break-word; }
+main h2 { font-size: 16px; }
 )css";
 
-// While Git or Ray cannot be reached (or the daemon is otherwise unready) the jobs shown are
-// the last known ones (DESIGN.md 7): say so, and since when.
+// While Git or Ray cannot be reached the jobs shown are the last known ones: say so, and since
+// when. Also any other reason the daemon is not ready.
 std::string UnreadyNotice(const engine::DaemonSnapshot& s) {
-  if (s.ready || s.shutting_down || (s.unready_reason.empty() && s.last_error.empty())) return "";
-  const std::string reason =
-      s.unready_reason.empty() ? "last pass failed: " + s.last_error : s.unready_reason;
-  std::string since = "No pass has succeeded since the daemon started";
-  if (s.last_success_ms) {
-    since = "No pass has succeeded since " + HumanTime(s.last_success_ms) + " (" +
-            Ago(s, s.last_success_ms) + ")";
+  const bool unready =
+      !s.ready && !s.shutting_down && (!s.unready_reason.empty() || !s.last_error.empty());
+  if (s.unreachable.empty() && !unready) return "";
+  std::string title;
+  if (!s.unreachable.empty()) {
+    title = "Cannot reach " + s.unreachable;
+    if (s.unreachable_since_ms) {
+      title += " since " + HumanTime(s.unreachable_since_ms) + " (" +
+               Ago(s, s.unreachable_since_ms) + ")";
+    }
+  } else {
+    title = "Not ready: " +
+            (s.unready_reason.empty() ? "last pass failed: " + s.last_error : s.unready_reason);
   }
+  std::string body;
+  if (!s.unreachable.empty() && !s.last_error.empty()) body = "Last error: " + s.last_error + ". ";
+  body += s.last_success_ms ? "No pass has succeeded since " + HumanTime(s.last_success_ms) + " (" +
+                                  Ago(s, s.last_success_ms) + ")"
+                            : std::string("No pass has succeeded since the daemon started");
   if (s.consecutive_failures > 0) {
-    since += "; " + std::to_string(s.consecutive_failures) + " failed in a row";
+    body += "; " + std::to_string(s.consecutive_failures) + " failed in a row";
   }
-  return R"(<section class="notice unreachable" id="unready"><h2>Not ready: )" +
-         HtmlEscape(reason) + "</h2><p>" + HtmlEscape(since) +
-         ". The jobs below are as last known.</p></section>\n";
+  body += ". " + JobsAsOfText(s);
+  return R"(<section class="notice unreachable" id="unready"><h2>)" + HtmlEscape(title) +
+         "</h2><p>" + HtmlEscape(body) + "</p></section>\n";
 }
 
 std::string WarningsBox(const engine::DaemonSnapshot& s) {
@@ -198,10 +245,11 @@ std::string HtmlEscape(std::string_view text) {
 
 std::string DaemonStateText(const engine::DaemonSnapshot& s) {
   if (s.shutting_down) return "stopping";
-  if (!s.last_error.empty()) return "failing: " + s.last_error;
-  if (s.blocked) return "blocked: " + s.blocked_reason;
-  if (s.ready) return "ready";
-  if (!s.last_pass_end_ms) return "starting";
+  if (s.ready) return s.blocked ? "blocked: " + s.blocked_reason : std::string("ready");
+  // Not ready. Only an environment failure (Git or Ray unreachable, the ledger of another
+  // cluster) is "failing": an invalid spec or cluster file is a warning of a ready daemon.
+  if (s.consecutive_failures > 0 && !s.last_error.empty()) return "failing: " + s.last_error;
+  if (!s.last_pass_end_ms && !s.last_success_ms) return "starting";
   return "stale";
 }
 
@@ -239,6 +287,10 @@ std::string RenderStatusJson(const engine::DaemonSnapshot& s) {
       {"blocked", s.blocked},
       {"blocked_reason", ToJson(core::StringOrNull(s.blocked_reason))},
       {"unready_reason", ToJson(core::StringOrNull(s.unready_reason))},
+      {"unreachable", ToJson(core::StringOrNull(s.unreachable))},
+      {"unreachable_since", ToJson(core::TimeOrNull(s.unreachable_since_ms))},
+      {"jobs_as_of", ToJson(core::TimeOrNull(s.jobs_as_of_ms))},
+      {"jobs_from_ledger", s.jobs_from_ledger},
       {"warnings", WarningsJson(s)},
       {"counts", std::move(counts)},
       {"jobs", std::move(jobs)},
@@ -278,7 +330,7 @@ std::string MetaList(const engine::DaemonSnapshot& s) {
   row("Repository", "repo", s.repo_url);
   row("Branch", "branch", s.branch);
   row("Status branch", "status-branch", s.status_branch);
-  row("Spec commit", "spec-commit", s.spec_commit);
+  row("Desired-state commit", "spec-commit", s.spec_commit);
   row("Status commit", "status-commit", s.status_commit);
   std::string last_pass = HumanTime(s.last_pass_end_ms);
   if (!last_pass.empty()) last_pass += " (" + Ago(s, s.last_pass_end_ms) + ")";
@@ -292,6 +344,10 @@ std::string MetaList(const engine::DaemonSnapshot& s) {
   }
   if (s.next_pass_ms) row("Next pass", "next-pass", HumanTime(s.next_pass_ms));
   row("Ray", "ray", s.ray_address);
+  if (s.dashboard_url != s.ray_address &&
+      (s.dashboard_url.starts_with("http://") || s.dashboard_url.starts_with("https://"))) {
+    row("Dashboard", "dashboard", s.dashboard_url);
+  }
   return h + "</dl>\n";
 }
 
@@ -311,11 +367,9 @@ std::string PhaseCounts(const engine::DaemonSnapshot& s) {
 
 // The submission id, linked to the Ray dashboard when there is a web address for it.
 std::string SubmissionCell(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
-  std::string link = DashboardJobLink(s.dashboard_url, job.submission_id);
-  if (link.empty()) link = job.dashboard_url;
-  const bool web_link = link.starts_with("http://") || link.starts_with("https://");
+  const std::string link = JobDashboardLink(s, job);
   std::string h = R"(<td class="mono nowrap">)";
-  if (!job.submission_id.empty() && web_link) {
+  if (!job.submission_id.empty() && !link.empty()) {
     h += R"(<a class="dashboard-link" href=")" + HtmlEscape(link) + R"(">)" +
          HtmlEscape(job.submission_id) + "</a>";
   } else {
@@ -329,7 +383,8 @@ std::string JobRow(const engine::DaemonSnapshot& s, const core::StatusRecord& jo
   const std::string phase(core::PhaseName(job.phase));
   std::string h =
       R"(<tr class="job" data-name=")" + e(job.name) + R"(" data-phase=")" + e(phase) + R"(">)";
-  h += R"(<td class="name" title=")" + e(job.spec_path) + R"(">)" + e(job.name) + "</td>";
+  h += R"(<td class="name" title=")" + e(job.spec_path) + R"("><a class="job-link" href="jobs/)" +
+       e(PercentEncode(job.name)) + R"(">)" + e(job.name) + "</a></td>";
   h += R"(<td><span class="phase )" + PhaseClass(job.phase) + R"(">)" + e(phase) + "</span></td>";
   h += SubmissionCell(s, job);
   h += "<td>" + (job.attempt ? std::to_string(*job.attempt) : std::string()) + "</td>";
@@ -350,6 +405,7 @@ std::string JobRow(const engine::DaemonSnapshot& s, const core::StatusRecord& jo
 }
 
 std::string JobsTable(const engine::DaemonSnapshot& s) {
+  if (s.jobs.empty() && !s.jobs_as_of_ms) return "<p class=\"empty\">No jobs known yet.</p>\n";
   if (s.jobs.empty()) return "<p class=\"empty\">No jobs in the desired state.</p>\n";
   std::string h =
       "<table id=\"jobs\">\n<thead><tr><th>Job</th><th>Phase</th><th>Submission</th>"
@@ -375,6 +431,135 @@ std::string RenderStatusPage(const engine::DaemonSnapshot& s, int refresh_second
   if (s.now_ms > 0) h += "Generated " + HtmlEscape(HumanTime(s.now_ms)) + ". ";
   h += R"(JSON at <a href="api/v1/status">/api/v1/status</a>, metrics at )"
        "<a href=\"metrics\">/metrics</a>.</footer>\n</body>\n</html>\n";
+  return h;
+}
+
+const core::StatusRecord* FindJob(const engine::DaemonSnapshot& s, std::string_view name) {
+  if (!core::IsValidJobName(name)) return nullptr;
+  for (const auto& job : s.jobs) {
+    if (job.name == name) return &job;
+  }
+  return nullptr;
+}
+
+std::string SpecFileLink(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
+  const std::string web = core::RepositoryWebUrl(s.repo_url);
+  const std::string& ref = job.spec_commit.empty() ? s.branch : job.spec_commit;
+  if (web.empty() || ref.empty() || job.spec_path.empty()) return "";
+  return web + "/blob/" + PercentEncode(ref) + "/" + PercentEncode(job.spec_path, true);
+}
+
+std::string JobDashboardLink(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
+  std::string link = DashboardJobLink(s.dashboard_url, job.submission_id);
+  if (link.empty()) link = job.dashboard_url;
+  if (link.starts_with("http://") || link.starts_with("https://")) return link;
+  return "";
+}
+
+std::string RenderJobJson(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
+  const auto or_null = [](const std::string& v) { return ToJson(core::StringOrNull(v)); };
+  const nlohmann::json doc = {
+      {"now", s.now_ms > 0 ? nlohmann::json(core::FormatRfc3339Millis(s.now_ms)) : nullptr},
+      {"instance", s.instance},
+      {"state", DaemonStateText(s)},
+      {"ready", s.ready},
+      {"unreachable", or_null(s.unreachable)},
+      {"unreachable_since", ToJson(core::TimeOrNull(s.unreachable_since_ms))},
+      {"jobs_as_of", ToJson(core::TimeOrNull(s.jobs_as_of_ms))},
+      {"jobs_from_ledger", s.jobs_from_ledger},
+      {"links",
+       {{"dashboard", or_null(JobDashboardLink(s, job))},
+        {"spec_file", or_null(SpecFileLink(s, job))}}},
+      {"job", JobJson(job)},
+  };
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+// The job's facts as a definition list; links only to http(s) addresses.
+std::string JobFacts(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
+  const auto e = [](std::string_view v) { return HtmlEscape(v); };
+  std::string h = "<dl class=\"facts\" id=\"job-facts\">\n";
+  const auto row = [&](std::string_view label, std::string_view id, const std::string& html) {
+    h += "<dt>" + e(label) + R"(</dt><dd id=")" + e(id) + R"(">)" + html + "</dd>\n";
+  };
+  const auto link = [&](const std::string& href, const std::string& text, std::string_view cls) {
+    if (href.empty()) return e(text);
+    return R"(<a class=")" + e(cls) + R"(" href=")" + e(href) + R"(">)" + e(text) + "</a>";
+  };
+  const std::string phase(core::PhaseName(job.phase));
+  row("Phase", "job-phase",
+      R"(<span class="phase )" + PhaseClass(job.phase) + R"(">)" + e(phase) + "</span>");
+  row("Message", "job-message", e(job.message));
+  row("Spec", "job-spec", link(SpecFileLink(s, job), job.spec_path, "spec-link"));
+  row("Spec commit", "job-spec-commit", e(job.spec_commit));
+  row("Submission", "job-submission",
+      link(JobDashboardLink(s, job), job.submission_id, "dashboard-link"));
+  row("Attempt", "job-attempt", job.attempt ? std::to_string(*job.attempt) : std::string());
+  row("Ray status", "job-ray-status",
+      job.submission_id.empty() ? std::string() : e(core::RayJobStatusName(job.status)));
+  row("Started", "job-start", e(HumanTime(job.start_time_ms)));
+  row("Ended", "job-end", e(HumanTime(job.end_time_ms)));
+  return h + "</dl>\n";
+}
+
+std::string JobErrors(const core::StatusRecord& job) {
+  if (job.errors.empty()) return "";
+  std::string h =
+      "<section class=\"notice warnings\" id=\"job-errors\"><h2>Validation "
+      "errors</h2><ul>\n";
+  for (const auto& err : job.errors) h += "<li>" + HtmlEscape(err) + "</li>\n";
+  return h + "</ul></section>\n";
+}
+
+std::string AttemptsTable(const core::StatusRecord& job) {
+  const auto e = [](std::string_view v) { return HtmlEscape(v); };
+  if (job.attempts.empty()) return "<p class=\"empty\" id=\"attempts\">No attempts yet.</p>\n";
+  std::string h =
+      "<table id=\"attempts\">\n<thead><tr><th>Attempt</th><th>Submission</th><th>Phase</th>"
+      "<th>Ray status</th><th>Started</th><th>Ended</th><th>Stop reason</th><th>Message</th>"
+      "</tr></thead>\n<tbody>\n";
+  for (const core::AttemptRecord& a : job.attempts) {
+    const std::string phase(core::PhaseName(a.phase));
+    h += R"(<tr class="attempt" data-submission-id=")" + e(a.submission_id) + R"(">)";
+    h += "<td>" + std::to_string(a.attempt) + "</td>";
+    h += R"(<td class="mono nowrap">)" + e(a.submission_id) + "</td>";
+    h += R"(<td><span class="phase )" + PhaseClass(a.phase) + R"(">)" + e(phase) + "</span></td>";
+    h += "<td>" + e(core::RayJobStatusName(a.status)) + "</td>";
+    h += "<td>" + e(HumanTime(a.start_time_ms)) + "</td>";
+    h += "<td>" + e(HumanTime(a.end_time_ms)) + "</td>";
+    h += "<td>" + e(core::StopReasonText(a)) + "</td>";
+    h += R"(<td class="message">)" + e(a.message) + "</td></tr>\n";
+  }
+  return h + "</tbody>\n</table>\n";
+}
+
+}  // namespace
+
+std::string RenderJobPage(const engine::DaemonSnapshot& s, const core::StatusRecord& job,
+                          int refresh_seconds) {
+  const std::string name = HtmlEscape(job.name);
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  if (refresh_seconds > 0) {
+    h += R"(<meta http-equiv="refresh" content=")" + std::to_string(refresh_seconds) + "\">\n";
+  }
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  h += "<title>" + name + " \xE2\x80\x94 ray-gitops</title>\n<style>";
+  h += kStyle;
+  h += "</style>\n</head>\n<body>\n<header>\n<h1><a class=\"home\" href=\"../\">ray-gitops";
+  if (!s.instance.empty()) h += R"( <span class="instance">)" + HtmlEscape(s.instance) + "</span>";
+  h += "</a> / <span id=\"job-name\">" + name + "</span></h1>\n";
+  h += R"(<div id="state" class="state state-)" + HtmlEscape(StateClass(s)) + R"(">)" +
+       HtmlEscape(DaemonStateText(s)) + "</div>\n</header>\n<main>\n";
+  h += UnreadyNotice(s);
+  h += JobFacts(s, job);
+  h += JobErrors(job);
+  h += "<h2>Attempts</h2>\n" + AttemptsTable(job);
+  h += "</main>\n<footer>";
+  if (s.now_ms > 0) h += "Generated " + HtmlEscape(HumanTime(s.now_ms)) + ". ";
+  h += R"(JSON at <a href="../api/v1/jobs/)" + HtmlEscape(PercentEncode(job.name)) +
+       R"(">/api/v1/jobs/)" + name + "</a>.</footer>\n</body>\n</html>\n";
   return h;
 }
 

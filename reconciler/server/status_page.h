@@ -25,4 +25,24 @@ std::string RenderStatusJson(const engine::DaemonSnapshot& snapshot);
 // The status page; `refresh_seconds` > 0 adds a meta refresh.
 std::string RenderStatusPage(const engine::DaemonSnapshot& snapshot, int refresh_seconds);
 
+// The job of that name in the snapshot; null when there is none or `name` is not a valid job
+// name (the per-job endpoints answer 404 then).
+const core::StatusRecord* FindJob(const engine::DaemonSnapshot& snapshot, std::string_view name);
+
+// The spec file on the repository's web site at the job's spec commit (else the watched
+// branch): <web>/blob/<commit>/<spec path>; empty for a local repository or an unknown path.
+std::string SpecFileLink(const engine::DaemonSnapshot& snapshot, const core::StatusRecord& job);
+
+// The latest run in the Ray dashboard (--dashboard-url, else the record's dashboard_url);
+// empty unless it is an http(s) address.
+std::string JobDashboardLink(const engine::DaemonSnapshot& snapshot, const core::StatusRecord& job);
+
+// /api/v1/jobs/<name>: {"job": the record as /api/v1/status lists it, "links": {"dashboard",
+// "spec_file"}, "jobs_as_of", "jobs_from_ledger", "unreachable", "unreachable_since"}.
+std::string RenderJobJson(const engine::DaemonSnapshot& snapshot, const core::StatusRecord& job);
+
+// /jobs/<name>: the job's phase, message, spec, links, validation errors and every attempt.
+std::string RenderJobPage(const engine::DaemonSnapshot& snapshot, const core::StatusRecord& job,
+                          int refresh_seconds);
+
 }  // namespace rg::server

@@ -28,6 +28,7 @@ inline engine::DaemonSnapshot SampleSnapshot() {
   s.ready = true;
   s.spec_commit = "3f2a1c9b0e4d5f60718293a4b5c6d7e8f9012345";
   s.status_commit = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807";
+  s.jobs_as_of_ms = s.last_pass_end_ms;
 
   core::StatusRecord running;
   running.name = "ppo-qwen";
@@ -52,6 +53,21 @@ inline engine::DaemonSnapshot SampleSnapshot() {
   failed.end_time_ms = s.now_ms - 7000000;
   failed.message = kHostileMessage;
   failed.driver_exit_code = 1;
+  core::AttemptRecord first;
+  first.attempt = 1;
+  first.submission_id = "grpo-llama-77aa01bc2d";
+  first.status = RayJobStatus::kFailed;
+  first.phase = Phase::kFailed;
+  first.start_time_ms = s.now_ms - 9000000;
+  first.end_time_ms = s.now_ms - 8000000;
+  first.message = "Job entrypoint command failed with exit code 1";
+  core::AttemptRecord second = first;
+  second.attempt = 2;
+  second.submission_id = failed.submission_id;
+  second.start_time_ms = failed.start_time_ms;
+  second.end_time_ms = failed.end_time_ms;
+  second.message = kHostileMessage;
+  failed.attempts = {first, second};
 
   core::StatusRecord done;
   done.name = "sft-mistral";

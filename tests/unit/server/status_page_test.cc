@@ -5,10 +5,14 @@
 #include <string>
 
 #include "reconciler/core/time_format.h"
+#include "tests/browser/loop_scenarios.h"
 #include "tests/unit/server/sample_snapshot.h"
 
 using rg::server::DaemonStateText;
+using rg::server::FindJob;
 using rg::server::HtmlEscape;
+using rg::server::RenderJobJson;
+using rg::server::RenderJobPage;
 using rg::server::RenderStatusJson;
 using rg::server::RenderStatusPage;
 using rg::server::testing::kHostileMessage;
@@ -38,6 +42,11 @@ TEST_CASE("daemon state reads ready, failing, blocked, starting, stale or stoppi
   s.blocked = true;
   s.blocked_reason = "would stop 3 of 5 jobs";
   CHECK(DaemonStateText(s) == "blocked: would stop 3 of 5 jobs");
+  s.last_error = "jobs/a.yaml:3:1: error: unknown key";
+  CHECK(DaemonStateText(s) == "blocked: would stop 3 of 5 jobs");  // invalid input: still ready
+  s.blocked = false;
+  s.ready = false;
+  s.consecutive_failures = 2;
   s.last_error = "git fetch: timeout";
   CHECK(DaemonStateText(s) == "failing: git fetch: timeout");
   s.shutting_down = true;
@@ -100,6 +109,7 @@ TEST_CASE("the status page is self-contained: no scripts, no external resources"
 TEST_CASE("the status page shows the failing state with the error, escaped") {
   auto s = SampleSnapshot();
   s.ready = false;
+  s.consecutive_failures = 2;
   s.last_error = "ray: <connection refused>";
   const std::string html = RenderStatusPage(s, 15);
   CHECK(html.find("class=\"state state-failing\">failing: ray: &lt;connection refused&gt;<") !=
@@ -224,7 +234,8 @@ TEST_CASE("while unreachable the page keeps the last known jobs and says since w
   CHECK(html.find("Not ready: last pass failed: ray: GET /api/jobs/: connection refused") !=
         std::string::npos);
   CHECK(html.find("No pass has succeeded since 2026-11-18 11:01:40Z (5 min ago); 4 failed in a "
-                  "row. The jobs below are as last known.") != std::string::npos);
+                  "row. The jobs below are as last known, from the pass of 2026-11-18 "
+                  "11:06:31Z.") != std::string::npos);
   CHECK(Occurrences(html, "<tr class=\"job\"") == s.jobs.size());
 
   s.unready_reason = "Git unreachable: fetch timed out";
@@ -233,4 +244,120 @@ TEST_CASE("while unreachable the page keeps the last known jobs and says since w
   CHECK(never.find("Not ready: Git unreachable: fetch timed out") != std::string::npos);
   CHECK(never.find("No pass has succeeded since the daemon started") != std::string::npos);
   CHECK(RenderStatusPage(SampleSnapshot(), 15).find("id=\"unready\"") == std::string::npos);
+}
+
+TEST_CASE("each row shows its own job's spec commit, not the pass's") {
+  const auto s = SampleSnapshot();
+  const std::string html = RenderStatusPage(s, 0);
+  const auto row = html.find("data-name=\"sft-mistral\"");
+  REQUIRE(row != std::string::npos);
+  const std::string line = html.substr(row, html.find("</tr>", row) - row);
+  CHECK(line.find(">001122334455<") != std::string::npos);
+  CHECK(line.find(s.spec_commit.substr(0, 12)) == std::string::npos);
+}
+
+TEST_CASE("one invalid spec is a warning on a ready page and an error on its row") {
+  rg::server::testing::LoopScenario loop;
+  rg::server::testing::RunInvalidSpec(loop);
+  const auto s = loop.Snapshot();
+  CHECK(s.ready);
+  CHECK(DaemonStateText(s) == "ready");
+  const std::string html = RenderStatusPage(s, 0);
+  CHECK(html.find("class=\"state state-ready\"") != std::string::npos);
+  CHECK(html.find("id=\"unready\"") == std::string::npos);
+  CHECK(html.find("<li data-kind=\"invalid_spec\">") != std::string::npos);
+  const auto row = html.find("data-name=\"broken-spec\" data-phase=\"Invalid\"");
+  REQUIRE(row != std::string::npos);
+  CHECK(html.find("unknown key &quot;entrypint&quot;", row) < html.find("</tr>", row));
+  CHECK(nlohmann::json::parse(RenderStatusJson(s))["state"] == "ready");
+}
+
+TEST_CASE("while Ray is unreachable the page lists the last known jobs and says since when") {
+  rg::server::testing::LoopScenario loop;
+  rg::server::testing::RunRayUnreachable(loop);
+  const auto s = loop.Snapshot();
+  CHECK_FALSE(s.ready);
+  REQUIRE(s.unreachable_since_ms);
+  CHECK(s.unreachable == "Ray");
+  CHECK(s.jobs.size() == 5);
+  const std::string html = RenderStatusPage(s, 0);
+  CHECK(html.find("No jobs") == std::string::npos);
+  CHECK(Occurrences(html, "<tr class=\"job\"") == 5);
+  const std::string since = rg::core::FormatRfc3339Millis(*s.unreachable_since_ms);
+  CHECK(html.find("Cannot reach Ray since " + since.substr(0, 10) + " " + since.substr(11, 8)) !=
+        std::string::npos);
+  CHECK(html.find("class=\"state state-failing\"") != std::string::npos);
+  const auto j = nlohmann::json::parse(RenderStatusJson(s));
+  CHECK(j["unreachable"] == "Ray");
+  CHECK(j["unreachable_since"] == since);
+  CHECK(j["jobs"].size() == 5);
+}
+
+TEST_CASE("the ledger's jobs are shown when Ray was never reached") {
+  rg::server::testing::LoopScenario loop;
+  auto failed = rg::server::testing::RayUnreachablePass();
+  failed.ledger_records = SampleSnapshot().jobs;
+  loop.Pass(failed);
+  const auto s = loop.Snapshot();
+  CHECK(s.jobs.size() == 5);
+  CHECK(s.jobs_from_ledger);
+  CHECK(RenderStatusPage(s, 0).find("from the status branch") != std::string::npos);
+  rg::server::testing::LoopScenario never;
+  never.Pass(rg::server::testing::RayUnreachablePass());
+  CHECK(RenderStatusPage(never.Snapshot(), 0).find("No jobs known yet.") != std::string::npos);
+}
+
+TEST_CASE("each job name links to its own page") {
+  const std::string html = RenderStatusPage(SampleSnapshot(), 0);
+  CHECK(html.find("<a class=\"job-link\" href=\"jobs/ppo-qwen\">ppo-qwen</a>") !=
+        std::string::npos);
+}
+
+TEST_CASE("FindJob finds known jobs by valid names only") {
+  const auto s = SampleSnapshot();
+  REQUIRE(FindJob(s, "ppo-qwen") != nullptr);
+  CHECK(FindJob(s, "ppo-qwen")->name == "ppo-qwen");
+  CHECK(FindJob(s, "no-such-job") == nullptr);
+  CHECK(FindJob(s, "<script>") == nullptr);
+  CHECK(FindJob(s, "../etc") == nullptr);
+  CHECK(FindJob(s, "") == nullptr);
+}
+
+TEST_CASE("the job page shows every attempt, the links and escapes hostile text") {
+  const auto s = SampleSnapshot();
+  const auto* job = FindJob(s, "grpo-llama");
+  REQUIRE(job != nullptr);
+  const std::string html = RenderJobPage(s, *job, 15);
+  CHECK(html.find(kHostileMessage) == std::string::npos);
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK(Occurrences(html, "<tr class=\"attempt\"") == 2);
+  CHECK(html.find("data-submission-id=\"grpo-llama-77aa01bc2d\"") != std::string::npos);
+  CHECK(html.find("href=\"http://127.0.0.1:8265/#/jobs/grpo-llama-77aa01bc2d-2\"") !=
+        std::string::npos);
+  CHECK(html.find("href=\"https://git.example.com/ml/training-jobs/blob/" + job->spec_commit +
+                  "/jobs/grpo-llama.yaml\"") != std::string::npos);
+  CHECK(html.find("<span id=\"job-name\">grpo-llama</span>") != std::string::npos);
+  CHECK(html.find("href=\"../\"") != std::string::npos);
+
+  const auto* bad = FindJob(s, "broken-spec");
+  REQUIRE(bad != nullptr);
+  const std::string invalid = RenderJobPage(s, *bad, 0);
+  CHECK(invalid.find("id=\"job-errors\"") != std::string::npos);
+  CHECK(invalid.find("unknown key &quot;entrypint&quot;") != std::string::npos);
+  CHECK(invalid.find("No attempts yet.") != std::string::npos);
+}
+
+TEST_CASE("the job JSON carries the record, its attempts and its links") {
+  const auto s = SampleSnapshot();
+  const auto j = nlohmann::json::parse(RenderJobJson(s, *FindJob(s, "grpo-llama")));
+  CHECK(j["job"]["name"] == "grpo-llama");
+  CHECK(j["job"]["phase"] == "Failed");
+  CHECK(j["job"]["message"] == kHostileMessage);
+  REQUIRE(j["job"]["attempts"].size() == 2);
+  CHECK(j["job"]["attempts"][0]["submission_id"] == "grpo-llama-77aa01bc2d");
+  CHECK(j["links"]["dashboard"] == "http://127.0.0.1:8265/#/jobs/grpo-llama-77aa01bc2d-2");
+  CHECK(j["links"]["spec_file"].get<std::string>().starts_with(
+      "https://git.example.com/ml/training-jobs/blob/"));
+  CHECK(j["state"] == "ready");
+  CHECK(j["unreachable"].is_null());
 }
