@@ -11,7 +11,8 @@ std::string CodeFence(std::string_view content) {
     run = c == '`' ? run + 1 : 0;
     longest = std::max(longest, run);
   }
-  return std::string(std::max<size_t>(3, longest + 1), '`');
+  std::string fence(std::max<size_t>(3, longest + 1), '`');
+  return fence;
 }
 
 std::string CodeBlock(std::string_view content, std::string_view language) {

@@ -165,7 +165,9 @@ std::string FormatPlanText(const PlanView& view) {
     const JobPlan* jp = plan.FindJob(name);
     const std::string text = JobChangesText(change, "  ");
     if (jp == nullptr || text.empty()) continue;
-    out += "\n" + JobActionName(plan, *jp) + " " + name + ":\n" + text;
+    out += "\n" + JobActionName(plan, *jp) + " ";
+    out += name;
+    out += ":\n" + text;
   }
   for (const ClusterDiff& c : view.cluster_changes) out += "\n" + ClusterChangesText(c);
   return out;
@@ -345,8 +347,9 @@ std::string FormatPlanJson(const PlanView& view) {
   }
   root["jobs"] = std::move(jobs);
   Value::Array cluster_changes;
-  for (const ClusterDiff& c : view.cluster_changes)
+  for (const ClusterDiff& c : view.cluster_changes) {
     cluster_changes.push_back(ClusterChangesJson(c));
+  }
   root["cluster_changes"] = std::move(cluster_changes);
   root["unmanaged"] = UnmanagedJson(plan);
   AddOwnershipJson(plan, root);

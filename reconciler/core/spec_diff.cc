@@ -139,9 +139,8 @@ std::vector<std::string> SplitShellWords(std::string_view command) {
     }
     in_word = true;
     word += c;
-    if (quote == 0 && c == '\\' && i + 1 < command.size()) {
-      word += command[++i];
-    } else if (quote == '"' && c == '\\' && i + 1 < command.size()) {
+    // A backslash escapes the next character outside quotes and inside double quotes.
+    if (quote != '\'' && c == '\\' && i + 1 < command.size()) {
       word += command[++i];
     } else if (quote == 0 && (c == '\'' || c == '"')) {
       quote = c;

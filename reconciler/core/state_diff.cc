@@ -403,7 +403,9 @@ std::string JobChangesMarkdown(const JobDiff& d) {
         out += "- `" + line + "`\n";
       } else {  // a longer run of backticks around it, padded so that none touches the edge
         const std::string fence(CodeFence(line).size() - 2, '`');
-        out += "- " + fence + " " + line + " " + fence + "\n";
+        out += "- " + fence + " ";
+        out += line;
+        out += " " + fence + "\n";
       }
     }
     out += "\n";
@@ -425,8 +427,9 @@ std::string ClusterChangesMarkdown(const ClusterDiff& c) {
   for (const FieldChange& f : c.fields) body += FormatFieldChange(f) + "\n";
   std::string out = "<details><summary><code>" + EscapeMarkdownCell(c.path) + "</code> changed";
   if (!c.since.empty()) out += " since <code>" + EscapeMarkdownCell(c.since) + "</code>";
-  if (!c.reached.empty())
+  if (!c.reached.empty()) {
     out += ": " + Plural(static_cast<int>(c.reached.size()), "job", "jobs") + " reached";
+  }
   out += "</summary>\n\n" + CodeBlock(body, "text") + "\n";
   if (!c.reached.empty()) out += EscapeMarkdownCell(ClusterNote(c)) + "\n\n";
   return out + "</details>\n\n";
