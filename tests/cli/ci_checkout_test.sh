@@ -8,26 +8,9 @@
 set -u
 bin=$1
 fake=$3
-work=$(mktemp -d)
-fake_pid=""
-cleanup() {
-  [[ -n $fake_pid ]] && kill "$fake_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
-git() { command git -c init.defaultBranch=main -c advice.detachedHead=false "$@"; }
-
-coproc FAKE { exec "$fake"; }
-fake_pid=$FAKE_PID
-read -r port <&"${FAKE[0]}"
-[[ $port =~ ^[0-9]+$ ]] || { echo "FAIL: the fake head did not start" >&2; exit 1; }
-address=http://127.0.0.1:$port
+# shellcheck source=tests/cli/lib.sh
+source "$2/tests/cli/lib.sh"
+start_server address "$fake"
 
 remote=$work/remote.git
 git init -q --bare "$remote"
@@ -109,8 +92,4 @@ grep -q "^Note: no ledger" "$work/text.out" || fail "the text plan does not say 
 grep -q "no ledger" "$work/h.err" || fail "history without a ledger: $(cat "$work/h.err")"
 mv "$work/away.git" "$remote"
 
-if ((failures > 0)); then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all CI checkout checks passed"
+finish "all CI checkout checks passed"

@@ -8,27 +8,10 @@
 set -u
 bin=$1
 src=$2
-work=$(mktemp -d)
-stub_pid=""
-cleanup() {
-  [[ -n $stub_pid ]] && kill "$stub_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
-git() { command git -c init.defaultBranch=main -c advice.detachedHead=false "$@"; }
+# shellcheck source=tests/cli/lib.sh
+source "$src/tests/cli/lib.sh"
 token=ci-recipe-token-0123456789
-
-coproc STUB { exec python3 "$src/tests/cli/comment_api_stub.py" "$work/calls.jsonl" "$token"; }
-stub_pid=$STUB_PID
-read -r port <&"${STUB[0]}"
-[[ $port =~ ^[0-9]+$ ]] || { echo "FAIL: the comment API stand-in did not start" >&2; exit 1; }
-api=http://127.0.0.1:$port
+start_server api python3 "$src/tests/cli/comment_api_stub.py" "$work/calls.jsonl" "$token"
 
 remote=$work/remote.git
 git init -q --bare "$remote"
@@ -125,8 +108,4 @@ review bad "${github[@]/GITHUB_TOKEN=$token/GITHUB_TOKEN=wrong}"
 [[ $(cat "$work/bad.rc") == 1 ]] || fail "a refused token: exit $(cat "$work/bad.rc")"
 grep -q "cannot post the review comment" "$work/bad.err" || fail "a refused token: $(cat "$work/bad.err")"
 
-if ((failures > 0)); then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all review recipe checks passed"
+finish "all review recipe checks passed"

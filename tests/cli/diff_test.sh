@@ -7,16 +7,9 @@
 # tree; a shallow clone without BASE says how to fetch it. Args: path-to-binary source-dir.
 set -u
 bin=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+# shellcheck source=tests/cli/lib.sh
+source "$2/tests/cli/lib.sh"
 export RAY_ADDRESS=http://127.0.0.1:1 RAY_API_SERVER_ADDRESS=http://127.0.0.1:1
-export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
-git() { command git -c init.defaultBranch=main -c advice.detachedHead=false "$@"; }
 
 ppo() {
   cat <<YAML
@@ -118,8 +111,4 @@ grep -q "fetch --unshallow" "$work/err" || fail "shallow clone: $(cat "$work/err
 rc=$(run_diff "$work/shallow" HEAD)
 [[ $rc == 0 ]] || fail "shallow clone, HEAD against its working tree: exit $rc: $(cat "$work/err")"
 
-if ((failures > 0)); then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all diff checks passed"
+finish "all diff checks passed"
