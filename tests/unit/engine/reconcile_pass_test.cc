@@ -161,6 +161,12 @@ TEST_CASE("when Ray cannot be reached nothing is acted on or recorded", "[engine
   deps.source = &source;
   deps.server = &client;
   deps.store = &store;
+  core::StatusRecord known;
+  known.name = "a";
+  known.spec_path = "jobs/a.yaml";
+  known.phase = core::Phase::kRunning;
+  REQUIRE(store.Write({{"a", known}}, ports::StatusCommit{}).ok());
+  const size_t commits = store.commits().size();
   ReconcileOptions options;
   options.ray_address = address;
   PassResult r = RunReconcilePass(deps, options);
@@ -170,7 +176,12 @@ TEST_CASE("when Ray cannot be reached nothing is acted on or recorded", "[engine
   CHECK(r.errors_by_kind[core::ErrorKind::kTransient] == 1);
   REQUIRE(r.errors.size() == 1);
   CHECK(r.errors[0].message().find("cannot list the jobs in Ray") != std::string::npos);
-  CHECK(store.commits().empty());
+  CHECK(store.commits().size() == commits);
+  // The daemon shows the ledger's jobs as the last known ones, and that Ray is unreachable.
+  CHECK(r.unreachable == "Ray");
+  REQUIRE(r.ledger_records.size() == 1);
+  CHECK(r.ledger_records[0].name == "a");
+  CHECK(r.records.empty());
 }
 
 TEST_CASE("a desired state that cannot be loaded or an invalid cluster file does nothing",
@@ -182,6 +193,7 @@ TEST_CASE("a desired state that cannot be loaded or an invalid cluster file does
     PassResult r = w.Pass();
     CHECK(r.exit_status == kExitError);
     CHECK(r.errors_by_kind[core::ErrorKind::kTransient] == 1);
+    CHECK(r.unreachable == "Git");
   }
   SECTION("invalid cluster file") {
     w.source().SetFile("cluster.yaml", "address: 12\nbogus: 1\n", CommitId(2));

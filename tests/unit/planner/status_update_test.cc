@@ -122,5 +122,54 @@ TEST_CASE("dashboard links never carry credentials", "[status_update]") {
   CHECK(DashboardUrl("http://ray:8265", "").empty());
 }
 
+TEST_CASE("a record's spec_commit is the commit its run was submitted from", "[status_update]") {
+  Inputs x;
+  core::JobPlan jp = Planned("a", Phase::kRunning);
+  jp.submission_id = "a-0123456789";
+  jp.attempt = 1;
+  x.plan.jobs = {jp};
+  x.in.owner.instance = "ray-gitops";
+  x.in.spec_commit = "cccccccccccccccccccccccccccccccccccccccc";
+  core::RayJob run;
+  run.type = "SUBMISSION";
+  run.submission_id = jp.submission_id;
+  run.status = core::RayJobStatus::kRunning;
+  run.metadata = {{std::string(core::kMetaManagedBy), "ray-gitops"},
+                  {std::string(core::kMetaName), "a"},
+                  {std::string(core::kMetaCommit), "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}};
+  SECTION("the run's gitops.commit label, not the pass's commit") {
+    x.in.ray_jobs.emplace(run.submission_id, run);
+    CHECK(BuildStatusUpdate(x.in).records.at("a").spec_commit == run.Label(core::kMetaCommit));
+  }
+  SECTION("the ledger's for the same run when Ray has not got it listed") {
+    core::StatusRecord old;
+    old.name = "a";
+    old.submission_id = jp.submission_id;
+    old.spec_commit = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    x.ledger["a"] = old;
+    CHECK(BuildStatusUpdate(x.in).records.at("a").spec_commit == old.spec_commit);
+  }
+  SECTION("the pass's commit for a run still to come") {
+    core::StatusRecord old;
+    old.name = "a";
+    old.submission_id = "a-older-run";
+    old.spec_commit = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    x.ledger["a"] = old;
+    CHECK(BuildStatusUpdate(x.in).records.at("a").spec_commit == x.in.spec_commit);
+  }
+}
+
+TEST_CASE("dashboard links start with the dashboard URL when one is given", "[status_update]") {
+  Inputs x;
+  core::JobPlan jp = Planned("a", Phase::kRunning);
+  jp.submission_id = "a-0123456789";
+  x.plan.jobs = {jp};
+  CHECK(BuildStatusUpdate(x.in).records.at("a").dashboard_url ==
+        "https://ray.example:8265/#/jobs/a-0123456789");
+  x.in.dashboard_url = "https://ray.example.com/dashboard";
+  CHECK(BuildStatusUpdate(x.in).records.at("a").dashboard_url ==
+        "https://ray.example.com/dashboard/#/jobs/a-0123456789");
+}
+
 }  // namespace
 }  // namespace rg::core

@@ -291,6 +291,15 @@ TEST_CASE("while Ray is unreachable the page lists the last known jobs and says 
   CHECK(j["unreachable"] == "Ray");
   CHECK(j["unreachable_since"] == since);
   CHECK(j["jobs"].size() == 5);
+
+  // Since the first pass in a row that could not reach Ray; gone once one does.
+  REQUIRE(s.last_pass_start_ms);
+  CHECK(*s.unreachable_since_ms < *s.last_pass_start_ms);
+  loop.Pass(rg::server::testing::PlannedPass());
+  const auto back = loop.Snapshot();
+  CHECK(back.unreachable.empty());
+  CHECK_FALSE(back.unreachable_since_ms);
+  CHECK(RenderStatusPage(back, 0).find("id=\"unready\"") == std::string::npos);
 }
 
 TEST_CASE("the ledger's jobs are shown when Ray was never reached") {
