@@ -92,12 +92,23 @@ done
 grep -q '^phase: Running' "$RG_TMP/alpha.yaml" || rg_fail "alpha is not Running in its status"
 git -C "$remote" show ray-gitops/status-$instance:STATUS.md | grep -q alpha || rg_fail "STATUS.md lacks alpha"
 
-# --- deleting alpha stops it; editing beta replaces its run ---
+# --- deleting alpha stops it; editing beta replaces its run; gamma fails and is retried ---
 beta_old=$(list_ours | awk '$1 ~ /^beta-/ { print $1 }')
 git -C "$work" rm -q jobs/alpha.yaml
 spec "$work/jobs/beta.yaml" 302
-push "remove alpha, change beta"
+printf 'workload: custom\nentrypoint: exit 3\nentrypoint_num_cpus: 0\nretries: 1\n' \
+  >"$work/jobs/gamma.yaml"
+rg_tag_spec "$work/jobs/gamma.yaml"
+push "remove alpha, change beta, add gamma"
+# The plan shows what changed in beta, and its stop row the phase of the run it stops.
+expect_exit 2 plan_
+grep -Eq "^stop +beta +$beta_old +Running " "$RG_TMP/out" || { cat "$RG_TMP/out" >&2; rg_fail "the stop row of beta is not Running"; }
+grep -Eq '^ +- 301$' "$RG_TMP/out" && grep -Eq '^ +\+ 302$' "$RG_TMP/out" ||
+  rg_fail "the plan does not show beta's rendered change"
 expect_exit 0 sync_
+gamma0=$(list_ours | awk '{ print $1 }' | grep -E '^gamma-[0-9a-f]{10}$' || true)
+[ -n "$gamma0" ] || rg_fail "gamma was not submitted"
+rg_wait_status "$gamma0" FAILED 60
 rg_wait_status "$alpha_id" STOPPED 60 2>/dev/null || true
 [ "$(rg_status_of "$alpha_id")" = STOPPED ] || rg_fail "alpha was not stopped"
 [ "$(rg_status_of "$beta_old")" = STOPPED ] || rg_wait_status "$beta_old" STOPPED 60
@@ -120,7 +131,7 @@ printf '%s\n' "$good_beta" >"$work/jobs/beta.yaml"
 push "fix beta"
 expect_exit 0 sync_
 [ "$(list_ours | grep -c "^$beta_new RUNNING" || true)" = 1 ] || rg_fail "fixing beta disturbed its run"
-git -C "$work" rm -q jobs/beta.yaml
+git -C "$work" rm -q jobs/beta.yaml jobs/gamma.yaml
 push "remove every spec"
 expect_exit 3 sync_
 [ "$(rg_status_of "$beta_new")" = RUNNING ] || rg_fail "the empty-desired-state guard did not hold"
@@ -131,6 +142,17 @@ rg_wait_status "$beta_new" STOPPED 60
 expect_exit 0 rg history beta "${repo_flags[@]:0:6}"
 grep -q 'Invalid' "$RG_TMP/out" || { cat "$RG_TMP/out" >&2; rg_fail "history lacks the Invalid phase"; }
 [ "$(grep -c "$beta_new" "$RG_TMP/out")" -ge 2 ] || rg_fail "history lacks beta's runs"
+grep -Eq "$beta_old .*-> Stopped" "$RG_TMP/out" || rg_fail "history lacks the replaced run's Stopped"
+# gamma: attempt 0 Failed, then attempt 1 submitted.
+expect_exit 0 rg history gamma "${repo_flags[@]:0:6}" -o json
+"$RG_PY" - "$RG_TMP/out" "$gamma0" <<'PY' || { cat "$RG_TMP/out" >&2; rg_fail "history of gamma"; }
+import json, sys
+rows = json.load(open(sys.argv[1]))["transitions"]
+pairs = [(r["attempt"], r["submission_id"], r["to"]) for r in rows]
+failed = [i for i, p in enumerate(pairs) if p[0] == 0 and p[1] == sys.argv[2] and p[2] == "Failed"]
+retry = [i for i, p in enumerate(pairs) if p[0] == 1 and p[1] == sys.argv[2] + "-r1" and p[2] == "Pending"]
+assert failed and retry and failed[0] < retry[0], pairs
+PY
 expect_exit 1 rg history no-such-job "${repo_flags[@]:0:6}"
 # A status commit's subject names the job and its transition.
 grep -Eq '^ray-gitops: (.*, )?beta [A-Za-z]+ -> [A-Za-z]+' <(git -C "$remote" log --format=%s ray-gitops/status-$instance) ||
