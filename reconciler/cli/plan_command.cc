@@ -15,7 +15,7 @@
 namespace rg::cli {
 namespace {
 
-// Exit statuses of `plan` (DESIGN.md 6).
+// Exit statuses of `plan` (docs/plan-format.md).
 constexpr int kPlanNothingToDo = 0;
 constexpr int kPlanError = 1;
 constexpr int kPlanChangesPending = 2;

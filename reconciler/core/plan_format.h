@@ -37,7 +37,7 @@ struct PlanView {
 // submit the new one), "blocked" (a guard held its stop back) or "keep".
 std::string JobActionName(const Plan& plan, const JobPlan& job);
 
-// What the plan says about whose runs are whose (DESIGN.md 2.2), one line each: every other
+// What the plan says about whose runs are whose (docs/operations.md), one line each: every other
 // repository using this instance on the cluster (core::ForeignJobsMessage), then "adopting N
 // runs recorded under <URL>" for every --previous-repo URL with runs.
 std::vector<std::string> OwnershipNotices(const Plan& plan);
