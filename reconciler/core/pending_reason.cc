@@ -1,5 +1,6 @@
 #include "reconciler/core/pending_reason.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -185,12 +186,11 @@ std::optional<std::string> ExplainPending(const std::vector<ResourceAmount>& req
 bool IsPendingExplanation(std::string_view message) { return message.starts_with(kPrefix); }
 
 bool AnyRunPending(const Plan& plan, const std::map<std::string, RayJob, std::less<>>& ray_jobs) {
-  for (const JobPlan& jp : plan.jobs) {
-    if (jp.phase != Phase::kPending) continue;
+  return std::ranges::any_of(plan.jobs, [&ray_jobs](const JobPlan& jp) {
+    if (jp.phase != Phase::kPending) return false;
     auto it = ray_jobs.find(jp.submission_id);
-    if (it != ray_jobs.end() && it->second.status == RayJobStatus::kPending) return true;
-  }
-  return false;
+    return it != ray_jobs.end() && it->second.status == RayJobStatus::kPending;
+  });
 }
 
 }  // namespace rg::core
