@@ -180,6 +180,11 @@ git add jobs/smoke/goodbye.yaml
 git commit -qm "smoke: a second smoke job"
 git push -q origin main
 git log --oneline -1
+say "ray-gitops diff HEAD~1 HEAD   (the change as a reviewer sees it: offline, no Ray needed)"
+set +e
+rg diff --repo "$demo/work" HEAD~1 HEAD
+echo "(exit $?: 2 = runs would change)"
+set -e
 # plan exits 2 when changes are pending: that is the expected answer here.
 goodbye_id=$({ rg plan "${repo_flags[@]}" --format json 2>/dev/null || true; } | "$py" -c '
 import json, sys
