@@ -3,7 +3,8 @@
 #   install the dependencies, build, start a local Ray head, push the example repository to a
 #   local bare Git remote (jobs pointed at a CPU-only stand-in of verl, plus the smoke job),
 #   `ray-gitops plan` and `render`, then the daemon (`ray-gitops run`): its first pass submits
-#   the jobs; /readyz, /metrics and /api/v1/status; a pushed spec change reaches Ray through a
+#   the jobs; /readyz, /metrics and /api/v1/status; a spec change, reviewed with
+#   `ray-gitops diff`, is pushed and reaches Ray through a
 #   signed GitHub push webhook (the interval is 10 minutes, so the webhook is what runs the
 #   pass); once the runs ended, POST /api/v1/sync records how; then the status branch,
 #   STATUS.md and `ray-gitops history`, and SIGTERM stops the daemon (exit 0). The daemon and
