@@ -1,5 +1,5 @@
 #pragma once
-// ports::JobServer over HTTP with cpp-httplib, honouring every quirk of RAY_JOBS_API.md.
+// ports::JobServer over HTTP with cpp-httplib, honouring every quirk of docs/ray-jobs-api.md.
 // Thread-compatible: one instance per thread, or external locking.
 
 #include <functional>
@@ -15,7 +15,7 @@
 namespace rg::adapters {
 
 // Ends every Ray call of the process in flight now, and makes later ones fail at once
-// (kTransient, "abandoned"). For the daemon's shutdown (DESIGN.md 7): a call in flight is
+// (kTransient, "abandoned"). For the daemon's shutdown (docs/daemon.md): a call in flight is
 // awaited for a while, then abandoned; the next start adopts a submitted run by its id.
 // Thread-safe; may be called repeatedly.
 void AbandonRayCalls();

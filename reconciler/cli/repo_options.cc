@@ -11,7 +11,7 @@ bool SameBranch(const std::string& ref, const std::string& branch) {
   return ref == branch || ref == "refs/heads/" + branch;
 }
 
-// DESIGN.md 2.2: ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$ (it becomes part of a branch name).
+// ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$ (it becomes part of a branch name).
 bool IsValidInstanceName(std::string_view name) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (name.empty() || name.size() > 63 || !alnum(name.front()) || !alnum(name.back())) {

@@ -24,10 +24,11 @@ class Option;
 
 namespace rg::cli {
 
-// The status branch of `instance` when --status-branch is not given (DESIGN.md 4): the default
-// instance keeps ray-gitops/status, any other writes ray-gitops/status-<instance>, so instances
-// and clusters sharing a repository each keep their own ledger. (Not ray-gitops/status/<i>:
-// Git cannot hold ray-gitops/status as a branch and as a folder of branches at once.)
+// The status branch of `instance` when --status-branch is not given (docs/status-branch.md):
+// the default instance keeps ray-gitops/status, any other writes ray-gitops/status-<instance>,
+// so instances and clusters sharing a repository each keep their own ledger. (Not
+// ray-gitops/status/<i>: Git cannot hold ray-gitops/status as a branch and as a folder of
+// branches at once.)
 std::string DefaultStatusBranch(std::string_view instance);
 
 // Why `repo` may not be given on the command line, or empty when it may: a URL holding
@@ -48,7 +49,7 @@ struct RepoOptions {
   std::string artifacts_root;  // --artifacts-root (default: cluster.yaml's shared_root)
   bool no_artifacts = false;   // --no-artifacts
   // --previous-repo (repeatable): URLs this repository was reached at before it moved; runs
-  // recorded under them are ours (DESIGN.md 2.2).
+  // recorded under them are ours (docs/operations.md, "One cluster, several teams").
   std::vector<std::string> previous_repos;
 };
 

@@ -1,4 +1,4 @@
-// `ray-gitops run`: the daemon (DESIGN.md 7). Reconcile passes on a timer and on triggers
+// `ray-gitops run`: the daemon (docs/daemon.md). Reconcile passes on a timer and on triggers
 // (webhook, POST /api/v1/sync), the HTTP endpoints, and a graceful shutdown: the first
 // SIGTERM/SIGINT starts no new pass or action and cancels the Git transfer in flight at once;
 // a Ray call in flight is awaited up to 10 s, then abandoned; the pass records status and the
@@ -129,7 +129,7 @@ std::string DefaultBranch(ports::DesiredStateSource& source) {
   return head->ref.substr(kHeads.size());
 }
 
-// Shutdown timings (DESIGN.md 7), counted from the first signal.
+// Shutdown timings (docs/daemon.md), counted from the first signal.
 constexpr int64_t kRayGraceMs = 10'000;  // then the Ray calls in flight are abandoned
 constexpr int64_t kExitByMs = 14'000;    // then the process exits 0 whatever still runs
 

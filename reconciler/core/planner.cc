@@ -132,7 +132,7 @@ class Planner {
 
  private:
   // Spec hash -> (name, spec path) of the runs of removed jobs, so that a new job with the
-  // same content can say it is a rename (DESIGN.md 2.1: the name is not part of the hash).
+  // same content can say it is a rename (the name is not part of the hash: docs/jobspec.md).
   void IndexRemovedHashes(const std::set<std::string, std::less<>>& removed) {
     for (const auto& name : removed) {
       auto rec = ledger_.find(name);

@@ -1,5 +1,5 @@
 #pragma once
-// The reconcile decision as a pure function (DESIGN.md 3.1 and 3.2): from what Git says
+// The reconcile decision as a pure function (docs/reconcile.md): from what Git says
 // (desired), what Ray reports (observed), what the status branch remembers (ledger) and the
 // policy, to an ordered list of actions with reasons and the phase of every job. No I/O, no
 // clock. Table-tested in tests/unit/planner/.
@@ -19,7 +19,7 @@
 namespace rg::core {
 
 struct PlanPolicy {
-  // Whose runs are ours (DESIGN.md 2.2): our instance and repository, --previous-repo.
+  // Whose runs are ours (docs/operations.md): our instance and repository, --previous-repo.
   Ownership owner = {};
   int max_stops = 5;
   // `sync --max-stops N` given explicitly: a deliberate override that also lifts the
@@ -83,7 +83,7 @@ struct Plan {
   bool blocked = false;         // a guard held stops back
   std::string blocked_reason;
   std::vector<RayJob> unmanaged;  // SUBMISSION jobs not managed by this instance
-  // Jobs of this instance from another repository (DESIGN.md 2.2): never stopped, adopted or
+  // Jobs of this instance from another repository (docs/operations.md): never stopped, adopted or
   // recorded; plan, sync and the daemon name their repositories (core::GroupForeignJobs).
   std::vector<RayJob> foreign;
   std::string instance;  // the instance planned for, for the messages about foreign jobs

@@ -197,7 +197,7 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
   rec.attempt = jp.attempt;
   std::optional<std::string> ray_message;
   // A run not ours holding the id (another repository's, another instance's, one submitted by
-  // hand: DESIGN.md 2.2) is named in the message, never recorded.
+  // hand: docs/operations.md) is named in the message, never recorded.
   // The commit the run was submitted from (its gitops.commit label); the pass's commit for a
   // run submitted now or still to come, and for a job without a run.
   std::string run_commit = same_attempt ? rec.spec_commit : std::string();

@@ -1,5 +1,5 @@
 #pragma once
-// The per-job decision after the plan (DESIGN.md 4, step 6): from the plan, what Ray reports
+// The per-job decision after the plan (docs/reconcile.md): from the plan, what Ray reports
 // and what the pass did, the new status record of every job. Pure; the engine applies the
 // plan, calls this, and writes the records that changed (engine/status_commit.h).
 
@@ -44,7 +44,7 @@ struct StatusInputs {
 // The record every planned job should have now, by name, stamped with the ledger's owner
 // (instance and ray_cluster: a record written before ledgers had owners gets them here).
 // Records are never deleted: the record of a removed spec stays (Removed), since a revert
-// that restores the spec restores the run ray-gitops stopped (DESIGN.md 4).
+// that restores the spec restores the run ray-gitops stopped (docs/reconcile.md, "Revert").
 struct StatusUpdate {
   std::map<std::string, StatusRecord, std::less<>> records;
 };

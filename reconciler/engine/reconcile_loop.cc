@@ -36,7 +36,7 @@ void DeclareLoopMetrics(core::MetricsRegistry& m) {
                  "Warnings of the last completed pass by kind (invalid cluster file or spec, "
                  "unreadable status file, foreign jobs); they do not make the daemon unready.");
   m.DeclareGauge("rg_foreign_jobs",
-                 "Jobs of this instance from another repository on the cluster (DESIGN.md 2.2), "
+                 "Jobs of this instance from another repository on the cluster, "
                  "as of the last pass that got as far as a plan; never touched, only reported.");
   m.DeclareGauge("rg_pass_in_flight_seconds",
                  "Seconds the pass in flight has been running; 0 between passes.");

@@ -73,7 +73,7 @@ struct PassInputs {
   core::Ownership owner;  // the caller's, with the snapshot's repository
 };
 
-// Whose runs are ours (DESIGN.md 2.2): the caller's instance and --previous-repo URLs, and the
+// Whose runs are ours (docs/operations.md): the caller's instance and --previous-repo URLs, and the
 // repository the snapshot was read from (unless the caller named one).
 core::Ownership OwnershipFor(const core::Ownership& given, const ports::DesiredSnapshot& snapshot) {
   core::Ownership owner = given;
@@ -85,7 +85,7 @@ core::Ownership OwnershipFor(const core::Ownership& given, const ports::DesiredS
   return owner;
 }
 
-// One warning per other repository whose runs carry our instance (DESIGN.md 2.2, 7).
+// One warning per other repository whose runs carry our instance.
 void AddForeignJobWarnings(const core::Plan& plan, const std::string& instance,
                            PassResult& result) {
   for (const core::ForeignRepository& other : core::GroupForeignJobs(plan.foreign)) {
@@ -94,7 +94,7 @@ void AddForeignJobWarnings(const core::Plan& plan, const std::string& instance,
   }
 }
 
-// One warning per invalid spec and one for an invalid cluster file (DESIGN.md 7): a job's
+// One warning per invalid spec and one for an invalid cluster file: a job's
 // problem shows on that job and in the warnings, never as an unready daemon.
 void AddDesiredStateWarnings(const core::DesiredState& state, PassResult& result) {
   if (!state.ClusterValid()) {
@@ -165,7 +165,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   PassInputs in;
   in.snapshot = std::move(*loaded);
   in.owner = OwnershipFor(options.policy.owner, in.snapshot);
-  // A non-default instance's ids take its name in (DESIGN.md 2.1).
+  // A non-default instance's ids take its name in (docs/jobspec.md).
   for (core::JobSpec& spec : in.snapshot.state.jobs) {
     core::BindSpecToInstance(spec, in.owner.instance);
   }
@@ -239,7 +239,7 @@ void ReportStale(const std::map<std::string, std::string>& newer, const std::str
 }
 
 // Steps 1 to 3, again on a fresh load while a run of ours comes from a newer commit than the
-// view (DESIGN.md 3.2). nullopt when the pass stops: an error, or a stale view.
+// view (docs/reconcile.md). nullopt when the pass stops: an error, or a stale view.
 std::optional<PassInputs> ReadCurrentInputs(const ReconcileDeps& deps,
                                             const ReconcileOptions& options, PassResult& result) {
   // Commits found newer in an earlier round: one still not included after that fresh fetch

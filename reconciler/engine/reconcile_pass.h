@@ -1,14 +1,14 @@
 #pragma once
-// One reconcile pass (DESIGN.md 3): load the desired state from Git, observe Ray, read the
+// One reconcile pass (docs/reconcile.md): load the desired state from Git, observe Ray, read the
 // ledger, plan, apply (unless a dry run), record status. Level-triggered and idempotent: a
 // repeated pass over an unchanged world does nothing and commits nothing.
 //
-// Fail closed (DESIGN.md 3.2): when the desired state cannot be loaded, cluster.yaml is
+// Fail closed (docs/reconcile.md): when the desired state cannot be loaded, cluster.yaml is
 // invalid, Ray cannot be listed or the ledger cannot be read, the pass touches neither the
 // cluster nor the status branch and says why. A job whose spec or status file cannot be read
 // is frozen (no submit, no stop) and named in `warnings`; the others go on.
 //
-// Stale views (DESIGN.md 3.2): when a run of ours was submitted from a commit the pass's
+// Stale views (docs/reconcile.md): when a run of ours was submitted from a commit the pass's
 // commit does not include (a descendant, or one the local copy lacks), another daemon acted
 // on a newer view: the pass loads again (a fresh fetch) and starts over, at most
 // kMaxStaleReloads times. A commit that is still not included after a fresh fetch was removed
@@ -62,17 +62,17 @@ struct ReconcileOptions {
   std::function<bool()> stop_requested;
   // Every secret the process knows (the Ray token, --ray-header values, the webhook secret,
   // the Git token). The pass adds the secret-named env vars of the desired state and redacts
-  // all it records and returns with the union (DESIGN.md 4, "What may be written").
+  // all it records and returns with the union (docs/security.md).
   core::Redactor secrets;
   // Wall-clock time of the pass, ms since the epoch: when a stop was sent (the Stopping
   // phase) and when it is due again. 0: the caller did not say; nothing is resent then.
   int64_t now_ms = 0;
 };
 
-// Fresh loads after the first when the pass finds runs from newer commits (DESIGN.md 3.2).
+// Fresh loads after the first when the pass finds runs from newer commits.
 inline constexpr int kMaxStaleReloads = 2;
 
-// Exit statuses of `sync` (DESIGN.md 6).
+// Exit statuses of `sync` (docs/reconcile.md).
 inline constexpr int kExitApplied = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitBlocked = 3;
@@ -106,7 +106,7 @@ struct PassResult {
   // cluster stops it before planning).
   core::Diagnostics diagnostics;
   std::vector<core::Error> errors;  // loading, listing, actions, recording
-  // What a person should look at though the pass did its work (DESIGN.md 7), redacted.
+  // What a person should look at though the pass did its work, redacted.
   std::vector<Warning> warnings;
   std::map<core::ErrorKind, int> errors_by_kind;
   int exit_status = kExitApplied;

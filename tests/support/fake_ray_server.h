@@ -1,5 +1,5 @@
 #pragma once
-// An in-process fake of a Ray head's Jobs REST API (RAY_JOBS_API.md and docs/ray-jobs-api.md),
+// An in-process fake of a Ray head's Jobs REST API (docs/ray-jobs-api.md),
 // faithful to the quirks that ray-gitops relies on, so that the contract suite gives the same
 // answers against it as against a real Ray 2.60 head.
 //
