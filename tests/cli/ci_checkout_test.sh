@@ -18,16 +18,19 @@ git clone -q "$remote" "$work/person" 2>/dev/null
 cd "$work/person" || exit 1
 mkdir jobs
 printf 'address: %s\n' "$address" >cluster.yaml
-printf 'workload: custom\nentrypoint: sleep 600\n' >jobs/a.yaml
-printf 'workload: custom\nentrypoint: sleep 601\n' >jobs/b.yaml
+# `sleep infinity` runs until stopped, on the fake head as in a shell: the runs stay active
+# through every plan below, however long the test takes.
+job() { printf 'workload: custom\nentrypoint: sleep infinity\nenv_vars:\n  VERSION: "%s"\n' "$1"; }
+job 1 >jobs/a.yaml
+job 1 >jobs/b.yaml
 git add -A && git commit -qm first && git push -q origin main
 # The first sync writes the ledger (ray-gitops/status) on the remote.
 "$bin" sync --repo "$remote" --cache-dir "$work/cache" --no-artifacts >/dev/null 2>"$work/sync.err" ||
   fail "the first sync: $(cat "$work/sync.err")"
 # The change under review: a edited, c added. Two more commits, so the shallow clone cuts history.
-printf 'workload: custom\nentrypoint: sleep 700\n' >jobs/a.yaml
+job 2 >jobs/a.yaml
 git commit -qam "edit a"
-printf 'workload: custom\nentrypoint: sleep 602\n' >jobs/c.yaml
+job 1 >jobs/c.yaml
 git add -A && git commit -qm "add c" && git push -q origin main
 
 # plan NAME REPO: the actions of `plan -o json` as "action name submission_id reason" lines.

@@ -31,7 +31,7 @@ git init -q .
 printf 'address: http://127.0.0.1:8265\nshared_root: /shared\n' >cluster.yaml
 ppo 100 alice >jobs/ppo.yaml
 printf 'workload: custom\nentrypoint: echo old\n' >jobs/old.yaml
-printf 'workload: custom\nentrypoint: sleep 1\n' >jobs/same.yaml
+printf 'workload: custom\nentrypoint: python serve.py\n' >jobs/same.yaml
 git add -A && git commit -qm base
 
 run_diff() { timeout 60 "$bin" diff --repo "$@" >"$work/out" 2>"$work/err"; echo $?; }

@@ -29,6 +29,22 @@ export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t \
   GIT_COMMITTER_EMAIL=t@example.com
 git() { command git -c init.defaultBranch=main -c advice.detachedHead=false "$@"; }
 
+# run NAME ARGS...: runs the binary ($bin), leaving stdout, stderr and the exit status in
+# $work/NAME.out, .err and .rc.
+run() {
+  local name=$1
+  shift
+  "$bin" "$@" >"$work/$name.out" 2>"$work/$name.err"
+  echo $? >"$work/$name.rc"
+}
+
+# expect_rc NAME STATUS: the run NAME exited STATUS.
+expect_rc() {
+  local got
+  got=$(cat "$work/$1.rc")
+  [[ $got == "$2" ]] || fail "$1: exit status $got, expected $2 (stderr: $(cat "$work/$1.err"))"
+}
+
 # start_server VAR COMMAND...: runs COMMAND, which prints its port on its first line, in the
 # background; sets VAR to http://127.0.0.1:<port>. Exits the test when it does not start.
 start_server() {

@@ -7,33 +7,13 @@ bin=$1
 src=$2
 verl=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/verl-0.9.1}/verl/trainer/config
 py=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}/bin/python
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+# shellcheck source=tests/cli/lib.sh
+source "$src/tests/cli/lib.sh"
 
 if [ ! -f "$verl/ppo_trainer.yaml" ]; then
   echo "FAIL: no verl config in $verl (run scripts/install-deps.sh, or set RG_VERL_DIR)" >&2
   exit 1
 fi
-
-# run NAME ARGS...: runs the binary, leaving stdout, stderr and the exit status in $work/NAME.*
-run() {
-  local name=$1
-  shift
-  "$bin" "$@" >"$work/$name.out" 2>"$work/$name.err"
-  echo $? >"$work/$name.rc"
-}
-
-expect_rc() {
-  local got
-  got=$(cat "$work/$1.rc")
-  [[ $got == "$2" ]] || fail "$1: exit status $got, expected $2 (stderr: $(cat "$work/$1.err"))"
-}
 
 expect_err_line() {
   grep -qxF "$2" "$work/$1.err" || fail "$1: no line '$2' in stderr: $(cat "$work/$1.err")"
@@ -128,8 +108,4 @@ run bad-format validate --repo "$src/examples/repo" -o yaml
 grep -q -- "--format: yaml not in {text,json}" "$work/bad-format.err" ||
   fail "bad-format: $(cat "$work/bad-format.err")"
 
-if ((failures)); then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo "validate --verl-config: ok"
+finish "validate --verl-config: ok"

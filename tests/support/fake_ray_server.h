@@ -60,6 +60,15 @@ struct FakeRayOptions {
   bool listen = true;
 };
 
+// A head whose jobs move only on `clock`: with a FakeClock the test never advances, a
+// submitted job stays PENDING (or in whatever state SetStatus puts it) however long the test
+// takes.
+inline FakeRayOptions FrozenHeadOptions(ports::Clock* clock) {
+  FakeRayOptions options;
+  options.clock = clock;
+  return options;
+}
+
 // One request to the head in process, and its answer; `lost` when the answer never came
 // (DropNext), and then status and body are meaningless.
 struct FakeRayRequest {

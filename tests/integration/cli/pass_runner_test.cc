@@ -17,15 +17,6 @@
 namespace rg {
 namespace {
 
-// The fake head's jobs move only on `clock`, which this test never advances: hello stays
-// PENDING from its submission on, so every pass after the first plans nothing, however long
-// the passes take.
-testing::FakeRayOptions FrozenHead(ports::Clock* clock) {
-  testing::FakeRayOptions options;
-  options.clock = clock;
-  return options;
-}
-
 struct Setup {
   Setup() {
     remote.person->Write("cluster.yaml", "address: " + ray.address() + "\n");
@@ -53,7 +44,9 @@ struct Setup {
   }
 
   testing::FakeClock clock;
-  testing::FakeRayServer ray{FrozenHead(&clock)};
+  // The head's jobs move only on `clock`, which this test never advances: hello stays PENDING
+  // from its submission on, so every pass after the first plans nothing.
+  testing::FakeRayServer ray{testing::FrozenHeadOptions(&clock)};
   testing::TestRemote remote;
   cli::GlobalOptions global;
   cli::RepoOptions repo;

@@ -28,12 +28,6 @@ std::string Ppo(int steps) {
          std::to_string(steps) + "\n";
 }
 
-testing::FakeRayOptions FrozenHead(ports::Clock* clock) {
-  testing::FakeRayOptions options;
-  options.clock = clock;
-  return options;
-}
-
 struct Setup {
   Setup() {
     remote.person->Write("cluster.yaml", Cluster(""));
@@ -78,7 +72,7 @@ struct Setup {
   }
 
   testing::FakeClock clock;
-  testing::FakeRayServer ray{FrozenHead(&clock)};
+  testing::FakeRayServer ray{testing::FrozenHeadOptions(&clock)};
   testing::TestRemote remote;
   cli::GlobalOptions global;
   cli::RepoOptions repo;

@@ -46,11 +46,12 @@ TEST_CASE("a diff names each job's action, its field change and its rendered cha
   const DesiredState base =
       Load(kCluster, {{"jobs/ppo.yaml", Ppo(100)},
                       {"jobs/old.yaml", kHello},
-                      {"jobs/same.yaml", "workload: custom\nentrypoint: sleep 1\n"}});
-  const DesiredState head = Load(std::string(kCluster) + "entrypoint_num_gpus: 1\n",
-                                 {{"jobs/ppo.yaml", Ppo(200)},
-                                  {"jobs/new.yaml", kHello},
-                                  {"jobs/same.yaml", "workload: custom\nentrypoint: sleep 1\n"}});
+                      {"jobs/same.yaml", "workload: custom\nentrypoint: python serve.py\n"}});
+  const DesiredState head =
+      Load(std::string(kCluster) + "entrypoint_num_gpus: 1\n",
+           {{"jobs/ppo.yaml", Ppo(200)},
+            {"jobs/new.yaml", kHello},
+            {"jobs/same.yaml", "workload: custom\nentrypoint: python serve.py\n"}});
   const StateDiff diff = DiffStates(base, head, "ray-gitops");
   CHECK(diff.RunsChange());
   CHECK_FALSE(diff.HasErrors());
