@@ -17,6 +17,11 @@ int Plan::CountActions(ActionKind kind) const {
 }
 
 const JobPlan* Plan::FindJob(std::string_view name) const {
+  // The planner leaves `jobs` in name order: a binary search finds the first of that name. A
+  // plan put together in another order is searched through.
+  auto it = std::lower_bound(jobs.begin(), jobs.end(), name,
+                             [](const JobPlan& j, std::string_view n) { return j.name < n; });
+  if (it != jobs.end() && it->name == name) return &*it;
   for (const auto& j : jobs) {
     if (j.name == name) return &j;
   }
@@ -102,6 +107,11 @@ class Planner {
 
   Plan Run() {
     std::set<std::string, std::less<>> handled;
+    if (!policy_.frozen_jobs.empty()) {
+      // The spec path of each name (the last file of that name, an invalid one last).
+      for (const auto& spec : desired_.jobs) frozen_spec_paths_[spec.name] = spec.path;
+      for (const auto& bad : desired_.invalid) frozen_spec_paths_[bad.name] = bad.path;
+    }
     for (const auto& [name, why] : policy_.frozen_jobs) {
       PlanFrozen(name, why);
       handled.insert(name);
@@ -174,11 +184,8 @@ class Planner {
     jp.name = name;
     jp.phase = Phase::kInvalid;
     jp.message = why;
-    for (const auto& spec : desired_.jobs) {
-      if (spec.name == name) jp.spec_path = spec.path;
-    }
-    for (const auto& bad : desired_.invalid) {
-      if (bad.name == name) jp.spec_path = bad.path;
+    if (auto it = frozen_spec_paths_.find(name); it != frozen_spec_paths_.end()) {
+      jp.spec_path = it->second;
     }
     SetLatestKnown(name, jp);
     if (!jp.spec_path.empty()) frozen_paths_.insert(jp.spec_path);
@@ -641,6 +648,7 @@ class Planner {
   std::map<std::string, const RayJob*, std::less<>> by_id_;
   std::map<std::string, std::vector<const RayJob*>, std::less<>> by_name_;
   std::set<std::string, std::less<>> frozen_paths_;
+  std::map<std::string, std::string, std::less<>> frozen_spec_paths_;  // name -> spec path
   std::map<std::string, std::pair<std::string, std::string>, std::less<>> removed_by_hash_;
   std::vector<Action> stops_;
   std::vector<Action> submits_;
