@@ -11,6 +11,7 @@
 // the jobs folder itself (and each folder above it) must be a regular file and folders.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +45,12 @@ LoadedSpecFile RejectedSpecEntry(const std::string& path, std::string_view jobs_
 // On disk: the first of `relative`'s components (from `root` down) that is a symbolic link, as
 // a '/'-separated path relative to root; empty when there is none.
 std::string FirstLinkAlong(const std::filesystem::path& root, std::string_view relative);
+
+// A regular file's content, at most `limit` + 1 bytes of it (enough for the loader to reject a
+// larger file); nullopt when it is not a regular file or cannot be read. The buffer is sized
+// by the file, never by the limit. O_NOFOLLOW: a link put in place after a walk looked is
+// refused, not followed; O_NONBLOCK: a FIFO put there cannot hang the read.
+std::optional<std::string> ReadRegularFileBounded(const std::filesystem::path& path, size_t limit);
 
 // The cluster file when it is not a regular file, as CheckDesiredStateSet takes it: invalid,
 // one diagnostic at `path`.

@@ -6,9 +6,11 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "reconciler/spec/spec_entry.h"
 #include "reconciler/spec/spec_loader.h"
 #include "tests/support/test_files.h"
 #include "tests/unit/spec/diagnostic_messages.h"
@@ -128,6 +130,39 @@ TEST_CASE("a linked jobs folder is an error and no spec is read through it") {
   CHECK(Messages(state.cluster_diagnostics) ==
         std::vector<std::string>{"jobs: error: is a symbolic link; the jobs folder must be a "
                                  "folder of this repository (links are never followed)"});
+}
+
+// The buffer follows the file's size: 50,000 small specs once took the limit each (23 GB).
+TEST_CASE("a bounded read holds what the file holds, not the limit") {
+  testing::TempDir tmp;
+  const fs::path dir(tmp.path());
+  const fs::path small = dir / "small.yaml";
+  WriteFile(small, "name: a\nentrypoint: echo hi\n");
+  std::optional<std::string> read = ReadRegularFileBounded(small, kMaxSpecFileBytes);
+  REQUIRE(read);
+  CHECK(*read == "name: a\nentrypoint: echo hi\n");
+  CHECK(read->capacity() < 4096);
+
+  const fs::path big = dir / "big.yaml";
+  WriteFile(big, std::string(10'000, 'x'));
+  read = ReadRegularFileBounded(big, 4'000);
+  REQUIRE(read);
+  CHECK(read->size() == 4'001);  // one byte past the limit: enough to reject the file
+  read = ReadRegularFileBounded(big, 10'000);
+  REQUIRE(read);
+  CHECK(read->size() == 10'000);
+  CHECK(read->capacity() < 2 * 10'000);
+
+  const fs::path empty = dir / "empty.yaml";
+  WriteFile(empty, "");
+  read = ReadRegularFileBounded(empty, kMaxSpecFileBytes);
+  REQUIRE(read);
+  CHECK(read->empty());
+
+  CHECK_FALSE(ReadRegularFileBounded(dir, kMaxSpecFileBytes));
+  CHECK_FALSE(ReadRegularFileBounded(dir / "missing.yaml", kMaxSpecFileBytes));
+  fs::create_symlink(small, dir / "link.yaml");
+  CHECK_FALSE(ReadRegularFileBounded(dir / "link.yaml", kMaxSpecFileBytes));
 }
 
 }  // namespace
