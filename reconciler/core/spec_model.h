@@ -28,6 +28,8 @@ inline std::string NoSharedRootMessage(std::string_view cluster_path) {
 struct SourcePos {
   int line = 0;    // 1-based
   int column = 0;  // 1-based
+
+  friend bool operator==(const SourcePos&, const SourcePos&) = default;
 };
 
 using StringMap = std::map<std::string, std::string, std::less<>>;
@@ -51,6 +53,8 @@ struct RayConfig {
 
   // env_vars of runtime_env, or empty.
   StringMap EnvVars() const;
+
+  friend bool operator==(const RayConfig&, const RayConfig&) = default;
 };
 
 enum class Workload { kPpo, kGrpo, kSft, kCustom };
@@ -104,6 +108,8 @@ struct JobSpec {
                                [hash](const std::string& legacy) { return hash == legacy; });
   }
   std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
+
+  friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 
 }  // namespace rg::core

@@ -22,6 +22,8 @@ struct LoadedJobSpec {
   core::SourcePos pinned_id_pos;
   // Every string value that mentions ${shared_root}.
   std::vector<core::SourcePos> shared_root_uses;
+
+  friend bool operator==(const LoadedJobSpec&, const LoadedJobSpec&) = default;
 };
 
 LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::string& path,

@@ -26,6 +26,7 @@ struct Parsed {
   std::optional<T> value;  // set iff diagnostics is empty
   core::Diagnostics diagnostics;
   bool ok() const { return value.has_value(); }
+  friend bool operator==(const Parsed&, const Parsed&) = default;
 };
 
 // `path` is used in diagnostics and, for a JobSpec, to derive the default name.

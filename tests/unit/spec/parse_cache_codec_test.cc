@@ -1,0 +1,289 @@
+// The parse cache's binary codec: every field of every encoded struct survives a round trip,
+// and input that was not written by the encoder (cut short, garbled, hostile counts, deep
+// nesting) is rejected without a crash.
+
+#include "reconciler/spec/parse_cache_codec.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace rg::spec {
+namespace {
+
+core::Value FullValue() {
+  core::Value::Object object;
+  object["null"] = nullptr;
+  object["yes"] = true;
+  object["no"] = false;
+  object["int"] = int64_t{-1234567890123};
+  object["double"] = 2.5e-300;
+  object["negative zero"] = -0.0;
+  object["string"] = "héllo\n\0x";
+  object["array"] = core::Value::Array{1, "two", core::Value::Array{}, core::Value::Object{}};
+  object["nested"] = core::Value::Object{{"a", core::Value::Object{{"b", 3.25}}}};
+  return object;
+}
+
+core::JobSpec FullJobSpec() {
+  core::JobSpec s;
+  s.path = "jobs/ppo/qwen.yaml";
+  s.workload = core::Workload::kGrpo;
+  s.name = "ppo-qwen";
+  s.submission_id = "pinned-id";
+  s.code_path = "${shared_root}/code";
+  s.model_id = "Qwen/Qwen2.5-0.5B";
+  s.train_file = "train.parquet";
+  s.val_file = "val.parquet";
+  s.nnodes = 2;
+  s.n_gpus_per_node = 8;
+  s.total_training_steps = 100;
+  s.save_freq = 10;
+  s.test_freq = 5;
+  s.overrides = {"a=1", "b=2"};
+  s.entrypoint = "python train.py";
+  s.runtime_env = FullValue();
+  s.env_vars = {{"A", "1"}, {"B", ""}};
+  s.entrypoint_num_cpus = 1.5;
+  s.entrypoint_num_gpus = 0.25;
+  s.entrypoint_memory = int64_t{1} << 40;
+  s.entrypoint_resources = core::ResourceMap{{"TPU", 4.0}, {"custom", 0.5}};
+  s.retries = 3;
+  s.suspend = true;
+  s.on_remove = core::OnRemove::kKeep;
+  s.annotations = {{"owner", "ml-team"}};
+  s.document = FullValue();
+  s.spec_hash = "0123456789";
+  s.legacy_spec_hashes = {"abcdefabcd", "9876543210"};
+  s.positions = {{"name", {3, 7}}, {"workload", {1, 11}}};
+  return s;
+}
+
+LoadedJobSpec FullLoadedJobSpec() {
+  LoadedJobSpec l;
+  l.parsed.value = FullJobSpec();
+  l.parsed.diagnostics = {{"jobs/x.yaml", 4, 2, "unknown key \"nnode\""},
+                          {"jobs/x.yaml", 0, 0, ""}};
+  l.name = "ppo-qwen";
+  l.name_is_explicit = true;
+  l.name_pos = {2, 3};
+  l.pinned_id = "pinned-id";
+  l.pinned_id_pos = {5, 6};
+  l.shared_root_uses = {{7, 8}, {9, 10}};
+  return l;
+}
+
+Parsed<core::RayConfig> FullRayConfig() {
+  core::RayConfig c;
+  c.path = "clusters/main.yaml";
+  c.name = "main";
+  c.address = "http://127.0.0.1:8265";
+  c.shared_root = "/mnt/shared";
+  c.entrypoint_num_cpus = 1.0;
+  c.entrypoint_num_gpus = 2.0;
+  c.entrypoint_memory = 1024;
+  c.entrypoint_resources = core::ResourceMap{{"x", 1.0}};
+  c.runtime_env = FullValue();
+  c.user_code_path = "/code";
+  c.positions = {{"address", {2, 10}}};
+  Parsed<core::RayConfig> p;
+  p.value = c;
+  p.diagnostics = {{"cluster.yaml", 1, 1, "a warning kept with a value"}};
+  return p;
+}
+
+core::AttemptRecord FullAttempt(int n) {
+  core::AttemptRecord a;
+  a.attempt = n;
+  a.submission_id = "job-" + std::to_string(n);
+  a.spec_hash = "0123456789";
+  a.status = core::RayJobStatus::kFailed;
+  a.phase = core::Phase::kStopping;
+  a.start_time_ms = 1700000000000;
+  a.end_time_ms = 1700000001000;
+  a.message = "exit 1";
+  a.stop_reason = core::StopReason::kUnknown;
+  a.unknown_stop_reason = "evicted";
+  a.stop_sent_ms = 1700000000500;
+  return a;
+}
+
+core::StatusRecord FullStatusRecord() {
+  core::StatusRecord s;
+  s.name = "ppo-qwen";
+  s.instance = "team-a";
+  s.ray_cluster = "main";
+  s.spec_path = "jobs/ppo/qwen.yaml";
+  s.spec_hash = "0123456789";
+  s.spec_commit = "c0ffee";
+  s.phase = core::Phase::kLost;
+  s.on_remove = core::OnRemove::kKeep;
+  s.submission_id = "job-1";
+  s.attempt = 1;
+  s.status = core::RayJobStatus::kRunning;
+  s.message = "running";
+  s.error_type = "JOB_SUPERVISOR_ACTOR_START_FAILURE";
+  s.job_id = "02000000";
+  s.start_time_ms = 1700000000000;
+  s.end_time_ms = 1700000009000;
+  s.driver_exit_code = -9;
+  s.dashboard_url = "http://127.0.0.1:8265/#/jobs/job-1";
+  s.errors = {"jobs/x.yaml:1:1: error: bad"};
+  s.attempts = {FullAttempt(0), FullAttempt(1)};
+  return s;
+}
+
+// Every proper prefix and the input with a byte added must fail to decode.
+template <typename Decode>
+void RequireCutsRejected(const std::string& bytes, Decode decode) {
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    INFO("cut at " << n << " of " << bytes.size());
+    REQUIRE_FALSE(decode(bytes.substr(0, n)).ok());
+  }
+  REQUIRE_FALSE(decode(bytes + '\0').ok());
+}
+
+// Every byte inverted in turn: decoding must not crash, and what does decode must encode again
+// without trouble (the sanitizer builds check the memory side).
+template <typename Decode, typename Encode>
+void RequireGarbledSurvived(const std::string& bytes, Decode decode, Encode encode) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string garbled = bytes;
+    garbled[i] = static_cast<char>(~garbled[i]);
+    auto decoded = decode(garbled);
+    if (decoded.ok()) REQUIRE(decode(encode(*decoded)).ok());
+  }
+}
+
+TEST_CASE("a LoadedJobSpec with every field set round-trips exactly") {
+  const LoadedJobSpec full = FullLoadedJobSpec();
+  const std::string bytes = EncodeLoadedJobSpec(full);
+  auto decoded = DecodeLoadedJobSpec(bytes);
+  REQUIRE(decoded.ok());
+  REQUIRE(*decoded == full);
+  REQUIRE(EncodeLoadedJobSpec(*decoded) == bytes);
+  const core::Value* zero = decoded->parsed.value->document.Find("negative zero");
+  REQUIRE(zero != nullptr);
+  REQUIRE(std::signbit(zero->as_double()));
+}
+
+TEST_CASE("a default LoadedJobSpec and an invalid one without a value round-trip") {
+  LoadedJobSpec invalid;
+  invalid.parsed.diagnostics = {{"jobs/a.yaml", 1, 2, "not a mapping"}};
+  for (const LoadedJobSpec& v : {LoadedJobSpec{}, invalid}) {
+    auto decoded = DecodeLoadedJobSpec(EncodeLoadedJobSpec(v));
+    REQUIRE(decoded.ok());
+    REQUIRE(*decoded == v);
+  }
+}
+
+TEST_CASE("a parsed cluster file with every field set round-trips exactly") {
+  const Parsed<core::RayConfig> full = FullRayConfig();
+  const std::string bytes = EncodeParsedRayConfig(full);
+  auto decoded = DecodeParsedRayConfig(bytes);
+  REQUIRE(decoded.ok());
+  REQUIRE(*decoded == full);
+  REQUIRE(EncodeParsedRayConfig(*decoded) == bytes);
+}
+
+TEST_CASE("a status record with every field set round-trips exactly") {
+  const core::StatusRecord full = FullStatusRecord();
+  const std::string bytes = EncodeStatusRecord(full);
+  auto decoded = DecodeStatusRecord(bytes);
+  REQUIRE(decoded.ok());
+  REQUIRE(*decoded == full);
+  REQUIRE(EncodeStatusRecord(*decoded) == bytes);
+}
+
+TEST_CASE("doubles keep their exact bits: NaN, infinities, negative zero, subnormals") {
+  core::JobSpec spec;
+  spec.document = core::Value::Array{
+      std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+      -std::numeric_limits<double>::infinity(), -0.0, std::numeric_limits<double>::denorm_min()};
+  LoadedJobSpec loaded;
+  loaded.parsed.value = spec;
+  const std::string bytes = EncodeLoadedJobSpec(loaded);
+  auto decoded = DecodeLoadedJobSpec(bytes);
+  REQUIRE(decoded.ok());
+  REQUIRE(EncodeLoadedJobSpec(*decoded) == bytes);
+  REQUIRE(std::isnan(decoded->parsed.value->document.as_array()[0].as_double()));
+}
+
+TEST_CASE("every truncation of an encoded value is rejected") {
+  RequireCutsRejected(EncodeLoadedJobSpec(FullLoadedJobSpec()),
+                      [](std::string_view b) { return DecodeLoadedJobSpec(b); });
+  RequireCutsRejected(EncodeParsedRayConfig(FullRayConfig()),
+                      [](std::string_view b) { return DecodeParsedRayConfig(b); });
+  RequireCutsRejected(EncodeStatusRecord(FullStatusRecord()),
+                      [](std::string_view b) { return DecodeStatusRecord(b); });
+}
+
+TEST_CASE("every byte of an encoded value garbled in turn decodes safely or not at all") {
+  RequireGarbledSurvived(
+      EncodeLoadedJobSpec(FullLoadedJobSpec()),
+      [](std::string_view b) { return DecodeLoadedJobSpec(b); },
+      [](const LoadedJobSpec& v) { return EncodeLoadedJobSpec(v); });
+  RequireGarbledSurvived(
+      EncodeParsedRayConfig(FullRayConfig()),
+      [](std::string_view b) { return DecodeParsedRayConfig(b); },
+      [](const Parsed<core::RayConfig>& v) { return EncodeParsedRayConfig(v); });
+  RequireGarbledSurvived(
+      EncodeStatusRecord(FullStatusRecord()),
+      [](std::string_view b) { return DecodeStatusRecord(b); },
+      [](const core::StatusRecord& v) { return EncodeStatusRecord(v); });
+}
+
+TEST_CASE("a count larger than the bytes left is rejected before anything is allocated") {
+  core::StatusRecord record = FullStatusRecord();
+  record.errors.clear();
+  record.attempts.clear();
+  std::string bytes = EncodeStatusRecord(record);
+  // The last 8 bytes are the two counts (errors, attempts), both 0: claim 4 billion errors.
+  for (size_t i = bytes.size() - 8; i < bytes.size() - 4; ++i) bytes[i] = '\xff';
+  REQUIRE_FALSE(DecodeStatusRecord(bytes).ok());
+}
+
+TEST_CASE("map keys out of order are rejected") {
+  core::JobSpec spec;
+  spec.env_vars = {{"A", "1"}, {"B", "2"}};
+  LoadedJobSpec loaded;
+  loaded.parsed.value = spec;
+  std::string bytes = EncodeLoadedJobSpec(loaded);
+  const size_t a = bytes.find(std::string("\x01\0\0\0A", 5));
+  const size_t b = bytes.find(std::string("\x01\0\0\0B", 5));
+  REQUIRE(a != std::string::npos);
+  REQUIRE(b != std::string::npos);
+  std::swap(bytes[a + 4], bytes[b + 4]);
+  REQUIRE_FALSE(DecodeLoadedJobSpec(bytes).ok());
+}
+
+TEST_CASE("values nested deeper than a YAML document can be are rejected without a crash") {
+  core::Value deep = nullptr;
+  for (int i = 0; i < 900; ++i) deep = core::Value::Array{deep};
+  LoadedJobSpec loaded;
+  loaded.parsed.value = core::JobSpec{};
+  loaded.parsed.value->document = deep;
+  REQUIRE(DecodeLoadedJobSpec(EncodeLoadedJobSpec(loaded)).ok());
+
+  // A document a million arrays deep, spliced in where a marker string was encoded.
+  loaded.parsed.value->document = "MARKER";
+  std::string bytes = EncodeLoadedJobSpec(loaded);
+  const std::string marker("\x05\x06\0\0\0MARKER", 11);
+  const size_t at = bytes.find(marker);
+  REQUIRE(at != std::string::npos);
+  std::string nested;
+  for (int i = 0; i < 1000000; ++i) nested += std::string("\x06\x01\0\0\0", 5);
+  nested += '\0';
+  bytes.replace(at, marker.size(), nested);
+  REQUIRE_FALSE(DecodeLoadedJobSpec(bytes).ok());
+}
+
+TEST_CASE("Hash64 is XXH64 with seed 0") {
+  REQUIRE(Hash64("") == 0xEF46DB3751D8E999ULL);
+  REQUIRE(Hash64("abc") == 0x44BC2CF5AD770999ULL);
+  REQUIRE(Hash64("Nobody inspects the spammish repetition") == 0xFBCEA83C8A378BF1ULL);
+}
+
+}  // namespace
+}  // namespace rg::spec
