@@ -1,0 +1,400 @@
+#include "reconciler/adapters/parse_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "reconciler/adapters/git_workspace.h"
+#include "reconciler/spec/parse_cache_codec.h"
+
+namespace rg::adapters {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The file: magic, format version, checksum (XXH64 of the body), body size, then the body:
+// the program version, the generation of the Save that wrote it, and the entries, each its
+// key, the generation it was last used in, and its payload.
+constexpr std::string_view kMagic = "RGPARSE\n";
+constexpr size_t kHeaderBytes = kMagic.size() + 4 + 8 + 8;
+constexpr size_t kChecksumOffset = kMagic.size() + 4;
+// Far beyond any real cache (10,000 specs take a few tens of MB): a larger file is not read.
+constexpr uint64_t kMaxFileBytes = uint64_t{1} << 31;
+
+constexpr char kSpecKind = 's';
+constexpr char kClusterKind = 'c';
+constexpr char kStatusKind = 'r';
+
+std::string Key(char kind, std::string_view blob_id, std::string_view path = {},
+                std::string_view jobs_dir = {}) {
+  std::string key;
+  key.reserve(1 + blob_id.size() + path.size() + jobs_dir.size() + 2);
+  key += kind;
+  key += blob_id;
+  if (kind == kStatusKind) return key;
+  key += '\0';
+  key += path;
+  if (kind == kClusterKind) return key;
+  key += '\0';
+  key += jobs_dir;
+  return key;
+}
+
+std::string ErrnoText(std::string_view what, const std::string& path) {
+  return std::string(what) + " " + path + ": " + std::strerror(errno);
+}
+
+// The whole file, or an error; a missing file is an empty string and no error.
+core::Result<std::string> ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::string();
+    return core::Error::Transient(ErrnoText("cannot open", path));
+  }
+  struct stat st {};
+  std::string out;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return core::Error::InvalidInput(path + " is not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    ::close(fd);
+    return core::Error::InvalidInput(path + " is too large");
+  }
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(done);  // a file cut meanwhile reads short and fails its checksum
+  return out;
+}
+
+bool WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Makes the rename itself durable; a failure here loses nothing but durability.
+void SyncFolder(const fs::path& folder) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// Writes `bytes` to `path` through a temporary file in the same folder: fsync, then rename.
+core::Status ReplaceFile(const std::string& path, std::string_view bytes) {
+  static std::atomic<uint64_t> counter{0};
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  const std::string tmp =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return core::Error::Transient(ErrnoText("cannot create", tmp));
+  const bool written = WriteAll(fd, bytes) && ::fsync(fd) == 0;
+  const std::string why = written ? "" : ErrnoText("cannot write", tmp);
+  ::close(fd);
+  if (!written) {
+    ::unlink(tmp.c_str());
+    return core::Error::Transient(why);
+  }
+  // An empty folder in the file's place is taken away; anything else there makes rename fail.
+  if (fs::is_directory(target, ec)) fs::remove(target, ec);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string failed = ErrnoText("cannot rename " + tmp + " to", path);
+    ::unlink(tmp.c_str());
+    return core::Error::Transient(failed);
+  }
+  SyncFolder(target.has_parent_path() ? target.parent_path() : fs::path("."));
+  return core::OkStatus();
+}
+
+}  // namespace
+
+std::string ParseCachePath(const std::string& cache_dir, std::string_view repo_url) {
+  std::string name = GitCacheDirName(repo_url);
+  if (name.ends_with(".git")) name.resize(name.size() - 4);
+  const fs::path dir = cache_dir.empty() ? fs::path(DefaultGitCacheDir()) : fs::path(cache_dir);
+  return (dir / (name + ".parse-cache")).string();
+}
+
+ParseCache::ParseCache(std::string path, std::string program_version)
+    : path_(std::move(path)), program_version_(std::move(program_version)) {
+  Load();
+}
+
+void ParseCache::Load() {
+  core::Result<std::string> read = ReadWholeFile(path_);
+  if (!read.ok()) {
+    load_problem_ = read.error().message();
+    dirty_ = true;
+    return;
+  }
+  buffer_ = std::move(*read);
+  if (buffer_.empty()) return;  // no file yet (or an empty one: nothing to rebuild)
+  spec::ByteReader header(buffer_);
+  const std::string_view magic = header.Bytes(kMagic.size());
+  const uint32_t version = header.U32();
+  const uint64_t checksum = header.U64();
+  const uint64_t body_size = header.U64();
+  const std::string_view body =
+      std::string_view(buffer_).substr(std::min(kHeaderBytes, buffer_.size()));
+  if (!header.ok() || magic != kMagic) {
+    load_problem_ = "not a parse cache file";
+  } else if (version != spec::kParseCacheFormatVersion) {
+    load_problem_ = "format version " + std::to_string(version) + ", not " +
+                    std::to_string(spec::kParseCacheFormatVersion);
+  } else if (body_size != body.size() || spec::Hash64(body) != checksum) {
+    load_problem_ = "truncated or corrupt (checksum mismatch)";
+  } else if (!LoadBody(body)) {
+    if (load_problem_.empty()) load_problem_ = "malformed index";
+  }
+  if (!load_problem_.empty()) {
+    entries_.clear();
+    buffer_.clear();
+    dirty_ = true;
+  }
+}
+
+bool ParseCache::LoadBody(std::string_view body) {
+  spec::ByteReader r(body);
+  if (r.StringView() != program_version_) {
+    load_problem_ = "written by another build of ray-gitops";
+    return false;
+  }
+  const uint64_t generation = r.U64();
+  // An entry is at least two empty strings and a generation.
+  const uint32_t count = r.Count(4 + 8 + 4);
+  entries_.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    std::string key(r.StringView());
+    Entry e;
+    e.last_used = r.U64();
+    const std::string_view payload = r.StringView();
+    e.offset = static_cast<size_t>(payload.data() - buffer_.data());
+    e.size = payload.size();
+    if (!entries_.emplace(std::move(key), std::move(e)).second) r.Fail();
+  }
+  if (!r.ok() || !r.at_end()) return false;
+  generation_ = generation + 1;
+  return true;
+}
+
+std::string_view ParseCache::Payload(const Entry& e) const {
+  if (!e.in_buffer) return e.owned;
+  return std::string_view(buffer_).substr(e.offset, e.size);
+}
+
+ParseCache::Entry* ParseCache::Use(const std::string& key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return nullptr;
+  it->second.last_used = generation_;
+  return &it->second;
+}
+
+void ParseCache::Put(std::string key, std::string payload) {
+  Entry e;
+  e.in_buffer = false;
+  e.owned = std::move(payload);
+  e.size = e.owned.size();
+  e.last_used = generation_;
+  entries_.insert_or_assign(std::move(key), std::move(e));
+  dirty_ = true;
+}
+
+void ParseCache::Drop(const std::string& key) {
+  entries_.erase(key);
+  dirty_ = true;
+}
+
+std::optional<CachedSpecFile> ParseCache::FindSpec(std::string_view blob_id, std::string_view path,
+                                                   std::string_view jobs_dir) {
+  const std::string key = Key(kSpecKind, blob_id, path, jobs_dir);
+  std::lock_guard lock(mu_);
+  const Entry* e = Use(key);
+  if (e == nullptr) return std::nullopt;
+  spec::ByteReader r(Payload(*e));
+  CachedSpecFile out;
+  out.text = r.String();
+  auto loaded = std::make_shared<spec::LoadedJobSpec>();
+  spec::DecodeFrom(r, *loaded);
+  if (!r.ok() || !r.at_end()) {
+    Drop(key);
+    return std::nullopt;
+  }
+  out.loaded = std::move(loaded);
+  return out;
+}
+
+std::optional<CachedClusterFile> ParseCache::FindCluster(std::string_view blob_id,
+                                                         std::string_view path) {
+  const std::string key = Key(kClusterKind, blob_id, path);
+  std::lock_guard lock(mu_);
+  const Entry* e = Use(key);
+  if (e == nullptr) return std::nullopt;
+  spec::ByteReader r(Payload(*e));
+  CachedClusterFile out;
+  out.text = r.String();
+  spec::DecodeFrom(r, out.parsed);
+  if (!r.ok() || !r.at_end()) {
+    Drop(key);
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<core::StatusRecord> ParseCache::FindStatus(std::string_view blob_id) {
+  const std::string key = Key(kStatusKind, blob_id);
+  std::lock_guard lock(mu_);
+  const Entry* e = Use(key);
+  if (e == nullptr) return std::nullopt;
+  core::Result<core::StatusRecord> record = spec::DecodeStatusRecord(Payload(*e));
+  if (!record.ok()) {
+    Drop(key);
+    return std::nullopt;
+  }
+  return std::move(*record);
+}
+
+void ParseCache::PutSpec(std::string_view blob_id, std::string_view path, std::string_view jobs_dir,
+                         std::string_view text, const spec::LoadedJobSpec& loaded) {
+  spec::ByteWriter w;
+  w.String(text);
+  spec::EncodeTo(w, loaded);
+  std::lock_guard lock(mu_);
+  Put(Key(kSpecKind, blob_id, path, jobs_dir), w.Take());
+}
+
+void ParseCache::PutCluster(std::string_view blob_id, std::string_view path, std::string_view text,
+                            const spec::Parsed<core::RayConfig>& parsed) {
+  spec::ByteWriter w;
+  w.String(text);
+  spec::EncodeTo(w, parsed);
+  std::lock_guard lock(mu_);
+  Put(Key(kClusterKind, blob_id, path), w.Take());
+}
+
+void ParseCache::PutStatus(std::string_view blob_id, const core::StatusRecord& record) {
+  std::string payload = spec::EncodeStatusRecord(record);
+  std::lock_guard lock(mu_);
+  Put(Key(kStatusKind, blob_id), std::move(payload));
+}
+
+void ParseCache::KeepSpec(std::string_view blob_id, std::string_view path,
+                          std::string_view jobs_dir) {
+  const std::string key = Key(kSpecKind, blob_id, path, jobs_dir);
+  std::lock_guard lock(mu_);
+  Use(key);
+}
+
+void ParseCache::KeepCluster(std::string_view blob_id, std::string_view path) {
+  const std::string key = Key(kClusterKind, blob_id, path);
+  std::lock_guard lock(mu_);
+  Use(key);
+}
+
+void ParseCache::KeepStatus(std::string_view blob_id) {
+  const std::string key = Key(kStatusKind, blob_id);
+  std::lock_guard lock(mu_);
+  Use(key);
+}
+
+std::string ParseCache::Serialize() {
+  // Every entry used in this period, then the most recently used others up to the bound.
+  std::vector<std::pair<const std::string*, Entry*>> used;
+  std::vector<std::pair<const std::string*, Entry*>> others;
+  for (auto& [key, e] : entries_) {
+    (e.last_used == generation_ ? used : others).emplace_back(&key, &e);
+  }
+  const size_t spare = std::min(others.size(), used.size() + kSpareEntries);
+  std::partial_sort(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(spare),
+                    others.end(), [](const auto& a, const auto& b) {
+                      return a.second->last_used != b.second->last_used
+                                 ? a.second->last_used > b.second->last_used
+                                 : *a.first < *b.first;
+                    });
+  used.insert(used.end(), others.begin(), others.begin() + static_cast<std::ptrdiff_t>(spare));
+  std::sort(used.begin(), used.end(),
+            [](const auto& a, const auto& b) { return *a.first < *b.first; });
+
+  spec::ByteWriter w;
+  w.Bytes(kMagic);
+  w.U32(spec::kParseCacheFormatVersion);
+  w.U64(0);  // the checksum, patched below
+  w.U64(0);  // the body size, patched below
+  w.String(program_version_);
+  w.U64(generation_);
+  w.U32(static_cast<uint32_t>(used.size()));
+  std::unordered_map<std::string, Entry> kept;
+  kept.reserve(used.size());
+  for (const auto& [key, e] : used) {
+    w.String(*key);
+    w.U64(e->last_used);
+    const std::string_view payload = Payload(*e);
+    w.U32(static_cast<uint32_t>(payload.size()));
+    Entry moved;
+    moved.offset = w.size();
+    moved.size = payload.size();
+    moved.last_used = e->last_used;
+    w.Bytes(payload);
+    kept.emplace(*key, std::move(moved));
+  }
+  const std::string_view body = std::string_view(w.bytes()).substr(kHeaderBytes);
+  const uint64_t checksum = spec::Hash64(body);
+  const uint64_t body_size = body.size();
+  w.PatchU64(kChecksumOffset, checksum);
+  w.PatchU64(kChecksumOffset + 8, body_size);
+  entries_ = std::move(kept);
+  return w.Take();
+}
+
+core::Status ParseCache::Save() {
+  std::lock_guard lock(mu_);
+  if (!dirty_) return core::OkStatus();
+  // Serialize re-points the entries into the new bytes, so they are kept even when the write
+  // fails (the cache stays dirty and is saved again later).
+  std::string bytes = Serialize();
+  core::Status written = ReplaceFile(path_, bytes);
+  buffer_ = std::move(bytes);
+  if (!written.ok()) return written;
+  dirty_ = false;
+  ++generation_;
+  ++saves_;
+  return core::OkStatus();
+}
+
+std::string ParseCache::load_problem() const {
+  std::lock_guard lock(mu_);
+  return load_problem_;
+}
+
+size_t ParseCache::size() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+int ParseCache::saves() const {
+  std::lock_guard lock(mu_);
+  return saves_;
+}
+
+}  // namespace rg::adapters

@@ -1,0 +1,135 @@
+#pragma once
+// The persistent parse cache: what parsing a JobSpec, the cluster file or a status file gave,
+// kept on disk by content, so that a one-off command (`plan`, `sync`, `history`) or a restarted
+// daemon parses only the files that changed since the last run (docs/operations.md, "The parse
+// cache"). One file per repository, beside its clone under the cache directory (ParseCachePath).
+//
+// Keyed by content: a JobSpec by (blob id, path, jobs folder), since the default name derives
+// from the path; the cluster file by (blob id, path); a status record by blob id (only records
+// that decoded: a file that did not is parsed again, and reported as before). Every key is
+// scoped by the program version and the codec's format version, both in the file's header: a
+// file written by another build or format is never used.
+//
+// Never trusted, never fatal: a file that is missing, truncated, fails its checksum, has
+// another version, or holds an entry that does not decode is set aside (the entry or the whole
+// file) and rebuilt by the next Save, while the run goes on parsing as if there were no cache.
+//
+// Bounded: Save keeps every entry used since the last Save (found, put or kept), and of the
+// others the most recently used, at most as many as were used plus kSpareEntries. So the file
+// holds the current trees plus a margin of older versions, and does not grow as specs change.
+//
+// Saved atomically (a temporary file in the same folder, fsync, rename) and only when something
+// changed: a run that parsed nothing leaves the file as it was. Two processes saving at once
+// leave one of the two files whole (the last rename wins).
+//
+// Thread-safe: every member function takes the cache's lock. The daemon uses it from its pass
+// thread, through the desired-state source and the status store.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "reconciler/core/result.h"
+#include "reconciler/core/spec_model.h"
+#include "reconciler/core/status_model.h"
+#include "reconciler/spec/loaded_job_spec.h"
+#include "reconciler/spec/spec_loader.h"
+
+namespace rg::adapters {
+
+// `<cache_dir>/<stem>-<hash>.parse-cache`, named as the clone of `repo_url` is
+// (GitCacheDirName) so that a clone and its cache sit side by side; a repository read in place
+// is named by its absolute path the same way. Empty cache_dir: DefaultGitCacheDir().
+std::string ParseCachePath(const std::string& cache_dir, std::string_view repo_url);
+
+// A JobSpec file as the cache gives it back: its text (as the source read it) and what it
+// parsed to.
+struct CachedSpecFile {
+  std::string text;
+  std::shared_ptr<const spec::LoadedJobSpec> loaded;
+};
+
+struct CachedClusterFile {
+  std::string text;
+  spec::Parsed<core::RayConfig> parsed;
+};
+
+class ParseCache {
+ public:
+  // Older entries kept beyond those used since the last Save (see the bound above).
+  static constexpr size_t kSpareEntries = 1000;
+
+  // Reads the file at `path` whole; entries are decoded only when looked up. A file that
+  // cannot be used gives an empty cache, and load_problem() says why. `program_version`
+  // identifies the build whose parsers made the entries (a version string, plus whatever tells
+  // two builds of one version apart).
+  ParseCache(std::string path, std::string program_version);
+  ParseCache(const ParseCache&) = delete;
+  ParseCache& operator=(const ParseCache&) = delete;
+
+  // nullopt on a miss (or an entry that does not decode, which is dropped).
+  std::optional<CachedSpecFile> FindSpec(std::string_view blob_id, std::string_view path,
+                                         std::string_view jobs_dir);
+  std::optional<CachedClusterFile> FindCluster(std::string_view blob_id, std::string_view path);
+  std::optional<core::StatusRecord> FindStatus(std::string_view blob_id);
+
+  void PutSpec(std::string_view blob_id, std::string_view path, std::string_view jobs_dir,
+               std::string_view text, const spec::LoadedJobSpec& loaded);
+  void PutCluster(std::string_view blob_id, std::string_view path, std::string_view text,
+                  const spec::Parsed<core::RayConfig>& parsed);
+  void PutStatus(std::string_view blob_id, const core::StatusRecord& record);
+
+  // Marks an entry as used without decoding it, for a caller that holds it decoded already (an
+  // in-memory hit): it is kept by the next Save. Nothing when there is no such entry.
+  void KeepSpec(std::string_view blob_id, std::string_view path, std::string_view jobs_dir);
+  void KeepCluster(std::string_view blob_id, std::string_view path);
+  void KeepStatus(std::string_view blob_id);
+
+  // Writes the file when anything changed since it was read or last saved (an entry put or
+  // dropped, a file that could not be used), creating its folder; otherwise does nothing.
+  // An error (a read-only cache directory, a full disk) leaves the old file in place and the
+  // cache as it was, to be saved again later; callers log it, at debug level at most.
+  core::Status Save();
+
+  const std::string& path() const { return path_; }
+  // Why the file as found was not used ("" when it was, or there was none).
+  std::string load_problem() const;
+  size_t size() const;
+  // Files written since construction.
+  int saves() const;
+
+ private:
+  struct Entry {
+    bool in_buffer = true;  // the payload is buffer_[offset, offset + size), else `owned`
+    size_t offset = 0;
+    size_t size = 0;
+    std::string owned;
+    uint64_t last_used = 0;  // the generation of the last Save period it was used in
+  };
+
+  void Load();
+  bool LoadBody(std::string_view body);
+  std::string_view Payload(const Entry& e) const;
+  // The entry at `key`, marked used; nullptr on a miss.
+  Entry* Use(const std::string& key);
+  void Put(std::string key, std::string payload);
+  void Drop(const std::string& key);
+  // The file's bytes: what Save writes, the entries to keep re-pointed into it.
+  std::string Serialize();
+
+  const std::string path_;
+  const std::string program_version_;
+  mutable std::mutex mu_;
+  std::string buffer_;  // the file as read, or as last written
+  std::unordered_map<std::string, Entry> entries_;
+  uint64_t generation_ = 1;  // of this Save period; entries used in it carry it
+  bool dirty_ = false;
+  std::string load_problem_;
+  int saves_ = 0;
+};
+
+}  // namespace rg::adapters
