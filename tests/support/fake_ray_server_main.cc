@@ -1,6 +1,11 @@
 // fake-ray-server: the in-process fake of tests/support as a process, for scripts and
 // benchmarks. Prints the port on the first line of stdout, then serves until SIGINT/SIGTERM.
 //   fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N]
+//                   [--record-submits FILE]
+//
+// --record-submits FILE: on SIGINT/SIGTERM, before exiting, every POST /api/jobs/ body received
+// is written to FILE in the order received, each as its length in bytes on a line of its own,
+// then the body, then a newline (so a benchmark can send the very same bodies elsewhere).
 //
 // Control by signal, for scripts that test what a client does when the head misbehaves. Each
 // signal is acknowledged by one line on stdout once it has taken effect, so a script can read
@@ -13,6 +18,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -21,19 +27,34 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N]\n";
+    "usage: fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N] "
+    "[--record-submits FILE]\n";
+
+// Every submit body received, length-prefixed (see the top of the file). False when the file
+// cannot be written.
+bool WriteSubmitBodies(const rg::testing::FakeRayServer& server, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (const std::string& body : server.SubmitBodies()) {
+    out << body.size() << "\n" << body << "\n";
+  }
+  out.close();
+  return static_cast<bool>(out);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   rg::testing::FakeRayOptions options;
   std::chrono::milliseconds hold_submit{10000};
+  std::string record_submits;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--token" && i + 1 < argc) {
       options.token = argv[++i];
     } else if (arg == "--ray-version" && i + 1 < argc) {
       options.ray_version = argv[++i];
+    } else if (arg == "--record-submits" && i + 1 < argc) {
+      record_submits = argv[++i];
     } else if (arg == "--hold-submit-ms" && i + 1 < argc) {
       std::string value = argv[++i];
       size_t used = 0;
@@ -74,6 +95,10 @@ int main(int argc, char** argv) {
       server.HoldAnswerNext(rg::testing::kRouteSubmit, 1, hold_submit);
       std::cout << "holding" << std::endl;
     } else {
+      if (!record_submits.empty() && !WriteSubmitBodies(server, record_submits)) {
+        std::cerr << "fake-ray-server: cannot write " << record_submits << "\n";
+        return 1;
+      }
       return 0;
     }
   }
