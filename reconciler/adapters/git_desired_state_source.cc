@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "reconciler/adapters/git_common.h"
+#include "reconciler/adapters/parse_cache.h"
 #include "reconciler/spec/spec_entry.h"
 
 namespace rg::adapters {
@@ -244,6 +245,38 @@ core::Result<GitDesiredStateSource::ResolvedRef> GitDesiredStateSource::Resolve(
   return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in " + workspace_->url());
 }
 
+core::Result<GitDesiredStateSource::CachedSpec> GitDesiredStateSource::ParseSpecBlob(
+    git_repository* repo, const git_oid& oid, const std::string& blob_id, const std::string& path) {
+  ParseCache* cache = options_.parse_cache.get();
+  if (cache != nullptr) {
+    if (std::optional<CachedSpecFile> hit = cache->FindSpec(blob_id, path, options_.jobs_dir)) {
+      return CachedSpec{std::move(hit->text), std::move(hit->loaded)};
+    }
+  }
+  auto text = ReadSpecBlob(repo, oid, path);
+  if (!text) return text.error();
+  ++spec_parses_;
+  auto loaded = spec::ParseSpecFileForDesiredState(*text, path, options_.jobs_dir);
+  if (cache != nullptr) cache->PutSpec(blob_id, path, options_.jobs_dir, *text, *loaded);
+  return CachedSpec{std::move(*text), std::move(loaded)};
+}
+
+core::Result<GitDesiredStateSource::CachedCluster> GitDesiredStateSource::ParseClusterBlob(
+    git_repository* repo, const git_oid& oid, const std::string& blob_id) {
+  ParseCache* cache = options_.parse_cache.get();
+  if (cache != nullptr) {
+    if (std::optional<CachedClusterFile> hit = cache->FindCluster(blob_id, options_.cluster_file)) {
+      return CachedCluster{std::move(hit->text), std::move(hit->parsed)};
+    }
+  }
+  auto text = ReadSpecBlob(repo, oid, options_.cluster_file);
+  if (!text) return text.error();
+  ++cluster_parses_;
+  auto parsed = spec::LoadRayConfig(*text, options_.cluster_file);
+  if (cache != nullptr) cache->PutCluster(blob_id, options_.cluster_file, *text, parsed);
+  return CachedCluster{std::move(*text), std::move(parsed)};
+}
+
 core::Result<std::optional<spec::Parsed<core::RayConfig>>> GitDesiredStateSource::ReadClusterFile(
     git_repository* repo, git_tree* tree, ports::DesiredSnapshot& snapshot,
     std::map<std::string, CachedCluster>& next_cache) {
@@ -262,11 +295,11 @@ core::Result<std::optional<spec::Parsed<core::RayConfig>>> GitDesiredStateSource
   const std::string key = git::OidHex(oid);
   auto it = cluster_cache_.find(key);
   if (it == cluster_cache_.end()) {
-    auto text = ReadSpecBlob(repo, oid, options_.cluster_file);
-    if (!text) return text.error();
-    ++cluster_parses_;
-    auto parsed = spec::LoadRayConfig(*text, options_.cluster_file);
-    it = cluster_cache_.emplace(key, CachedCluster{std::move(*text), std::move(parsed)}).first;
+    auto parsed = ParseClusterBlob(repo, oid, key);
+    if (!parsed) return parsed.error();
+    it = cluster_cache_.emplace(key, std::move(*parsed)).first;
+  } else if (options_.parse_cache) {
+    options_.parse_cache->KeepCluster(key, options_.cluster_file);
   }
   snapshot.texts.emplace(options_.cluster_file, it->second.text);
   next_cache.insert(*it);
@@ -313,16 +346,17 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Read(const std::stri
     files.push_back(spec::RejectedSpecEntry(entry.path, options_.jobs_dir, entry.kind));
   }
   for (const BlobAt& blob : walk->blobs) {
-    std::string key = git::OidHex(blob.oid);
+    const std::string blob_id = git::OidHex(blob.oid);
+    std::string key = blob_id;
     key += '\0';
     key += blob.path;
     auto it = spec_cache_.find(key);
     if (it == spec_cache_.end()) {
-      auto text = ReadSpecBlob(repo, blob.oid, blob.path);
-      if (!text) return text.error();
-      ++spec_parses_;
-      auto loaded = spec::ParseSpecFileForDesiredState(*text, blob.path, options_.jobs_dir);
-      it = spec_cache_.emplace(key, CachedSpec{std::move(*text), std::move(loaded)}).first;
+      auto parsed = ParseSpecBlob(repo, blob.oid, blob_id, blob.path);
+      if (!parsed) return parsed.error();
+      it = spec_cache_.emplace(key, std::move(*parsed)).first;
+    } else if (options_.parse_cache) {
+      options_.parse_cache->KeepSpec(blob_id, blob.path, options_.jobs_dir);
     }
     files.push_back({blob.path, it->second.loaded});
     snapshot.texts.emplace(blob.path, it->second.text);

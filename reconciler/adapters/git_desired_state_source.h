@@ -3,7 +3,9 @@
 // file and every JobSpec from the commit's tree (never a working tree). Parse results are
 // cached by blob id (JobSpecs by blob id and path, since the default name derives from the
 // path), so a Load of an unchanged tree parses nothing and a one-file change parses one file.
-// The checks across files run on every Load; they are cheap and parse nothing.
+// The checks across files run on every Load; they are cheap and parse nothing. With a
+// persistent ParseCache, a blob this source has not seen is looked up there before it is read
+// and parsed, so a fresh source over an unchanged tree parses nothing either.
 
 #include <map>
 #include <memory>
@@ -18,8 +20,11 @@
 
 struct git_repository;
 struct git_tree;
+struct git_oid;
 
 namespace rg::adapters {
+
+class ParseCache;
 
 struct GitDesiredStateOptions {
   std::string cluster_file = "cluster.yaml";
@@ -27,6 +32,9 @@ struct GitDesiredStateOptions {
   // Files under this folder are never read as specs: the status folder when the status branch
   // is the watched branch (same-branch mode). Empty: nothing excluded.
   std::string excluded_dir;
+  // Parse results kept on disk across runs (adapters/parse_cache.h), looked up when a blob is
+  // not in this source's own map; null: none.
+  std::shared_ptr<ParseCache> parse_cache;
 };
 
 class GitDesiredStateSource : public ports::DesiredStateSource {
@@ -47,7 +55,8 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // push removed it, or the branch moved back): kDiverged, so that it costs no further fetch.
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override;
 
-  // Files parsed since construction (for tests and metrics).
+  // Files parsed since construction (for tests and metrics); results taken from the
+  // persistent cache are not parses.
   int parses() const { return spec_parses_ + cluster_parses_; }
   int spec_parses() const { return spec_parses_; }
   int cluster_parses() const { return cluster_parses_; }
@@ -67,6 +76,13 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
     std::string text;
     spec::Parsed<core::RayConfig> parsed;
   };
+
+  // A blob not in this source's map: from the persistent cache, else read and parsed (and put
+  // there). `blob_id` is the blob's hex id.
+  core::Result<CachedSpec> ParseSpecBlob(git_repository* repo, const git_oid& oid,
+                                         const std::string& blob_id, const std::string& path);
+  core::Result<CachedCluster> ParseClusterBlob(git_repository* repo, const git_oid& oid,
+                                               const std::string& blob_id);
 
   // The cluster file of `tree`, parsed (from the cache when its blob was read before); nullopt
   // when the tree has none. Its text goes into `snapshot`, its cache entry into `next_cache`.

@@ -2,11 +2,13 @@
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "reconciler/adapters/git_common.h"
+#include "reconciler/adapters/parse_cache.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/spec/status_codec.h"
 
@@ -96,10 +98,15 @@ std::string ProblemOf(const std::string& message, const std::string& path) {
   return "not a status record: " + std::string(rest);
 }
 
+// What a status blob holds: nullopt when the blob cannot be read, else its record or why it is
+// not one.
+using StatusDecoder = std::function<std::optional<core::Result<core::StatusRecord>>(
+    const git_oid& oid, const std::string& path)>;
+
 // Sorts one entry of status/ into a usable record or a skipped file. Only a blob named
 // <job name>.yaml whose record has that name is a record: anything else would either be lost
 // on the next write or, read under another name, take the place of that job's history.
-void ReadStatusEntry(git_repository* repo, const git_tree_entry* entry, StatusFiles& out) {
+void ReadStatusEntry(const git_tree_entry* entry, const StatusDecoder& decode, StatusFiles& out) {
   const std::string file = git_tree_entry_name(entry);
   const std::string path = std::string(spec::kStatusDir) + "/" + file;
   const std::string stem = file.ends_with(".yaml") ? file.substr(0, file.size() - 5) : "";
@@ -113,17 +120,16 @@ void ReadStatusEntry(git_repository* repo, const git_tree_entry* entry, StatusFi
   }
   if (!file.ends_with(".yaml")) return skip("not a status file (they are status/<job>.yaml)");
   if (name.empty()) return skip("not a status file: \"" + stem + "\" is not a valid job name");
-  auto text = git::ReadBlob(repo, *git_tree_entry_id(entry));
-  if (!text) return skip("cannot read the blob");
-  auto record = spec::DecodeStatusYaml(*text, path);
-  if (!record) return skip(ProblemOf(record.error().message(), path));
-  if (record->name != name) {
-    return skip("holds the record of \"" + record->name + "\", not of \"" + name + "\"");
+  std::optional<core::Result<core::StatusRecord>> record = decode(*git_tree_entry_id(entry), path);
+  if (!record) return skip("cannot read the blob");
+  if (!record->ok()) return skip(ProblemOf(record->error().message(), path));
+  if ((*record)->name != name) {
+    return skip("holds the record of \"" + (*record)->name + "\", not of \"" + name + "\"");
   }
-  out.records.insert_or_assign(name, std::move(*record));
+  out.records.insert_or_assign(name, std::move(**record));
 }
 
-StatusFiles ReadStatusFiles(git_repository* repo, git_tree* tree) {
+StatusFiles ReadStatusFiles(git_repository* repo, git_tree* tree, const StatusDecoder& decode) {
   StatusFiles out;
   git_tree_entry* raw = nullptr;
   const std::string dir(spec::kStatusDir);
@@ -144,7 +150,7 @@ StatusFiles ReadStatusFiles(git_repository* repo, git_tree* tree) {
   git::Tree status_tree(reinterpret_cast<git_tree*>(object));
   const size_t count = git_tree_entrycount(status_tree.get());
   for (size_t i = 0; i < count; ++i) {
-    ReadStatusEntry(repo, git_tree_entry_byindex(status_tree.get(), i), out);
+    ReadStatusEntry(git_tree_entry_byindex(status_tree.get(), i), decode, out);
   }
   return out;
 }
@@ -364,7 +370,10 @@ core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& 
   if (!tip->has_value()) return core::Ledger{};
   auto tree = TreeOf(tip->value().get());
   if (!tree) return tree.error();
-  StatusFiles files = ReadStatusFiles(repo, tree->get());
+  // Records of this tree only are kept in memory for the next pass.
+  std::unordered_map<std::string, core::StatusRecord> used;
+  StatusFiles files = ReadStatusFiles(repo, tree->get(), DecoderInto(used));
+  decoded_ = std::move(used);
   skipped_ = std::move(files.skipped);
   return LedgerOfScope(std::move(files.records), scope, options_.branch);
 }
@@ -405,7 +414,7 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   auto base = tip->has_value() ? TreeOf(tip->value().get()) : EmptyTree(repo);
   if (!base) return base.error();
 
-  StatusFiles files = ReadStatusFiles(repo, base->get());
+  StatusFiles files = ReadStatusFiles(repo, base->get(), DecoderInto(decoded_));
   core::Ledger ledger = files.records;  // every record after this commit, for STATUS.md
   std::vector<std::string> refused;
   bool foreign = false;
@@ -459,6 +468,40 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   return std::optional<std::string>();  // refused: fetch and build again
 }
 
+std::optional<core::Result<core::StatusRecord>> GitStatusStore::DecodeStatusBlob(
+    const git_oid& oid, const std::string& path,
+    std::unordered_map<std::string, core::StatusRecord>& used) {
+  const std::string blob_id = git::OidHex(oid);
+  ParseCache* cache = options_.parse_cache.get();
+  if (auto it = decoded_.find(blob_id); it != decoded_.end()) {
+    if (cache != nullptr) cache->KeepStatus(blob_id);
+    if (&used != &decoded_) used.insert_or_assign(blob_id, it->second);
+    return it->second;
+  }
+  if (cache != nullptr) {
+    if (std::optional<core::StatusRecord> hit = cache->FindStatus(blob_id)) {
+      used.insert_or_assign(blob_id, *hit);
+      return std::move(*hit);
+    }
+  }
+  std::optional<std::string> text = git::ReadBlob(workspace_->repository(), oid);
+  if (!text) return std::nullopt;
+  ++status_parses_;
+  core::Result<core::StatusRecord> record = spec::DecodeStatusYaml(*text, path);
+  if (record.ok()) {
+    if (cache != nullptr) cache->PutStatus(blob_id, *record);
+    used.insert_or_assign(blob_id, *record);
+  }
+  return record;
+}
+
+StatusDecoder GitStatusStore::DecoderInto(
+    std::unordered_map<std::string, core::StatusRecord>& used) {
+  return [this, &used](const git_oid& oid, const std::string& path) {
+    return DecodeStatusBlob(oid, path, used);
+  };
+}
+
 core::Result<std::vector<ports::StatusHistoryEntry>> GitStatusStore::History(
     const std::string& name) {
   if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
@@ -509,11 +552,11 @@ core::Result<std::vector<ports::StatusHistoryEntry>> GitStatusStore::History(
     const char* summary = git_commit_summary(commit.get());
     entry.subject = summary != nullptr ? summary : "";
     if (here) {
-      auto text = git::ReadBlob(repo, *here);
-      if (!text) continue;
-      auto record = spec::DecodeStatusYaml(*text, path);
-      if (!record) continue;  // a file that cannot be read tells nothing about the run
-      entry.record = std::move(*record);
+      std::unordered_map<std::string, core::StatusRecord> versions;
+      auto record = DecodeStatusBlob(*here, path, versions);
+      // A file that cannot be read tells nothing about the run.
+      if (!record || !record->ok()) continue;
+      entry.record = std::move(**record);
     }
     out.push_back(std::move(entry));
   }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "reconciler/adapters/git_workspace.h"
@@ -16,8 +17,11 @@
 #include "reconciler/ports/status_store.h"
 
 struct git_repository;
+struct git_oid;
 
 namespace rg::adapters {
+
+class ParseCache;
 
 inline constexpr std::string_view kDefaultStatusBranch = "ray-gitops/status";
 
@@ -37,6 +41,9 @@ struct GitStatusStoreOptions {
   // with the 0-based attempt number, so a test can move the remote branch at exactly that
   // moment and exercise the retry deterministically.
   std::function<void(int attempt)> before_push;
+  // Decoded status records kept on disk across runs (adapters/parse_cache.h), by blob id; null:
+  // none. Only records that decoded are kept; the name check stays the store's.
+  std::shared_ptr<ParseCache> parse_cache;
 };
 
 // Where a checkout read in place keeps the status branch: as a local branch, as origin's
@@ -87,6 +94,9 @@ class GitStatusStore : public ports::StatusStore {
   core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
 
   int push_attempts() const { return push_attempts_; }
+  // Status files decoded from YAML since construction; records taken from the store's own map
+  // (by blob id, across passes) or from the persistent cache are not counted.
+  int status_parses() const { return status_parses_; }
   // Whether the last ReadLedger or History found the branch (false: no ledger at all).
   bool found_branch() const { return found_branch_; }
 
@@ -103,8 +113,21 @@ class GitStatusStore : public ports::StatusStore {
                                                      const core::StatusMarkdownHeader& header,
                                                      const std::string& text, int attempt);
 
+  // The record a status blob holds: from `decoded_` or the persistent cache, else read and
+  // decoded (and put into both); what is used goes into `used` too. nullopt when the blob
+  // cannot be read; an error when it is not a status record.
+  std::optional<core::Result<core::StatusRecord>> DecodeStatusBlob(
+      const git_oid& oid, const std::string& path,
+      std::unordered_map<std::string, core::StatusRecord>& used);
+  // DecodeStatusBlob with `used` bound, for reading a whole status folder.
+  std::function<std::optional<core::Result<core::StatusRecord>>(const git_oid&, const std::string&)>
+  DecoderInto(std::unordered_map<std::string, core::StatusRecord>& used);
+
   std::shared_ptr<GitWorkspace> workspace_;
   GitStatusStoreOptions options_;
+  // Records by blob id, of the status files of the last ReadLedger (and of later writes).
+  std::unordered_map<std::string, core::StatusRecord> decoded_;
+  int status_parses_ = 0;
   int push_attempts_ = 0;
   std::string last_refusal_;                       // why the remote refused the last push
   ports::LedgerScope scope_;                       // of the last ReadLedger
