@@ -1,8 +1,6 @@
 #include "reconciler/spec/yaml_document.h"
 
-#include <yaml-cpp/depthguard.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
+#include <libfyaml.h>
 
 #include <algorithm>
 #include <charconv>
@@ -10,7 +8,7 @@
 #include <exception>
 #include <map>
 #include <new>
-#include <sstream>
+#include <unordered_map>
 #include <utility>
 
 #include "reconciler/spec/spec_loader.h"
@@ -18,11 +16,6 @@
 
 namespace rg::spec {
 namespace {
-
-core::SourcePos PosOf(const YAML::Mark& mark) {
-  if (mark.line < 0 || mark.column < 0) return {1, 1};
-  return {mark.line + 1, mark.column + 1};
-}
 
 core::Diagnostic At(const std::string& path, core::SourcePos pos, std::string message) {
   return {path, pos.line, pos.column, std::move(message)};
@@ -131,13 +124,310 @@ std::optional<double> ParseDouble(std::string_view s) {
   return out;
 }
 
+// Where a byte offset of the text is, counting lines at '\n' and columns in bytes, 1-based.
+class LineTable {
+ public:
+  explicit LineTable(std::string_view text) {
+    // A byte order mark is not counted in the first line's columns.
+    starts_.push_back(text.starts_with("\xEF\xBB\xBF") ? 3 : 0);
+    for (size_t i = text.find('\n'); i != std::string_view::npos; i = text.find('\n', i + 1)) {
+      starts_.push_back(i + 1);
+    }
+  }
+
+  core::SourcePos At(size_t offset) const {
+    const auto next = std::upper_bound(starts_.begin(), starts_.end(), offset);
+    const size_t line = std::max<size_t>(static_cast<size_t>(next - starts_.begin()), 1);
+    const size_t start = std::min(starts_[line - 1], offset);
+    return {static_cast<int>(line), static_cast<int>(offset - start) + 1};
+  }
+
+ private:
+  std::vector<size_t> starts_;
+};
+
+// A node as the parser's events give it, before aliases are expanded: an alias is the index of
+// the node its anchor names, so one node can have several parents (or be its own ancestor).
+struct RawNode {
+  enum class Type { kNull, kScalar, kSequence, kMapping };
+
+  Type type = Type::kNull;
+  // A double-quoted scalar written with the escape "\_" or "\N" (see TreeBuilder).
+  bool latin1_escape = false;
+  core::SourcePos pos;
+  // Scalars: the tag as written and resolved, "?" for a plain scalar without one and "!" for
+  // any other style without one.
+  std::string tag;
+  std::string text;
+  std::vector<uint32_t> children;  // kSequence: items; kMapping: key, value, key, value, ...
+};
+
+// A node at this level of nesting as written (the root is level 1) is refused while reading,
+// before any alias is expanded; yaml-cpp's parser had the same limit.
+constexpr size_t kMaxWrittenYamlDepth = 500;
+
+// A token's bytes in the text; both SIZE_MAX without a token (or a position).
+struct Span {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
+Span SpanOf(fy_token* token) {
+  const fy_mark* start = token != nullptr ? fy_token_start_mark(token) : nullptr;
+  const fy_mark* end = token != nullptr ? fy_token_end_mark(token) : nullptr;
+  if (start == nullptr || end == nullptr) return {SIZE_MAX, SIZE_MAX};
+  return {start->input_pos, end->input_pos};
+}
+
+bool HasSpan(Span span) { return span.begin != SIZE_MAX; }
+
+bool IsYamlSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// Reads the stream's events into RawNodes, stopping at the problems a stream that is
+// well-formed can still have: an alias without its anchor, nesting past kMaxWrittenYamlDepth,
+// a tag shorthand holding a flow indicator. The whole stream is read even then, so that a syntax
+// error further on is the one reported.
+class DocumentReader {
+ public:
+  DocumentReader(std::string_view text, const std::string& path)
+      : text_(text), path_(path), lines_(text) {}
+
+  // The syntax error or the first problem, if any.
+  std::optional<core::Diagnostic> Read() {
+    YamlEventReader reader(text_, path_);
+    while (YamlEventReader::Event event = reader.Next()) {
+      if (!problem_) Take(*event);
+    }
+    if (auto syntax_error = reader.Error()) return syntax_error;
+    return problem_;
+  }
+
+  int documents() const { return static_cast<int>(roots_.size()); }
+  const std::vector<RawNode>& nodes() const { return nodes_; }
+  // REQUIRES: documents() > k.
+  uint32_t root(size_t k) const { return roots_[k]; }
+
+ private:
+  void Take(fy_event& event) {
+    switch (event.type) {
+      case FYET_DOCUMENT_START:
+        anchors_.clear();
+        open_.clear();
+        MovePast(SpanOf(event.document_start.document_start));
+        return;
+      case FYET_SCALAR:
+        Scalar(event.scalar);
+        return;
+      case FYET_ALIAS:
+        Alias(event.alias.anchor);
+        return;
+      case FYET_SEQUENCE_START:
+        Collection(RawNode::Type::kSequence, event.sequence_start.anchor, event.sequence_start.tag,
+                   event.sequence_start.sequence_start);
+        return;
+      case FYET_MAPPING_START:
+        Collection(RawNode::Type::kMapping, event.mapping_start.anchor, event.mapping_start.tag,
+                   event.mapping_start.mapping_start);
+        return;
+      case FYET_SEQUENCE_END:
+        if (!open_.empty()) open_.pop_back();
+        MovePast(SpanOf(event.sequence_end.sequence_end));
+        return;
+      case FYET_MAPPING_END:
+        if (!open_.empty()) open_.pop_back();
+        MovePast(SpanOf(event.mapping_end.mapping_end));
+        return;
+      case FYET_DOCUMENT_END:
+        MovePast(SpanOf(event.document_end.document_end));
+        return;
+      default:
+        return;
+    }
+  }
+
+  void Scalar(const fy_event_scalar_data& scalar) {
+    const Span value = SpanOf(scalar.value);
+    size_t length = 0;
+    const char* chars = scalar.value != nullptr ? fy_token_get_text(scalar.value, &length) : "";
+    const fy_scalar_style style =
+        scalar.value != nullptr ? fy_token_scalar_style(scalar.value) : FYSS_PLAIN;
+    // An empty plain scalar is libfyaml's empty node (nothing written, maybe properties).
+    const bool empty_node = style == FYSS_PLAIN && length == 0;
+    RawNode node;
+    node.tag = TagOf(scalar.tag, style != FYSS_PLAIN);
+    node.text.assign(chars != nullptr ? chars : "", chars != nullptr ? length : 0);
+    if (empty_node) {
+      node.type = node.tag == "?" ? RawNode::Type::kNull : RawNode::Type::kScalar;
+    } else if (style == FYSS_PLAIN && node.tag == "?" &&
+               (node.text == "~" || node.text == "null" || node.text == "Null" ||
+                node.text == "NULL")) {
+      node.type = RawNode::Type::kNull;
+    } else {
+      node.type = RawNode::Type::kScalar;
+      node.latin1_escape = style == FYSS_DOUBLE_QUOTED && HasLatin1Escape(value);
+    }
+    if (problem_) return;
+    // libfyaml's token holds the content; the node starts at its quote or block indicator.
+    Span written = empty_node ? Span{SIZE_MAX, SIZE_MAX} : value;
+    if (HasSpan(written) && (style == FYSS_SINGLE_QUOTED || style == FYSS_DOUBLE_QUOTED)) {
+      written.begin = written.begin > 0 ? written.begin - 1 : 0;
+    } else if (HasSpan(written) && (style == FYSS_LITERAL || style == FYSS_FOLDED)) {
+      size_t after = read_to_;
+      for (fy_token* property : {scalar.anchor, scalar.tag}) {
+        if (HasSpan(SpanOf(property))) after = std::max(after, SpanOf(property).end);
+      }
+      written.begin = std::min(written.begin, text_.find_first_of("|>", after));
+    }
+    Add(std::move(node), scalar.anchor, scalar.tag, written);
+    if (!empty_node) MovePast(value);
+  }
+
+  void Alias(fy_token* anchor) {
+    const Span span = SpanOf(anchor);
+    size_t length = 0;
+    const char* name = fy_token_get_text(anchor, &length);
+    const auto found = anchors_.find(std::string(name != nullptr ? name : "", length));
+    // The alias token starts after the '*'.
+    const size_t begin = HasSpan(span) && span.begin > 0 ? span.begin - 1 : 0;
+    if (found == anchors_.end()) {
+      problem_ = core::Diagnostic{path_, lines_.At(begin).line, lines_.At(begin).column,
+                                  "the referenced anchor is not defined"};
+      return;
+    }
+    Attach(found->second, lines_.At(begin));
+    MovePast(span);
+  }
+
+  void Collection(RawNode::Type type, fy_token* anchor, fy_token* tag, fy_token* start) {
+    RawNode node;
+    node.type = type;
+    Add(std::move(node), anchor, tag, SpanOf(start));
+    if (problem_) return;
+    open_.push_back(static_cast<uint32_t>(nodes_.size() - 1));
+    MovePast(SpanOf(start));
+  }
+
+  // Adds `node` where it was written: from its anchor, tag or content, whichever comes first;
+  // an empty node without any is where the next thing written is.
+  void Add(RawNode node, fy_token* anchor, fy_token* tag, Span content) {
+    size_t begin = SIZE_MAX;
+    for (Span span : {SpanOf(anchor), SpanOf(tag), content}) {
+      if (HasSpan(span)) begin = std::min(begin, span.begin);
+    }
+    if (anchor != nullptr && HasSpan(SpanOf(anchor)))
+      begin = std::min(begin, SpanOf(anchor).begin - 1);
+    MovePast(SpanOf(anchor));
+    MovePast(SpanOf(tag));
+    if (begin == SIZE_MAX) begin = NextWritten();
+    node.pos = lines_.At(begin);
+    if (open_.size() + 1 >= kMaxWrittenYamlDepth) {
+      problem_ = core::Diagnostic{path_, node.pos.line, node.pos.column,
+                                  "the document is nested too deeply"};
+      return;
+    }
+    if (tag != nullptr && !problem_) CheckTagText(SpanOf(tag));
+    if (problem_) return;
+    nodes_.push_back(std::move(node));
+    const auto index = static_cast<uint32_t>(nodes_.size() - 1);
+    if (anchor != nullptr) {
+      size_t length = 0;
+      const char* name = fy_token_get_text(anchor, &length);
+      anchors_[std::string(name != nullptr ? name : "", length)] = index;
+    }
+    Attach(index, nodes_[index].pos);
+  }
+
+  void Attach(uint32_t index, core::SourcePos pos) {
+    if (open_.empty()) {
+      roots_.push_back(index);
+      return;
+    }
+    RawNode& parent = nodes_[open_.back()];
+    // A flow mapping of one pair inside a flow sequence ("[a: 1]") starts at its key.
+    if (parent.type == RawNode::Type::kMapping && parent.children.empty() &&
+        (pos.line < parent.pos.line ||
+         (pos.line == parent.pos.line && pos.column < parent.pos.column))) {
+      parent.pos = pos;
+    }
+    parent.children.push_back(index);
+  }
+
+  // Tag shorthands may not hold ',', '[', ']', '{' or '}' (YAML 1.2); libfyaml takes them
+  // anyway, yaml-cpp could not read past them.
+  void CheckTagText(Span span) {
+    if (!HasSpan(span)) return;
+    const std::string_view written = text_.substr(span.begin, span.end - span.begin);
+    if (written.starts_with("!<")) return;
+    const size_t bad = written.find_first_of(",[]{}");
+    if (bad == std::string_view::npos) return;
+    const core::SourcePos pos = lines_.At(span.begin + bad);
+    problem_ = core::Diagnostic{path_, pos.line, pos.column, "cannot read the YAML from here on"};
+  }
+
+  std::string TagOf(fy_token* tag, bool non_plain) const {
+    if (tag == nullptr) return non_plain ? "!" : "?";
+    size_t length = 0;
+    const char* chars = fy_token_get_text(tag, &length);
+    return std::string(chars != nullptr ? chars : "", chars != nullptr ? length : 0);
+  }
+
+  // Whether the double-quoted scalar at `span` uses the escape "\_" or "\N".
+  bool HasLatin1Escape(Span span) const {
+    if (!HasSpan(span)) return false;
+    const std::string_view written = text_.substr(span.begin, span.end - span.begin);
+    for (size_t i = written.find('\\'); i != std::string_view::npos && i + 1 < written.size();
+         i = written.find('\\', i + 2)) {
+      if (written[i + 1] == '_' || written[i + 1] == 'N') return true;
+    }
+    return false;
+  }
+
+  void MovePast(Span span) {
+    if (HasSpan(span)) read_to_ = std::max(read_to_, span.end);
+  }
+
+  // Where the next thing is written after what was read last: past blanks, comments and one
+  // indicator ('-', '?' or ':'). An empty node is placed there, as yaml-cpp placed it.
+  size_t NextWritten() {
+    size_t i = read_to_;
+    bool indicator_skipped = false;
+    while (i < text_.size()) {
+      const char c = text_[i];
+      if (IsYamlSpace(c)) {
+        ++i;
+      } else if (c == '#' && (i == 0 || IsYamlSpace(text_[i - 1]))) {
+        while (i < text_.size() && text_[i] != '\n') ++i;
+      } else if (!indicator_skipped && (c == '-' || c == '?' || c == ':') &&
+                 (i + 1 == text_.size() || IsYamlSpace(text_[i + 1]))) {
+        indicator_skipped = true;
+        ++i;
+      } else {
+        break;
+      }
+    }
+    read_to_ = i;
+    return i;
+  }
+
+  std::string_view text_;
+  const std::string& path_;
+  LineTable lines_;
+  std::vector<RawNode> nodes_;
+  std::vector<uint32_t> roots_;
+  std::vector<uint32_t> open_;
+  std::unordered_map<std::string, uint32_t> anchors_;
+  std::optional<core::Diagnostic> problem_;
+  size_t read_to_ = 0;
+};
+
 class TreeBuilder {
  public:
-  explicit TreeBuilder(const std::string& path) : path_(path) {}
+  TreeBuilder(const std::string& path, const std::vector<RawNode>& nodes)
+      : path_(path), nodes_(nodes) {}
 
   // Builds `node` into `out` (a default YamlNode). False when the document is over the node
   // or depth budget (reported once); `out` is then partial and must be dropped.
-  bool Build(const YAML::Node& node, core::SourcePos pos, int depth, YamlNode& out) {
+  bool Build(const RawNode& node, core::SourcePos pos, int depth, YamlNode& out) {
     if (++visited_ > kMaxYamlNodes) {
       Stop(pos, "document too large after alias expansion (more than " +
                     std::to_string(kMaxYamlNodes) + " nodes)");
@@ -149,35 +439,35 @@ class TreeBuilder {
       return false;
     }
     out.pos = pos;
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
+    switch (node.type) {
+      case RawNode::Type::kNull:
         out.scalar = nullptr;
         out.text = "null";
         return true;
-      case YAML::NodeType::Scalar:
-        out.text = node.Scalar();
+      case RawNode::Type::kScalar:
+        out.text = node.text;
         out.scalar = ResolveTagged(node, pos);
         // An escape ("\0", "\x00") can still make one; no command or path may hold it.
         if (out.text.find('\0') != std::string::npos) {
           diagnostics_.push_back(At(path_, pos, "a string must not contain a NUL character"));
         }
-        // yaml-cpp 0.7 turns the escapes "\_" and "\N" into single Latin-1 bytes, not
-        // UTF-8: such a string would be written back as text nothing can read.
-        if (FindUnreadableText(out.text, /*check_printable=*/false)) {
+        // These escapes once made single Latin-1 bytes instead of UTF-8 (yaml-cpp 0.7), and
+        // were refused for it; they still are, so that a file means the same as before.
+        if (node.latin1_escape) {
           diagnostics_.push_back(At(path_, pos,
                                     "an escape sequence in this string does not make UTF-8 text "
                                     "(write the character itself, or \\u00A0 style escapes)"));
         }
         return true;
-      case YAML::NodeType::Sequence:
+      case RawNode::Type::kSequence:
         out.kind = YamlNode::Kind::kSequence;
-        out.items.reserve(node.size());
-        for (const YAML::Node& item : node) {
-          if (!Build(item, PosOf(item.Mark()), depth + 1, out.items.emplace_back())) return false;
+        out.items.reserve(node.children.size());
+        for (const uint32_t index : node.children) {
+          const RawNode& item = nodes_[index];
+          if (!Build(item, item.pos, depth + 1, out.items.emplace_back())) return false;
         }
         return true;
-      case YAML::NodeType::Map:
+      case RawNode::Type::kMapping:
         out.kind = YamlNode::Kind::kMapping;
         return BuildEntries(node, depth, out);
     }
@@ -187,18 +477,19 @@ class TreeBuilder {
   core::Diagnostics TakeDiagnostics() { return std::move(diagnostics_); }
 
  private:
-  bool BuildEntries(const YAML::Node& node, int depth, YamlNode& out) {
+  bool BuildEntries(const RawNode& node, int depth, YamlNode& out) {
     std::map<std::string, core::SourcePos, std::less<>> seen;
-    out.entries.reserve(node.size());
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const core::SourcePos key_pos = PosOf(it->first.Mark());
+    out.entries.reserve(node.children.size() / 2);
+    for (size_t i = 0; i + 1 < node.children.size(); i += 2) {
+      const RawNode& key_node = nodes_[node.children[i]];
+      const RawNode& value_node = nodes_[node.children[i + 1]];
+      const core::SourcePos key_pos = key_node.pos;
       YamlNode key;
-      if (!Build(it->first, key_pos, depth + 1, key)) return false;
-      // An empty value's mark points past it (often at the next line); the key is where it is.
-      const bool empty_value = it->second.Type() == YAML::NodeType::Null;
+      if (!Build(key_node, key_pos, depth + 1, key)) return false;
+      // An empty value is placed where its key is.
+      const bool empty_value = value_node.type == RawNode::Type::kNull;
       YamlEntry& entry = out.entries.emplace_back();
-      if (!Build(it->second, empty_value ? key_pos : PosOf(it->second.Mark()), depth + 1,
-                 entry.value)) {
+      if (!Build(value_node, empty_value ? key_pos : value_node.pos, depth + 1, entry.value)) {
         return false;
       }
       if (!key.is_string()) {
@@ -222,13 +513,12 @@ class TreeBuilder {
     return true;
   }
 
-  core::Value ResolveTagged(const YAML::Node& node, core::SourcePos pos) {
-    const std::string& tag = node.Tag();
-    if (tag == "?") return ResolvePlainScalar(node.Scalar());
+  core::Value ResolveTagged(const RawNode& node, core::SourcePos pos) {
+    if (node.tag == "?") return ResolvePlainScalar(node.text);
     // "!" marks a quoted or block scalar: always a string.
-    if (tag == "!" || tag == "tag:yaml.org,2002:str") return node.Scalar();
-    diagnostics_.push_back(At(path_, pos, "unsupported tag \"" + tag + "\" (only !!str is)"));
-    return node.Scalar();
+    if (node.tag == "!" || node.tag == "tag:yaml.org,2002:str") return node.text;
+    diagnostics_.push_back(At(path_, pos, "unsupported tag \"" + node.tag + "\" (only !!str is)"));
+    return node.text;
   }
 
   void Stop(core::SourcePos pos, std::string message) {
@@ -237,63 +527,10 @@ class TreeBuilder {
   }
 
   const std::string& path_;
+  const std::vector<RawNode>& nodes_;
   core::Diagnostics diagnostics_;
   int visited_ = 0;
   bool stopped_ = false;
-};
-
-// Counts the documents of a stream and notes where the second one's root node is, without
-// building them. yaml-cpp 0.7's LoadAll never returns on some streams libfyaml accepts (a tag
-// holding a comma, yaml-cpp issue 1040): its parser hands back the same empty document again
-// and again without reading on. A document that starts where the previous one did is that
-// loop, not a document, and ends the count.
-class DocumentCounter final : public YAML::EventHandler {
- public:
-  int documents() const { return documents_; }
-  bool stuck() const { return stuck_; }
-  // Where the parser stopped reading on, once stuck().
-  const YAML::Mark& last_start() const { return last_start_; }
-  const YAML::Mark& second_root() const { return second_root_; }
-
-  void OnDocumentStart(const YAML::Mark& mark) override {
-    if (documents_ > 0 && mark.pos == last_start_.pos) {
-      stuck_ = true;
-      return;
-    }
-    last_start_ = mark;
-    ++documents_;
-    root_seen_ = false;
-  }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t /*anchor*/) override { Node(mark); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t /*anchor*/) override { Node(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
-                const std::string& /*value*/) override {
-    Node(mark);
-  }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string& /*tag*/,
-                       YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {
-    Node(mark);
-  }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
-                  YAML::EmitterStyle::value /*style*/) override {
-    Node(mark);
-  }
-  void OnMapEnd() override {}
-
- private:
-  void Node(const YAML::Mark& mark) {
-    if (stuck_ || root_seen_) return;
-    root_seen_ = true;
-    if (documents_ == 2) second_root_ = mark;
-  }
-
-  int documents_ = 0;
-  YAML::Mark last_start_ = YAML::Mark::null_mark();
-  bool root_seen_ = false;
-  bool stuck_ = false;
-  YAML::Mark second_root_ = YAML::Mark::null_mark();
 };
 
 }  // namespace
@@ -332,6 +569,16 @@ core::Value ResolvePlainScalar(std::string_view text) {
   return std::string(text);
 }
 
+std::optional<core::Diagnostic> FindUnreadableYamlText(std::string_view text,
+                                                       const std::string& path) {
+  if (auto bad = FindUnreadableText(text)) return At(path, bad->pos, bad->message);
+  return std::nullopt;
+}
+
+bool IsUtf8(std::string_view text) {
+  return !FindUnreadableText(text, /*check_printable=*/false).has_value();
+}
+
 YamlParse ParseYamlDocument(std::string_view text, const std::string& path) {
   YamlParse out;
   if (text.size() > kMaxSpecFileBytes) {
@@ -339,48 +586,32 @@ YamlParse ParseYamlDocument(std::string_view text, const std::string& path) {
         {path, 0, 0, "file is too large (over " + std::to_string(kMaxSpecFileBytes) + " bytes)"});
     return out;
   }
-  if (auto bad = FindUnreadableText(text)) {
-    out.diagnostics.push_back(At(path, bad->pos, bad->message));
-    return out;
-  }
-  // yaml-cpp reads many malformed streams as something else; only a stream libfyaml's strict
-  // parser accepts reaches it.
-  if (auto syntax_error = FindYamlSyntaxError(text, path)) {
-    out.diagnostics.push_back(std::move(*syntax_error));
+  if (auto bad = FindUnreadableYamlText(text, path)) {
+    out.diagnostics.push_back(std::move(*bad));
     return out;
   }
   try {
-    std::istringstream stream{std::string(text)};
-    YAML::Parser parser(stream);
-    DocumentCounter counter;
-    while (!counter.stuck() && parser.HandleNextDocument(counter)) {
-    }
-    if (counter.stuck()) {
-      out.diagnostics.push_back(
-          At(path, PosOf(counter.last_start()), "cannot read the YAML from here on"));
+    DocumentReader reader(text, path);
+    if (auto problem = reader.Read()) {
+      out.diagnostics.push_back(std::move(*problem));
       return out;
     }
-    if (counter.documents() == 0) {
+    if (reader.documents() == 0) {
       out.diagnostics.push_back({path, 0, 0, "the file is empty (expected a mapping of fields)"});
       return out;
     }
-    if (counter.documents() > 1) {
-      out.diagnostics.push_back(At(path, PosOf(counter.second_root()),
-                                   "a file must hold one YAML document (found " +
-                                       std::to_string(counter.documents()) + ")"));
+    if (reader.documents() > 1) {
+      out.diagnostics.push_back(At(
+          path, reader.nodes()[reader.root(1)].pos,
+          "a file must hold one YAML document (found " + std::to_string(reader.documents()) + ")"));
       return out;
     }
-    // One document: YAML::Load reads only the first, so it cannot loop like LoadAll.
-    const YAML::Node doc = YAML::Load(std::string(text));
-    TreeBuilder builder(path);
+    const RawNode& doc = reader.nodes()[reader.root(0)];
+    TreeBuilder builder(path, reader.nodes());
     YamlNode root;
-    const bool complete = builder.Build(doc, PosOf(doc.Mark()), 0, root);
+    const bool complete = builder.Build(doc, doc.pos, 0, root);
     out.diagnostics = builder.TakeDiagnostics();
     if (complete) out.root = std::move(root);
-  } catch (const YAML::DeepRecursion& e) {
-    out.diagnostics.push_back(At(path, PosOf(e.mark), "the document is nested too deeply"));
-  } catch (const YAML::ParserException& e) {
-    out.diagnostics.push_back(At(path, PosOf(e.mark), e.msg));
   } catch (const std::bad_alloc&) {
     out.diagnostics.push_back({path, 0, 0, "out of memory while reading the document"});
   } catch (const std::exception& e) {

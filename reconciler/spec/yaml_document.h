@@ -2,8 +2,8 @@
 // Internal to rg_spec: a YAML document turned into a small tree that keeps where every node
 // was written, with scalars resolved by the YAML 1.2 core schema. Building the tree is where
 // hostile input is stopped (size, UTF-8, syntax, alias bombs, nesting, duplicate keys). The
-// syntax is checked by libfyaml's strict parser (yaml_syntax_check.h) before yaml-cpp, which
-// builds the tree, ever sees the text.
+// text is read once, by libfyaml's strict parser (yaml_syntax_check.h): the tree is built from
+// its events, and nothing of a stream it refuses is used.
 
 #include <optional>
 #include <string>
@@ -56,10 +56,19 @@ struct YamlParse {
 };
 
 // Checks, in this order, each stopping at its first problem: size, UTF-8 and the characters
-// YAML allows, well-formedness (libfyaml), then builds the tree (yaml-cpp: one document, alias
-// budget, depth, keys, tags). A malformed text leaves `root` unset: nothing is half-read.
+// YAML allows, well-formedness of the whole stream (libfyaml), aliases to unknown anchors and
+// nesting past 500 levels as written, one document, then builds the tree (alias budget, depth,
+// keys, tags). A malformed text leaves `root` unset: nothing is half-read.
 // Never throws. Diagnostics carry `path` and 1-based positions.
 YamlParse ParseYamlDocument(std::string_view text, const std::string& path);
+
+// The character checks ParseYamlDocument makes before it parses: UTF-8 per RFC 3629 and only
+// the characters YAML allows. The first problem, with its 1-based position, or nullopt.
+std::optional<core::Diagnostic> FindUnreadableYamlText(std::string_view text,
+                                                       const std::string& path);
+
+// True when `text` is UTF-8 per RFC 3629, whatever characters it holds.
+bool IsUtf8(std::string_view text);
 
 // How the core schema reads a plain (unquoted) scalar: null, bool, int, float or string.
 // `.inf` and `.nan` stay strings because JSON (and so the spec hash) cannot hold them.
