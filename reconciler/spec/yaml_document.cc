@@ -181,6 +181,14 @@ Span SpanOf(fy_token* token) {
 
 bool HasSpan(Span span) { return span.begin != SIZE_MAX; }
 
+// A token's text (a scalar's content, a resolved tag, an anchor's name); "" without a token.
+std::string TextOf(fy_token* token) {
+  size_t length = 0;
+  const char* chars = token != nullptr ? fy_token_get_text(token, &length) : nullptr;
+  if (chars == nullptr) return {};
+  return {chars, length};
+}
+
 bool IsYamlSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 // Reads the stream's events into RawNodes, stopping at the problems a stream that is
@@ -247,15 +255,13 @@ class DocumentReader {
 
   void Scalar(const fy_event_scalar_data& scalar) {
     const Span value = SpanOf(scalar.value);
-    size_t length = 0;
-    const char* chars = scalar.value != nullptr ? fy_token_get_text(scalar.value, &length) : "";
     const fy_scalar_style style =
         scalar.value != nullptr ? fy_token_scalar_style(scalar.value) : FYSS_PLAIN;
-    // An empty plain scalar is libfyaml's empty node (nothing written, maybe properties).
-    const bool empty_node = style == FYSS_PLAIN && length == 0;
     RawNode node;
-    node.tag = TagOf(scalar.tag, style != FYSS_PLAIN);
-    node.text.assign(chars != nullptr ? chars : "", chars != nullptr ? length : 0);
+    node.tag = scalar.tag != nullptr ? TextOf(scalar.tag) : style == FYSS_PLAIN ? "?" : "!";
+    node.text = TextOf(scalar.value);
+    // An empty plain scalar is libfyaml's empty node (nothing written, maybe properties).
+    const bool empty_node = style == FYSS_PLAIN && node.text.empty();
     if (empty_node) {
       node.type = node.tag == "?" ? RawNode::Type::kNull : RawNode::Type::kScalar;
     } else if (style == FYSS_PLAIN && node.tag == "?" &&
@@ -284,9 +290,7 @@ class DocumentReader {
 
   void Alias(fy_token* anchor) {
     const Span span = SpanOf(anchor);
-    size_t length = 0;
-    const char* name = fy_token_get_text(anchor, &length);
-    const auto found = anchors_.find(std::string(name != nullptr ? name : "", length));
+    const auto found = anchors_.find(TextOf(anchor));
     // The alias token starts after the '*'.
     const size_t begin = HasSpan(span) && span.begin > 0 ? span.begin - 1 : 0;
     if (found == anchors_.end()) {
@@ -310,12 +314,13 @@ class DocumentReader {
   // Adds `node` where it was written: from its anchor, tag or content, whichever comes first;
   // an empty node without any is where the next thing written is.
   void Add(RawNode node, fy_token* anchor, fy_token* tag, Span content) {
+    // An anchor's token starts after its '&'.
+    Span anchor_written = SpanOf(anchor);
+    if (HasSpan(anchor_written) && anchor_written.begin > 0) --anchor_written.begin;
     size_t begin = SIZE_MAX;
-    for (Span span : {SpanOf(anchor), SpanOf(tag), content}) {
+    for (Span span : {anchor_written, SpanOf(tag), content}) {
       if (HasSpan(span)) begin = std::min(begin, span.begin);
     }
-    if (anchor != nullptr && HasSpan(SpanOf(anchor)))
-      begin = std::min(begin, SpanOf(anchor).begin - 1);
     MovePast(SpanOf(anchor));
     MovePast(SpanOf(tag));
     if (begin == SIZE_MAX) begin = NextWritten();
@@ -329,11 +334,7 @@ class DocumentReader {
     if (problem_) return;
     nodes_.push_back(std::move(node));
     const auto index = static_cast<uint32_t>(nodes_.size() - 1);
-    if (anchor != nullptr) {
-      size_t length = 0;
-      const char* name = fy_token_get_text(anchor, &length);
-      anchors_[std::string(name != nullptr ? name : "", length)] = index;
-    }
+    if (anchor != nullptr) anchors_[TextOf(anchor)] = index;
     Attach(index, nodes_[index].pos);
   }
 
@@ -362,13 +363,6 @@ class DocumentReader {
     if (bad == std::string_view::npos) return;
     const core::SourcePos pos = lines_.At(span.begin + bad);
     problem_ = core::Diagnostic{path_, pos.line, pos.column, "cannot read the YAML from here on"};
-  }
-
-  std::string TagOf(fy_token* tag, bool non_plain) const {
-    if (tag == nullptr) return non_plain ? "!" : "?";
-    size_t length = 0;
-    const char* chars = fy_token_get_text(tag, &length);
-    return std::string(chars != nullptr ? chars : "", chars != nullptr ? length : 0);
   }
 
   // Whether the double-quoted scalar at `span` uses the escape "\_" or "\N".
