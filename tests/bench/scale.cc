@@ -696,7 +696,10 @@ class Daemon {
   // Waits for the pass numbered `n` (1 = the pass at start) to end.
   Pass WaitPass(int n) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&]() { return static_cast<int>(passes_.size()) >= n || eof_; });
+    const bool ended = cv_.wait_for(lock, std::chrono::hours(1), [&]() {
+      return static_cast<int>(passes_.size()) >= n || eof_;
+    });
+    if (!ended) throw std::runtime_error("a pass did not end within an hour");
     if (static_cast<int>(passes_.size()) < n) throw std::runtime_error("the daemon exited");
     return passes_[static_cast<size_t>(n - 1)];
   }
@@ -876,11 +879,12 @@ void BringToSteadyState(const Ctx& c, const FakeHead& head, const std::string& r
   if (!f.initial_sync.ok)
     throw std::runtime_error("the initial sync failed: " + f.initial_sync.error);
   // The fake starts a run 50 ms after its submit; wait for the state, not for a time.
+  const Clock::time_point waiting = Clock::now();
   while (true) {
     const std::map<std::string, int> by = JobStatuses(head.port());
     const int running = by.contains("RUNNING") ? by.at("RUNNING") : 0;
     if (running == f.size) break;
-    if (by.contains("PENDING")) {
+    if (by.contains("PENDING") && SecondsSince(waiting) < 120) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
