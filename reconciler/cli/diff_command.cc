@@ -85,10 +85,16 @@ int RunDiff(const GlobalOptions& global, const DiffFlags& flags) {
   ConfigureLogging(global);
   core::Result<std::shared_ptr<adapters::GitWorkspace>> workspace = OpenWorkspace(flags.repo);
   if (!workspace.ok()) return Fail(workspace.error().ToString());
+  // Held as RepoHandles so that the parse cache is saved however the command ends.
+  RepoHandles handles;
+  handles.workspace = *workspace;
+  handles.parse_cache = OpenParseCache(flags.repo, **workspace);
   adapters::GitDesiredStateOptions options;
   options.cluster_file = flags.repo.cluster_file;
   options.jobs_dir = flags.repo.jobs_dir;
-  adapters::GitDesiredStateSource source(*workspace, options);
+  options.parse_cache = handles.parse_cache;
+  handles.source = std::make_unique<adapters::GitDesiredStateSource>(*workspace, options);
+  adapters::GitDesiredStateSource& source = *handles.source;
   core::Result<Side> base = LoadCommit(source, flags.base);
   if (!base.ok()) return Fail(base.error().ToString());
   core::Result<Side> head = LoadHead(flags, **workspace, source);

@@ -53,11 +53,14 @@ core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::st
   if ((*opened)->workdir().empty()) return OpenRepo(options);  // a bare repository
   RepoHandles h;
   h.workspace = *opened;
+  h.parse_cache = OpenParseCache(options, *h.workspace);
   adapters::GitDesiredStateOptions src;
   src.cluster_file = options.cluster_file;
   src.jobs_dir = options.jobs_dir;
+  src.parse_cache = h.parse_cache;
   h.source = std::make_unique<adapters::GitDesiredStateSource>(h.workspace, src);
   adapters::GitStatusStoreOptions st = StoreOptions(options, *h.workspace);
+  st.parse_cache = h.parse_cache;  // by blob id: origin's status files too
   if (std::shared_ptr<adapters::GitWorkspace> origin =
           FetchOriginLedger(options, h.workspace->repository())) {
     *ledger_from = options.status_branch + " fetched from origin (" + origin->url() + ")";

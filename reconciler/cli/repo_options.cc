@@ -1,7 +1,10 @@
 #include "reconciler/cli/repo_options.h"
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 
+#include "reconciler/cli/logging.h"
 #include "reconciler/core/render.h"
 
 namespace rg::cli {
@@ -20,7 +23,38 @@ bool IsValidInstanceName(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
 }
 
+// The build whose parsers made a cache's entries: the version, and the executable's size and
+// modification time, so that a rebuild of one version never trusts an older build's results.
+std::string ParseCacheProgramVersion() {
+  std::string version = "ray-gitops " RG_VERSION;
+  struct stat st {};
+  if (::stat("/proc/self/exe", &st) == 0) {
+    version += " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+               std::to_string(st.st_mtim.tv_nsec);
+  }
+  return version;
+}
+
 }  // namespace
+
+std::shared_ptr<adapters::ParseCache> OpenParseCache(const RepoOptions& options,
+                                                     const adapters::GitWorkspace& workspace) {
+  auto cache = std::make_shared<adapters::ParseCache>(
+      adapters::ParseCachePath(options.cache_dir, workspace.url()), ParseCacheProgramVersion());
+  if (std::string problem = cache->load_problem(); !problem.empty()) {
+    LogEvent("debug", "parse cache not used, rebuilding it",
+             {{"path", cache->path()}, {"reason", problem}});
+  }
+  return cache;
+}
+
+void SaveParseCache(adapters::ParseCache* cache) {
+  if (cache == nullptr) return;
+  if (core::Status saved = cache->Save(); !saved.ok()) {
+    LogEvent("debug", "parse cache not saved",
+             {{"path", cache->path()}, {"reason", saved.error().message()}});
+  }
+}
 
 std::string DefaultStatusBranch(std::string_view instance) {
   std::string branch(adapters::kDefaultStatusBranch);
@@ -71,7 +105,7 @@ void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_arti
   if (with_ref) {
     cmd->add_option("--ref", o->ref, "branch, tag or commit to read (default: the remote's HEAD)");
   }
-  cmd->add_option("--cache-dir", o->cache_dir, "where the clone is kept");
+  cmd->add_option("--cache-dir", o->cache_dir, "where the clone and the parse cache are kept");
   cmd->add_option("--git-token-file", o->git_token_file, "file holding an HTTPS token");
   cmd->add_option("--git-ssh-key", o->git_ssh_key, "SSH private key (else the SSH agent)");
   CLI::Option* status_branch = cmd->add_option(
@@ -112,12 +146,15 @@ core::Result<RepoHandles> OpenRepo(const RepoOptions& options) {
   if (!opened.ok()) return opened.error();
   RepoHandles h;
   h.workspace = *opened;
+  h.parse_cache = OpenParseCache(options, *h.workspace);
   adapters::GitDesiredStateOptions src;
   src.cluster_file = options.cluster_file;
   src.jobs_dir = options.jobs_dir;
+  src.parse_cache = h.parse_cache;
   if (SameBranch(options.ref, options.status_branch)) src.excluded_dir = "status";
   h.source = std::make_unique<adapters::GitDesiredStateSource>(h.workspace, src);
   adapters::GitStatusStoreOptions st;
+  st.parse_cache = h.parse_cache;
   st.branch = options.status_branch;
   st.markdown_header.repo_url = h.workspace->recorded_url();
   st.markdown_header.instance = options.instance;

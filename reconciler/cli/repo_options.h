@@ -11,6 +11,7 @@
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_status_store.h"
 #include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/parse_cache.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/result.h"
 #include "reconciler/engine/reconcile_pass.h"
@@ -78,11 +79,32 @@ CLI::Option* AddPassFlags(CLI::App* cmd, PassFlags* flags, std::string_view stop
 // Copies the pass flags into `options`.
 void ApplyPassFlags(const PassFlags& flags, engine::ReconcileOptions* options);
 
-// The clone, the desired-state source and the status store over it.
+// The parse cache of the repository `workspace` reads (adapters/parse_cache.h), beside its
+// clone under --cache-dir; a repository read in place gets one there too, named by its path.
+// Scoped by this build: the version and the executable's size and time. A file that cannot be
+// used is logged at debug level and rebuilt.
+std::shared_ptr<adapters::ParseCache> OpenParseCache(const RepoOptions& options,
+                                                     const adapters::GitWorkspace& workspace);
+
+// Saves `cache` when it changed (null: nothing). The cache only saves time, so a failure is
+// logged at debug level and the command goes on.
+void SaveParseCache(adapters::ParseCache* cache);
+
+// The clone, the desired-state source and the status store over it, sharing one parse cache,
+// which is saved when the handles go away: every command that read the repository, and the
+// daemon when it stops, leaves it up to date.
 struct RepoHandles {
+  RepoHandles() = default;
+  RepoHandles(RepoHandles&&) = default;
+  RepoHandles& operator=(RepoHandles&&) = default;
+  RepoHandles(const RepoHandles&) = delete;
+  RepoHandles& operator=(const RepoHandles&) = delete;
+  ~RepoHandles() { SaveParseCache(parse_cache.get()); }
+
   std::shared_ptr<adapters::GitWorkspace> workspace;
   std::unique_ptr<adapters::GitDesiredStateSource> source;
   std::unique_ptr<adapters::GitStatusStore> store;
+  std::shared_ptr<adapters::ParseCache> parse_cache;
 };
 core::Result<RepoHandles> OpenRepo(const RepoOptions& options);
 
