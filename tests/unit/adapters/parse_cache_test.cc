@@ -192,7 +192,7 @@ TEST_CASE("an entry that does not decode is dropped and the others are still fou
   CHECK(ParseCache(path, kVersion).size() == 2);
 }
 
-TEST_CASE("a folder in the file's place is not fatal; an empty one is replaced") {
+TEST_CASE("a folder in the file's place is not fatal, and an empty one is replaced") {
   testing::TempDir tmp;
   const std::string path = tmp.Sub("repo.parse-cache");
   fs::create_directories(path + "/inside");
