@@ -1286,9 +1286,10 @@ std::vector<Check> Summary(const std::vector<SizeFigures>& sizes, const SubmitFi
     const bool complete = f.validate.ok && f.cold_plan.ok && f.warm_plan.ok && f.daemon_ok;
     out.push_back({"50k: validate, plan and the daemon complete", complete ? "yes" : "no", "yes",
                    complete ? "PASS" : "over"});
-    long peak = std::max({f.validate.maxrss_kb, f.cold_plan.maxrss_kb, f.warm_plan.maxrss_kb,
-                          f.initial_sync.maxrss_kb, f.steady_sync.maxrss_kb, f.daemon_hwm_kb});
-    out.push_back({"50k: peak RSS (validate, plan, sync, daemon) <= 256 MB", Mb(peak), "256.0 MB",
+    // The processes the bound names; the syncs that set the state up print their own.
+    const long peak = std::max(
+        {f.validate.maxrss_kb, f.cold_plan.maxrss_kb, f.warm_plan.maxrss_kb, f.daemon_hwm_kb});
+    out.push_back({"50k: peak RSS of validate, plan, the daemon <= 256 MB", Mb(peak), "256.0 MB",
                    Mark(static_cast<double>(peak), 256.0 * 1024)});
     out.push_back(OwnCheck("50k: own time of a no-change pass <= 100 ms", f.own_metric_s,
                            f.own_derived_s, 0.100));
@@ -1399,7 +1400,7 @@ int Main(const Args& args) {
     std::printf(
         "  (no bound applies to these sizes: 10000, 50000 and a 1000-submit run have bounds)\n");
   for (const Check& c : checks) {
-    std::printf("  %-56s %-28s bound %-10s %s\n", c.what.c_str(), c.figure.c_str(), c.bound.c_str(),
+    std::printf("  %-56s %-40s bound %-10s %s\n", c.what.c_str(), c.figure.c_str(), c.bound.c_str(),
                 c.mark.c_str());
   }
   std::fflush(stdout);
