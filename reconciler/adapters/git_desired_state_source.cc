@@ -369,6 +369,13 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Read(const std::stri
   return snapshot;
 }
 
+core::Result<std::optional<std::string>> GitDesiredStateSource::Head(const std::string& ref) {
+  if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
+  auto resolved = Resolve(ref);
+  if (!resolved) return resolved.error();
+  return std::optional<std::string>(resolved->commit);
+}
+
 ports::CommitRelation GitDesiredStateSource::Relate(const std::string& commit,
                                                     const std::string& pass_commit) {
   if (commit == pass_commit) return ports::CommitRelation::kAncestorOrSame;

@@ -46,6 +46,9 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // full commit id.
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
 
+  // Fetches and resolves `ref` as Load does, without reading the commit's tree.
+  core::Result<std::optional<std::string>> Head(const std::string& ref) override;
+
   // As Load, from the local copy as it is: no fetch. For reading older commits after a Load
   // (the spec a run was submitted from).
   core::Result<ports::DesiredSnapshot> Read(const std::string& ref);

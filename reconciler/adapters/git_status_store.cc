@@ -39,6 +39,11 @@ core::Result<std::optional<git::Commit>> ReadTip(git_repository* repo, const std
   return std::optional<git::Commit>(git::Commit(reinterpret_cast<git_commit*>(peeled)));
 }
 
+// The tip's id in hex; "" when the branch does not exist.
+std::string TipId(const std::optional<git::Commit>& tip) {
+  return tip.has_value() ? git::OidHex(*git_commit_id(tip->get())) : std::string();
+}
+
 core::Result<git::Tree> TreeOf(git_commit* commit) {
   git_tree* raw = nullptr;
   if (int rc = git_commit_tree(&raw, commit); rc != 0) {
@@ -367,6 +372,7 @@ core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& 
   auto tip = ReadTip(repo, ReadRef());
   if (!tip) return tip.error();
   found_branch_ = tip->has_value();
+  known_tip_ = TipId(*tip);
   if (!tip->has_value()) return core::Ledger{};
   auto tree = TreeOf(tip->value().get());
   if (!tree) return tree.error();
@@ -444,6 +450,7 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   // What could not be written is reported after what could is published: one job's bad name
   // or unreadable file must not hold back every other job's status.
   const auto done = [&](std::string commit) -> core::Result<std::optional<std::string>> {
+    known_tip_ = commit.empty() ? TipId(*tip) : commit;
     if (!refused.empty()) return RefusedChanges(refused, foreign);
     return std::optional<std::string>(std::move(commit));
   };
@@ -493,6 +500,13 @@ std::optional<core::Result<core::StatusRecord>> GitStatusStore::DecodeStatusBlob
     used.insert_or_assign(blob_id, *record);
   }
   return record;
+}
+
+core::Result<std::optional<std::string>> GitStatusStore::Tip() {
+  if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
+  auto tip = ReadTip(workspace_->repository(), ReadRef());
+  if (!tip) return tip.error();
+  return std::optional<std::string>(TipId(*tip));
 }
 
 StatusDecoder GitStatusStore::DecoderInto(

@@ -93,6 +93,11 @@ class GitStatusStore : public ports::StatusStore {
   // parent's.
   core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
 
+  // Fetches, then the tip of the branch ("" when it does not exist); nothing is read.
+  core::Result<std::optional<std::string>> Tip() override;
+  // The tip the last ReadLedger read, or the commit the last Write built on or made.
+  std::optional<std::string> KnownTip() const override { return known_tip_; }
+
   int push_attempts() const { return push_attempts_; }
   // Status files decoded from YAML since construction; records taken from the store's own map
   // (by blob id, across passes) or from the persistent cache are not counted.
@@ -133,6 +138,7 @@ class GitStatusStore : public ports::StatusStore {
   ports::LedgerScope scope_;                       // of the last ReadLedger
   std::vector<ports::SkippedStatusFile> skipped_;  // by the last ReadLedger
   bool found_branch_ = false;
+  std::optional<std::string> known_tip_;
 
   std::string ReadRef() const {
     return options_.read_ref.empty() ? GitWorkspace::TrackingRef(options_.branch)

@@ -5,6 +5,7 @@
 // unchanged tree parses nothing and a one-file change parses one file.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,15 @@ class DesiredStateSource {
   // or a commit id). kTransient when the remote cannot be reached; kNotFound when the ref
   // does not exist; kInvalidInput when the repository is not one.
   virtual core::Result<DesiredSnapshot> Load(const std::string& ref) = 0;
+
+  // Brings the local copy up to date and says which commit `ref` names now, without reading
+  // its tree: how the daemon tells that nothing changed since its last pass (docs/daemon.md,
+  // "Passes that change nothing"). nullopt: this source cannot tell cheaply (the caller then
+  // loads). A Load right after it may reuse the fetch it made.
+  virtual core::Result<std::optional<std::string>> Head(const std::string& ref) {
+    (void)ref;
+    return std::optional<std::string>();
+  }
 
   // How `commit` stands to `pass_commit` (both full hex ids), as far as the local copy knows;
   // a later Load (a fresh fetch) may answer differently. Never fails: a commit that cannot be

@@ -65,6 +65,14 @@ class StatusStore {
   virtual core::Result<std::string> Write(const StatusChanges& changes,
                                           const StatusCommit& message) = 0;
 
+  // Brings the local copy up to date and returns the tip of the status branch ("" when the
+  // branch does not exist), without reading it; nullopt when this store cannot tell cheaply.
+  virtual core::Result<std::optional<std::string>> Tip() { return std::optional<std::string>(); }
+
+  // The tip as of the last ReadLedger or Write of this store (the commit it made, if any), with
+  // no fetch; nullopt when unknown.
+  virtual std::optional<std::string> KnownTip() const { return std::nullopt; }
+
   // The commits that touched status/<name>.yaml, newest first.
   virtual core::Result<std::vector<StatusHistoryEntry>> History(const std::string& name) = 0;
 };

@@ -45,6 +45,12 @@ core::Result<ports::DesiredSnapshot> InMemoryDesiredStateSource::Load(const std:
   return snap;
 }
 
+core::Result<std::optional<std::string>> InMemoryDesiredStateSource::Head(
+    const std::string& /*ref*/) {
+  if (error_) return *error_;
+  return std::optional<std::string>(commit_);
+}
+
 core::Result<core::Ledger> InMemoryStatusStore::ReadLedger(const ports::LedgerScope& /*scope*/) {
   if (read_error_) return *read_error_;
   return ledger_;

@@ -27,6 +27,8 @@ class InMemoryDesiredStateSource : public ports::DesiredStateSource {
 
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
   int loads() const { return loads_; }
+  // The commit, without building a snapshot (fails like Load).
+  core::Result<std::optional<std::string>> Head(const std::string& ref) override;
 
   // What Relate answers for a commit; commits not set count as part of every view.
   void SetRelation(const std::string& commit, ports::CommitRelation relation) {
@@ -65,6 +67,13 @@ class InMemoryStatusStore : public ports::StatusStore {
                                   const ports::StatusCommit& message) override;
   core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
 
+  // The id of the last commit ("" before the first).
+  core::Result<std::optional<std::string>> Tip() override {
+    if (read_error_) return *read_error_;
+    return std::optional<std::string>(TipId());
+  }
+  std::optional<std::string> KnownTip() const override { return TipId(); }
+
   const core::Ledger& ledger() const { return ledger_; }
   const std::vector<Commit>& commits() const { return commits_; }
   void FailReadsWith(std::optional<core::Error> error) { read_error_ = std::move(error); }
@@ -74,6 +83,8 @@ class InMemoryStatusStore : public ports::StatusStore {
   std::vector<Commit> commits_;
   std::optional<core::Error> read_error_;
   std::vector<ports::SkippedStatusFile> skipped_;
+
+  std::string TipId() const { return commits_.empty() ? std::string() : commits_.back().id; }
 };
 
 }  // namespace rg::testing
