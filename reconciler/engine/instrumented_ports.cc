@@ -31,47 +31,54 @@ void DeclareRequestMetrics(core::MetricsRegistry& metrics) {
 }
 
 InstrumentedJobServer::InstrumentedJobServer(std::unique_ptr<ports::JobServer> inner,
-                                             core::MetricsRegistry& metrics, ports::Clock& clock)
-    : inner_(std::move(inner)), metrics_(metrics), clock_(clock) {
+                                             core::MetricsRegistry& metrics, ports::Clock& clock,
+                                             std::atomic<int64_t>* spent_us)
+    : inner_(std::move(inner)), metrics_(metrics), clock_(clock), spent_us_(spent_us) {
   DeclareRequestMetrics(metrics_);
 }
 
+template <typename F>
+auto InstrumentedJobServer::Call(std::string_view name, F&& call) {
+  const int64_t start = clock_.MonotonicUs();
+  auto result = Timed(metrics_, clock_, kRayHistogram, name, std::forward<F>(call));
+  if (spent_us_ != nullptr) *spent_us_ += clock_.MonotonicUs() - start;
+  return result;
+}
+
 core::Result<core::RayVersion> InstrumentedJobServer::Version() {
-  return Timed(metrics_, clock_, kRayHistogram, "version", [&] { return inner_->Version(); });
+  return Call("version", [&] { return inner_->Version(); });
 }
 
 core::Result<std::string> InstrumentedJobServer::Submit(const core::Value& body) {
-  return Timed(metrics_, clock_, kRayHistogram, "submit", [&] { return inner_->Submit(body); });
+  return Call("submit", [&] { return inner_->Submit(body); });
 }
 
 core::Result<core::RayJob> InstrumentedJobServer::Get(std::string_view id) {
-  return Timed(metrics_, clock_, kRayHistogram, "get", [&] { return inner_->Get(id); });
+  return Call("get", [&] { return inner_->Get(id); });
 }
 
 core::Result<std::vector<core::RayJob>> InstrumentedJobServer::List() {
-  return Timed(metrics_, clock_, kRayHistogram, "list", [&] { return inner_->List(); });
+  return Call("list", [&] { return inner_->List(); });
 }
 
 core::Result<bool> InstrumentedJobServer::Stop(std::string_view id) {
-  return Timed(metrics_, clock_, kRayHistogram, "stop", [&] { return inner_->Stop(id); });
+  return Call("stop", [&] { return inner_->Stop(id); });
 }
 
 core::Result<bool> InstrumentedJobServer::Delete(std::string_view id) {
-  return Timed(metrics_, clock_, kRayHistogram, "delete", [&] { return inner_->Delete(id); });
+  return Call("delete", [&] { return inner_->Delete(id); });
 }
 
 core::Result<std::string> InstrumentedJobServer::Logs(std::string_view id) {
-  return Timed(metrics_, clock_, kRayHistogram, "logs", [&] { return inner_->Logs(id); });
+  return Call("logs", [&] { return inner_->Logs(id); });
 }
 
 core::Result<std::string> InstrumentedJobServer::ClusterStatus() {
-  return Timed(metrics_, clock_, kRayHistogram, "cluster_status",
-               [&] { return inner_->ClusterStatus(); });
+  return Call("cluster_status", [&] { return inner_->ClusterStatus(); });
 }
 
 core::Result<core::ClusterResources> InstrumentedJobServer::Resources() {
-  return Timed(metrics_, clock_, kRayHistogram, "cluster_status",
-               [&] { return inner_->Resources(); });
+  return Call("cluster_status", [&] { return inner_->Resources(); });
 }
 
 InstrumentedDesiredStateSource::InstrumentedDesiredStateSource(ports::DesiredStateSource& inner,
@@ -83,6 +90,11 @@ InstrumentedDesiredStateSource::InstrumentedDesiredStateSource(ports::DesiredSta
 
 core::Result<ports::DesiredSnapshot> InstrumentedDesiredStateSource::Load(const std::string& ref) {
   return Timed(metrics_, clock_, kGitHistogram, "load", [&] { return inner_.Load(ref); });
+}
+
+core::Result<std::optional<std::string>> InstrumentedDesiredStateSource::Head(
+    const std::string& ref) {
+  return Timed(metrics_, clock_, kGitHistogram, "head", [&] { return inner_.Head(ref); });
 }
 
 InstrumentedStatusStore::InstrumentedStatusStore(ports::StatusStore& inner,
@@ -105,6 +117,10 @@ core::Result<std::string> InstrumentedStatusStore::Write(const ports::StatusChan
                                                          const ports::StatusCommit& message) {
   return Timed(metrics_, clock_, kGitHistogram, "write_status",
                [&] { return inner_.Write(changes, message); });
+}
+
+core::Result<std::optional<std::string>> InstrumentedStatusStore::Tip() {
+  return Timed(metrics_, clock_, kGitHistogram, "tip", [&] { return inner_.Tip(); });
 }
 
 core::Result<std::vector<ports::StatusHistoryEntry>> InstrumentedStatusStore::History(

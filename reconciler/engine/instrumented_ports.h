@@ -5,7 +5,11 @@
 // Each forwards every call unchanged (results and errors included). A decorator is as
 // thread-compatible as what it wraps; the registry and the clock are thread-safe.
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "reconciler/core/metrics.h"
@@ -24,8 +28,10 @@ void DeclareRequestMetrics(core::MetricsRegistry& metrics);
 class InstrumentedJobServer : public ports::JobServer {
  public:
   // `metrics` and `clock` must outlive this object.
+  // When `spent_us` is given, the time of every call is also added to it (the daemon's own
+  // time in a pass is the pass minus its Ray and Git calls).
   InstrumentedJobServer(std::unique_ptr<ports::JobServer> inner, core::MetricsRegistry& metrics,
-                        ports::Clock& clock);
+                        ports::Clock& clock, std::atomic<int64_t>* spent_us = nullptr);
 
   core::Result<core::RayVersion> Version() override;
   core::Result<std::string> Submit(const core::Value& body) override;
@@ -38,12 +44,16 @@ class InstrumentedJobServer : public ports::JobServer {
   core::Result<core::ClusterResources> Resources() override;
 
  private:
+  template <typename F>
+  auto Call(std::string_view name, F&& call);
+
   std::unique_ptr<ports::JobServer> inner_;
   core::MetricsRegistry& metrics_;
   ports::Clock& clock_;
+  std::atomic<int64_t>* spent_us_;
 };
 
-// Times Load (fetch included) under call=load.
+// Times Load (fetch included) under call=load, Head under call=head.
 class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
  public:
   // `inner`, `metrics` and `clock` must outlive this object.
@@ -51,6 +61,8 @@ class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
                                  ports::Clock& clock);
 
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
+  // Timed under call=head.
+  core::Result<std::optional<std::string>> Head(const std::string& ref) override;
   // Not timed: answered from the local object database, no network.
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
     return inner_.Relate(commit, pass_commit);
@@ -62,7 +74,7 @@ class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
   ports::Clock& clock_;
 };
 
-// Times calls under call=read_ledger|write_status|history.
+// Times calls under call=read_ledger|write_status|history|tip.
 class InstrumentedStatusStore : public ports::StatusStore {
  public:
   // `inner`, `metrics` and `clock` must outlive this object.
@@ -74,6 +86,9 @@ class InstrumentedStatusStore : public ports::StatusStore {
   core::Result<std::string> Write(const ports::StatusChanges& changes,
                                   const ports::StatusCommit& message) override;
   core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;
+  // Timed under call=tip.
+  core::Result<std::optional<std::string>> Tip() override;
+  std::optional<std::string> KnownTip() const override { return inner_.KnownTip(); }
 
  private:
   ports::StatusStore& inner_;

@@ -22,6 +22,9 @@ void DeclareLoopMetrics(core::MetricsRegistry& m) {
   m.DeclareHistogram("rg_pass_duration_seconds", "Duration of a reconcile pass.",
                      {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300});
   m.DeclareCounter("rg_passes_total", "Reconcile passes by result (ok, error, blocked).");
+  m.DeclareCounter("rg_unchanged_passes_total",
+                   "Passes that stopped early: their inputs were those of the last pass, which "
+                   "found nothing to do.");
   m.DeclareGauge("rg_jobs", "Jobs by phase after the last pass that got as far as a plan.");
   m.DeclareCounter("rg_submits_total", "Runs submitted to Ray (adoptions not included).");
   m.DeclareCounter("rg_stops_total", "Stop requests sent to Ray for active runs.");
@@ -201,8 +204,8 @@ void ReconcileLoop::EndPassLocked(PassReport& report, int64_t end_us, int64_t en
   state_.last_pass_end_ms = end_ms;
   // A pass that failed before it learnt anything (Git or Ray unreachable) keeps the earlier
   // warnings: their causes are still there, and alerts on them must not resolve.
-  const bool warnings_known =
-      verdict != PassVerdict::kFailed || result.planned || !result.warnings.empty();
+  const bool warnings_known = !result.unchanged && (verdict != PassVerdict::kFailed ||
+                                                    result.planned || !result.warnings.empty());
   if (warnings_known) state_.warnings = result.warnings;
   if (!result.spec_commit.empty()) state_.spec_commit = result.spec_commit;
   if (!result.status_commit.empty()) state_.status_commit = result.status_commit;
@@ -212,6 +215,8 @@ void ReconcileLoop::EndPassLocked(PassReport& report, int64_t end_us, int64_t en
     state_.jobs_from_ledger = false;
     state_.blocked = result.blocked;
     state_.blocked_reason = result.blocked ? result.plan.blocked_reason : std::string();
+  } else if (result.unchanged && state_.jobs_as_of_ms && !state_.jobs_from_ledger) {
+    state_.jobs_as_of_ms = end_ms;  // the same inputs, so the same jobs: known as of now
   } else if (!result.ledger_records.empty() && (!state_.jobs_as_of_ms || state_.jobs_from_ledger)) {
     // Ray cannot be listed and no pass has planned yet: the ledger's jobs are the last known.
     state_.jobs = result.ledger_records;
@@ -250,6 +255,7 @@ void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int6
   core::MetricsRegistry& m = *metrics_;
   m.Observe("rg_pass_duration_seconds", seconds);
   m.Add("rg_passes_total", 1, {{"result", std::string(PassMetricResult(verdict))}});
+  if (result.unchanged) m.Add("rg_unchanged_passes_total");
   for (const ActionOutcome& o : result.outcomes) {
     if (!o.ok) continue;
     if (o.action.kind == core::ActionKind::kStop) {

@@ -11,6 +11,7 @@
 #include "reconciler/core/pending_reason.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_update.h"
+#include "reconciler/engine/pass_memo.h"
 #include "reconciler/engine/status_commit.h"
 
 namespace rg::engine {
@@ -186,6 +187,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     return std::nullopt;
   }
   in.observed = std::move(*observed);
+  if (options.digest_key) result.ray_digest = DigestJobs(in.observed, *options.digest_key);
   SanitizeJobs(in.observed, result.redactor);
   if (deps.store != nullptr) {
     ports::LedgerScope scope;

@@ -27,6 +27,7 @@
 #include "reconciler/core/planner.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/result.h"
+#include "reconciler/core/siphash.h"
 #include "reconciler/engine/apply.h"
 #include "reconciler/engine/warning.h"
 #include "reconciler/ports/artifact_sink.h"
@@ -67,6 +68,9 @@ struct ReconcileOptions {
   // Wall-clock time of the pass, ms since the epoch: when a stop was sent (the Stopping
   // phase) and when it is due again. 0: the caller did not say; nothing is resent then.
   int64_t now_ms = 0;
+  // When set, the pass digests Ray's job list with this key (PassResult::ray_digest), so that
+  // the daemon can tell the next pass's inputs from this one's (engine/pass_memo.h).
+  std::optional<core::SipHasher::Key> digest_key;
 };
 
 // Fresh loads after the first when the pass finds runs from newer commits.
@@ -78,12 +82,19 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitBlocked = 3;
 
 struct PassResult {
+  // The pass stopped early: its inputs were those of the daemon's last pass, which found the
+  // world at rest (engine/pass_memo.h). Nothing was planned, applied or recorded, and the
+  // last pass's jobs and warnings still hold; only spec_commit is set.
+  bool unchanged = false;
   bool planned = false;  // the pass got as far as a plan
   // The view stayed older than the cluster through every reload: nothing was planned,
   // applied or recorded (`errors` says which run and commit).
   bool stale = false;
   int loads = 0;  // desired-state loads (fetches) this pass made: 1, or more after a stale view
   std::string spec_commit;
+  // The keyed digest of Ray's job list as first read (ReconcileOptions::digest_key); nullopt
+  // when not asked for or the list was not read.
+  std::optional<uint64_t> ray_digest;
   // What the pass planned from: after a stale view's reload, not what the first Load gave
   // (callers that render the plan use this one). Null when the pass stopped before planning.
   std::shared_ptr<const ports::DesiredSnapshot> snapshot;

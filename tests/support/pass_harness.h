@@ -67,6 +67,7 @@ class PassHarness {
 
   const core::StatusRecord& Record(const std::string& name) { return store_.ledger().at(name); }
   FakeRayServer& ray() { return ray_; }
+  ports::JobServer& client() { return *client_; }
   InMemoryStatusStore& store() { return store_; }
 
  private:

@@ -451,6 +451,40 @@ TEST_CASE("pass metrics count actions, errors by kind and jobs by phase", "[loop
   CHECK(text.find("rg_jobs{phase=\"Lost\"} 0") != std::string::npos);
 }
 
+TEST_CASE("a pass that stopped early keeps the jobs, warnings and gauges of the last full one",
+          "[loop]") {
+  FakeClock clock;
+  core::MetricsRegistry metrics;
+  ScriptedPass pass;
+  PassResult full;
+  full.planned = true;
+  full.spec_commit = "1111111111111111111111111111111111111111";
+  full.records = {Record("a", core::Phase::kRunning), Record("b", core::Phase::kSucceeded)};
+  full.warnings = {{std::string(kWarnInvalidSpec), "jobs/c.yaml: unknown field"}};
+  pass.results.push_back(full);
+  PassResult same;
+  same.unchanged = true;
+  same.spec_commit = full.spec_commit;
+  pass.results.push_back(same);
+  ReconcileLoop loop(FastOptions(), pass.Function(), clock, &metrics);
+
+  REQUIRE(loop.Step());
+  const int64_t first_as_of = *loop.Snapshot().jobs_as_of_ms;
+  clock.AdvanceMs(WaitMs(loop, clock));
+  REQUIRE(loop.Step());
+  const DaemonSnapshot s = loop.Snapshot();
+  CHECK(s.jobs.size() == 2);
+  CHECK(s.warnings == full.warnings);
+  CHECK(s.ready);
+  CHECK(s.last_error.empty());
+  CHECK(*s.jobs_as_of_ms > first_as_of);  // confirmed by the later pass
+  CHECK(metrics.Value("rg_unchanged_passes_total") == 1);
+  CHECK(metrics.Value("rg_passes_total", {{"result", "ok"}}) == 2);
+  CHECK(metrics.Value("rg_jobs", {{"phase", "Running"}}) == 1);
+  CHECK(metrics.Value("rg_warnings", {{"kind", "invalid_spec"}}) == 1);
+  CHECK(WaitMs(loop, clock) == FastOptions().interval_ms);  // the timer goes on as usual
+}
+
 TEST_CASE("the snapshot reports identity, commits, jobs, the pass in flight and the next pass",
           "[loop]") {
   FakeClock clock;

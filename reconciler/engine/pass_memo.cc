@@ -1,0 +1,100 @@
+#include "reconciler/engine/pass_memo.h"
+
+#include <random>
+
+namespace rg::engine {
+namespace {
+
+void AddOptional(core::SipHasher& h, const std::optional<std::string>& value) {
+  h.Field(static_cast<uint64_t>(value.has_value()));
+  if (value) h.Field(*value);
+}
+
+void AddOptional(core::SipHasher& h, const std::optional<int64_t>& value) {
+  h.Field(static_cast<uint64_t>(value.has_value()));
+  if (value) h.Field(static_cast<uint64_t>(*value));
+}
+
+}  // namespace
+
+uint64_t DigestJobs(const std::vector<core::RayJob>& jobs, const core::SipHasher::Key& key) {
+  core::SipHasher h(key);
+  h.Field(static_cast<uint64_t>(jobs.size()));
+  for (const core::RayJob& job : jobs) {
+    h.Field(job.type);
+    AddOptional(h, job.job_id);
+    h.Field(job.submission_id);
+    h.Field(static_cast<uint64_t>(job.status));
+    h.Field(job.entrypoint);
+    h.Field(job.message);
+    AddOptional(h, job.error_type);
+    AddOptional(h, job.start_time_ms);
+    AddOptional(h, job.end_time_ms);
+    h.Field(static_cast<uint64_t>(job.metadata.size()));
+    for (const auto& [name, value] : job.metadata) {
+      h.Field(name);
+      h.Field(value);
+    }
+    AddOptional(h, job.driver_exit_code);
+    AddOptional(h, job.driver_node_id);
+  }
+  return h.Finish();
+}
+
+core::SipHasher::Key RandomDigestKey() {
+  std::random_device random;
+  auto word = [&random]() {
+    return (static_cast<uint64_t>(random()) << 32) ^ static_cast<uint64_t>(random());
+  };
+  return {word(), word()};
+}
+
+bool IsFixpoint(const PassResult& r) {
+  if (!r.planned || r.stale || !r.errors.empty() || !r.diagnostics.empty() || r.blocked) {
+    return false;
+  }
+  if (!r.plan.actions.empty() || !r.outcomes.empty() || r.actions_not_started != 0) return false;
+  if (!r.transitions.empty() || !r.status_commit.empty() || !r.ray_digest) return false;
+  for (const core::StatusRecord& record : r.records) {
+    // A PENDING run's message follows the cluster's resources, a Stopping one the clock.
+    if (record.phase == core::Phase::kPending || record.phase == core::Phase::kStopping) {
+      return false;
+    }
+  }
+  return true;
+}
+
+PassMemo RememberPass(const PassResult& result, const ports::StatusStore* store) {
+  PassMemo memo;
+  if (!IsFixpoint(result)) return memo;
+  if (store != nullptr) {
+    std::optional<std::string> tip = store->KnownTip();
+    if (!tip) return memo;
+    memo.ledger_tip = *tip;
+  }
+  memo.spec_commit = result.spec_commit;
+  memo.ray_digest = *result.ray_digest;
+  memo.valid = true;
+  return memo;
+}
+
+std::optional<PassResult> UnchangedPass(const PassMemo& memo, ports::DesiredStateSource& source,
+                                        ports::StatusStore* store, ports::JobServer& server,
+                                        const std::string& ref, const core::SipHasher::Key& key) {
+  if (!memo.valid) return std::nullopt;
+  core::Result<std::optional<std::string>> head = source.Head(ref);
+  if (!head.ok() || !head->has_value() || **head != memo.spec_commit) return std::nullopt;
+  if (store != nullptr) {
+    core::Result<std::optional<std::string>> tip = store->Tip();
+    if (!tip.ok() || !tip->has_value() || **tip != memo.ledger_tip) return std::nullopt;
+  }
+  core::Result<std::vector<core::RayJob>> jobs = server.List();
+  if (!jobs.ok() || DigestJobs(*jobs, key) != memo.ray_digest) return std::nullopt;
+  PassResult result;
+  result.unchanged = true;
+  result.spec_commit = memo.spec_commit;
+  result.ray_digest = memo.ray_digest;
+  return result;
+}
+
+}  // namespace rg::engine

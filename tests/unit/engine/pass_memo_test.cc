@@ -1,0 +1,151 @@
+#include "reconciler/engine/pass_memo.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tests/support/in_memory_ports.h"
+#include "tests/support/pass_harness.h"
+
+namespace rg::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string CommitId(int n) { return std::string(39, '0') + static_cast<char>('a' + n % 6); }
+
+constexpr core::SipHasher::Key kKey = {11, 22};
+
+// One repository on the harness's head; passes digest Ray's list as the daemon's do.
+class World : public testing::PassHarness {
+ public:
+  World() : source_(NewRepo(CommitId(0))) {}
+
+  PassResult Pass() {
+    ReconcileOptions options;
+    options.digest_key = kKey;
+    return PassHarness::Pass(*source_, options);
+  }
+  // Full passes until one is a fixpoint (at most five); its memo.
+  PassMemo Settle() {
+    for (int i = 0; i < 5; ++i) {
+      PassResult r = Pass();
+      if (IsFixpoint(r)) return RememberPass(r, &store());
+      Advance(200ms);
+    }
+    FAIL("no fixpoint after five passes");
+    return {};
+  }
+  std::optional<PassResult> Check(const PassMemo& memo) {
+    return UnchangedPass(memo, *source_, &store(), client(), "HEAD", kKey);
+  }
+  testing::InMemoryDesiredStateSource& source() { return *source_; }
+
+ private:
+  std::unique_ptr<testing::InMemoryDesiredStateSource> source_;
+};
+
+TEST_CASE("a pass at rest is remembered and the next one stops early without loading") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", "workload: custom\nentrypoint: sleep infinity\n", CommitId(1));
+  w.source().SetFile("jobs/b.yaml", "workload: custom\nentrypoint: echo done\n", CommitId(1));
+  PassResult first = w.Pass();
+  CHECK_FALSE(IsFixpoint(first));  // it submitted
+  CHECK_FALSE(RememberPass(first, &w.store()).valid);
+
+  PassMemo memo = w.Settle();
+  REQUIRE(memo.valid);
+  CHECK(memo.spec_commit == CommitId(1));
+  CHECK(memo.ledger_tip == w.store().KnownTip());
+  const int loads = w.source().loads();
+  const size_t commits = w.store().commits().size();
+  std::optional<PassResult> same = w.Check(memo);
+  REQUIRE(same);
+  CHECK(same->unchanged);
+  CHECK_FALSE(same->planned);
+  CHECK(same->spec_commit == CommitId(1));
+  CHECK(w.source().loads() == loads);
+  CHECK(w.store().commits().size() == commits);
+  CHECK(w.Check(memo));  // as often as nothing moves
+}
+
+TEST_CASE("any moved input makes the early check give way to a full pass") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", "workload: custom\nentrypoint: sleep infinity\n", CommitId(1));
+  PassMemo memo = w.Settle();
+  REQUIRE(memo.valid);
+
+  SECTION("a new commit of the watched ref") {
+    w.source().SetFile("jobs/b.yaml", "workload: custom\nentrypoint: sleep infinity\n",
+                       CommitId(2));
+    CHECK_FALSE(w.Check(memo));
+  }
+  SECTION("a commit on the status branch by another writer") {
+    core::StatusRecord other;
+    other.name = "zz";
+    ports::StatusChanges changes;
+    changes["zz"] = other;
+    REQUIRE(w.store().Write(changes, {}).ok());
+    CHECK_FALSE(w.Check(memo));
+  }
+  SECTION("a run that changed in Ray") {
+    const std::string id = w.Record("a").submission_id;
+    REQUIRE(w.ray().SetStatus(id, core::RayJobStatus::kFailed));
+    CHECK_FALSE(w.Check(memo));
+    // The full pass records the failure: not at rest; the one after is.
+    CHECK_FALSE(IsFixpoint(w.Pass()));
+    PassMemo again = w.Settle();
+    REQUIRE(again.valid);
+    CHECK(again.ray_digest != memo.ray_digest);
+    CHECK(w.Check(again));
+  }
+  SECTION("the repository cannot be read") {
+    w.source().FailWith(core::Error::Transient("remote hung up"));
+    CHECK_FALSE(w.Check(memo));
+  }
+  SECTION("an invalid memo") { CHECK_FALSE(w.Check(PassMemo{})); }
+}
+
+TEST_CASE("a PENDING run keeps every pass a full one") {
+  World w;
+  // No node of the fake has a GPU: the run stays PENDING, and its message follows the cluster.
+  w.source().SetFile("jobs/gpu.yaml",
+                     "workload: custom\nentrypoint: sleep infinity\nentrypoint_num_gpus: 1\n",
+                     CommitId(1));
+  for (int i = 0; i < 4; ++i) {
+    PassResult r = w.Pass();
+    CHECK_FALSE(IsFixpoint(r));
+    CHECK_FALSE(RememberPass(r, &w.store()).valid);
+    w.Advance(200ms);
+  }
+}
+
+TEST_CASE("the job-list digest covers every field and the key") {
+  core::RayJob job;
+  job.type = "SUBMISSION";
+  job.submission_id = "a-1";
+  job.status = core::RayJobStatus::kRunning;
+  job.metadata = {{"gitops.name", "a"}};
+  const uint64_t base = DigestJobs({job}, kKey);
+  CHECK(DigestJobs({job}, kKey) == base);
+  CHECK(DigestJobs({job}, {1, 2}) != base);
+  CHECK(DigestJobs({}, kKey) != base);
+  auto changed = [&](auto edit) {
+    core::RayJob other = job;
+    edit(other);
+    return DigestJobs({other}, kKey) != base;
+  };
+  CHECK(changed([](core::RayJob& j) { j.status = core::RayJobStatus::kSucceeded; }));
+  CHECK(changed([](core::RayJob& j) { j.message = "x"; }));
+  CHECK(changed([](core::RayJob& j) { j.job_id = ""; }));
+  CHECK(changed([](core::RayJob& j) { j.end_time_ms = 0; }));
+  CHECK(changed([](core::RayJob& j) { j.metadata["gitops.name"] = "b"; }));
+  CHECK(changed([](core::RayJob& j) { j.driver_exit_code = 0; }));
+  CHECK(changed([](core::RayJob& j) { j.error_type = ""; }));
+  CHECK(changed([](core::RayJob& j) { j.entrypoint = "true"; }));
+}
+
+}  // namespace
+}  // namespace rg::engine
