@@ -485,7 +485,30 @@ core::Status GitWorkspace::Compact() {
   return OpenClone();  // drops the old packs' mappings and every cached object
 }
 
+namespace {
+
+// Adds the time from its construction to its destruction to a counter.
+class NetworkTimer {
+ public:
+  explicit NetworkTimer(std::atomic<int64_t>& total)
+      : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~NetworkTimer() {
+    total_ += std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - start_)
+                  .count();
+  }
+  NetworkTimer(const NetworkTimer&) = delete;
+  NetworkTimer& operator=(const NetworkTimer&) = delete;
+
+ private:
+  std::atomic<int64_t>& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 core::Status GitWorkspace::Fetch() {
+  const NetworkTimer timer(network_us_);
   if (in_place_) {  // read where it is: nothing to bring up to date
     ++fetches_;
     return core::OkStatus();
@@ -545,6 +568,7 @@ core::Status GitWorkspace::Fetch() {
 
 core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::string& branch) {
   if (in_place_) return core::Error::InvalidInput("a repository read in place is never written");
+  const NetworkTimer timer(network_us_);
   auto oid = git::ParseOid(commit_hex);
   if (!oid) return core::Error::InvalidInput("not a commit id: " + commit_hex);
   git_reference* raw_ref = nullptr;

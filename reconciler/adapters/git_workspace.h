@@ -8,6 +8,8 @@
 // applied to the URL the remote is reached at, as git applies them. Not thread-safe: one pass
 // uses it at a time.
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -93,6 +95,9 @@ class GitWorkspace {
   // refused credentials.
   core::Status Fetch();
   int fetches() const { return fetches_; }
+  // Time spent in Fetch and PushCommit since the workspace was opened, in microseconds: the
+  // Git network part of a pass (the daemon's own time is the rest).
+  int64_t network_us() const { return network_us_.load(); }
   // How often Fetch compacted the clone (its packs and loose objects into one pack).
   int compactions() const { return compactions_; }
 
@@ -131,6 +136,7 @@ class GitWorkspace {
   git_remote* remote_ = nullptr;
   std::string remote_head_;
   int fetches_ = 0;
+  std::atomic<int64_t> network_us_{0};
   int compactions_ = 0;
   bool in_place_ = false;
   std::string workdir_;

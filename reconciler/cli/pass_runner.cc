@@ -143,6 +143,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   }
   options.ray_address = ray_options.address;
   run.result = engine::RunReconcilePass(deps, options);
+  run.make_server = make_server;
   // A pass that loaded again planned from a newer commit: show that one.
   if (run.result.snapshot) run.snapshot = *run.result.snapshot;
   AddLogSecrets(run.result.redactor);

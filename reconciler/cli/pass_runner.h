@@ -78,6 +78,9 @@ struct PassRun {
   engine::PassResult result;
   ports::DesiredSnapshot snapshot;
   std::string ray_address;  // credentials stripped
+  // Makes a client of the Ray head this pass talked to, as the pass made them (decorated);
+  // empty when the pass stopped before it knew the head.
+  std::function<std::unique_ptr<ports::JobServer>()> make_server;
 };
 core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
                                        engine::ReconcileOptions options, bool artifacts);

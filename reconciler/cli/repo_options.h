@@ -91,8 +91,8 @@ std::shared_ptr<adapters::ParseCache> OpenParseCache(const RepoOptions& options,
 void SaveParseCache(adapters::ParseCache* cache);
 
 // The clone, the desired-state source and the status store over it, sharing one parse cache,
-// which is saved when the handles go away: every command that read the repository, and the
-// daemon when it stops, leaves it up to date.
+// which is saved when the handles go away (and by the daemon after each pass that parsed
+// something): every command that read the repository leaves it up to date.
 struct RepoHandles {
   RepoHandles() = default;
   RepoHandles(RepoHandles&&) = default;
