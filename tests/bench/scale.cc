@@ -828,6 +828,7 @@ struct SizeFigures {
   std::string git_calls;
   double spec_parses = -1;    // per no-change pass
   double status_parses = -1;  // per no-change pass
+  double unchanged = -1;      // rg_unchanged_passes_total per no-change pass (early stops)
   int unstable_passes = 0;    // no-change passes that submitted, stopped or committed status
   double change_pass_s = -1;
   double change_own_metric_s = -1;
@@ -1000,6 +1001,7 @@ void MeasureDaemon(const Ctx& c, const std::string& repo, const std::string& tag
     f.git_calls = ByCall(before, after, "rg_git_request_seconds_sum", f.daemon_passes);
     f.spec_parses = counter(before, after, "rg_spec_parses_total", f.daemon_passes);
     f.status_parses = counter(before, after, "rg_status_parses_total", f.daemon_passes);
+    f.unchanged = counter(before, after, "rg_unchanged_passes_total", f.daemon_passes);
   }
 
   // One file changes.
@@ -1203,6 +1205,7 @@ void PrintSize(const Args& args, const SizeFigures& f) {
       f.pass_s >= 0 && f.raw_get.seconds > 0 ? Num(f.pass_s / f.raw_get.seconds) + "x" : "n/a");
   row("  spec / status files parsed per pass",
       Num(f.spec_parses, "%.1f") + " / " + Num(f.status_parses, "%.1f"));
+  row("  passes that stopped early, nothing moved (share)", Num(f.unchanged));
   row("  passes that submitted, stopped or committed",
       std::to_string(f.unstable_passes) +
           (f.unstable_passes == 0 ? " (the state was stable)" : " (NOT a no-change state)"));
@@ -1337,6 +1340,7 @@ json ToJson(const SizeFigures& f) {
               {"git_s", f.git_s},
               {"spec_parses_per_pass", f.spec_parses},
               {"status_parses_per_pass", f.status_parses},
+              {"unchanged_share", f.unchanged},
               {"unstable_passes", f.unstable_passes},
               {"change_pass_s", f.change_pass_s},
               {"change_own_metric_s", f.change_own_metric_s},
