@@ -96,8 +96,8 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
                                                   ": " + loaded.error().message());
   }
   PassRun run;
-  run.snapshot = std::move(*loaded);
-  const auto& cluster = run.snapshot.state.cluster;
+  ports::DesiredSnapshot& loaded_snapshot = *loaded;
+  const auto& cluster = loaded_snapshot.state.cluster;
   core::Result<adapters::RayClientOptions> ray =
       ResolveRay(global, cluster ? cluster->address : std::string());
   adapters::RayClientOptions ray_options;
@@ -116,13 +116,13 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
     return decorate(std::move(server));
   };
   std::unique_ptr<ports::JobServer> server = make_server();
-  LoadedSnapshotSource source(run.snapshot, repo_source);
   std::unique_ptr<ports::ArtifactSink> sink;
   if (wiring.artifacts && !options.dry_run) {
     std::string why_none;
-    sink = MakeArtifactSink(repo, run.snapshot, ray_options, &why_none);
+    sink = MakeArtifactSink(repo, loaded_snapshot, ray_options, &why_none);
     if (!sink) LogEvent("debug", "no submission artifacts", {{"reason", why_none}});
   }
+  LoadedSnapshotSource source(std::move(loaded_snapshot), repo_source);
   options.secrets.Merge(ProcessSecrets(ray_options, &repo));
   AddLogSecrets(options.secrets);
   if (options.now_ms == 0) {
@@ -145,7 +145,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   run.result = engine::RunReconcilePass(deps, options);
   run.make_server = make_server;
   // A pass that loaded again planned from a newer commit: show that one.
-  if (run.result.snapshot) run.snapshot = *run.result.snapshot;
+  run.snapshot = run.result.snapshot;
   AddLogSecrets(run.result.redactor);
   return run;
 }

@@ -30,10 +30,11 @@ class LoadedSnapshotSource : public ports::DesiredStateSource {
  public:
   LoadedSnapshotSource(ports::DesiredSnapshot snapshot, ports::DesiredStateSource& inner)
       : snapshot_(std::move(snapshot)), inner_(inner) {}
+  // The first Load hands the snapshot over (moved, not copied: at 50,000 specs a copy costs).
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override {
     if (!first_returned_) {
       first_returned_ = true;
-      return snapshot_;
+      return std::move(snapshot_);
     }
     return inner_.Load(ref);
   }
@@ -76,7 +77,9 @@ std::unique_ptr<ports::ArtifactSink> MakeArtifactSink(const RepoOptions& options
 // Ray flags) come back as an Error; everything after is in the PassResult.
 struct PassRun {
   engine::PassResult result;
-  ports::DesiredSnapshot snapshot;
+  // What the pass planned from (after a stale view's reload, the newer commit); null when it
+  // stopped before planning.
+  std::shared_ptr<const ports::DesiredSnapshot> snapshot;
   std::string ray_address;  // credentials stripped
   // Makes a client of the Ray head this pass talked to, as the pass made them (decorated);
   // empty when the pass stopped before it knew the head.

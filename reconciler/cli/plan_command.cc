@@ -52,10 +52,10 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   }
   core::PlanView view;
   view.plan = &r.plan;
-  view.desired = &run->snapshot.state;
+  view.desired = &run->snapshot->state;
   view.commit = r.spec_commit;
   view.context.instance = flags.repo.instance;
-  view.context.repo_url = run->snapshot.repo_url;
+  view.context.repo_url = run->snapshot->repo_url;
   PlanChanges changes = ComputePlanChanges(*handles->source, r.plan, *view.desired, r.spec_commit,
                                            store.ledger(), flags.repo.instance);
   view.job_changes = std::move(changes.jobs);

@@ -35,7 +35,7 @@ int RunSync(const GlobalOptions& global, const SyncFlags& flags) {
   if (r.planned) {
     core::PlanView view;
     view.plan = &r.plan;
-    view.desired = &run->snapshot.state;
+    view.desired = &run->snapshot->state;
     view.commit = r.spec_commit;
     std::cout << r.redactor.Apply(core::FormatPlanText(view));
     if (flags.dry_run) std::cout << "Dry run: nothing was sent to Ray or recorded.\n";

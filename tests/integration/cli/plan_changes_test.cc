@@ -61,10 +61,10 @@ struct Setup {
     last = std::make_unique<cli::PassRun>(std::move(*run));
     core::PlanView view;
     view.plan = &last->result.plan;
-    view.desired = &last->snapshot.state;
+    view.desired = &last->snapshot->state;
     view.commit = last->result.spec_commit;
     cli::PlanChanges changes =
-        cli::ComputePlanChanges(*handles->source, last->result.plan, last->snapshot.state,
+        cli::ComputePlanChanges(*handles->source, last->result.plan, last->snapshot->state,
                                 last->result.spec_commit, store.ledger(), repo.instance);
     view.job_changes = std::move(changes.jobs);
     view.cluster_changes = std::move(changes.cluster);
