@@ -58,6 +58,13 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // push removed it, or the branch moved back): kDiverged, so that it costs no further fetch.
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override;
 
+  // Forgets the parse results kept in memory (the persistent cache, when there is one, still
+  // has them): the daemon's memory between passes.
+  void ReleaseMemory() {
+    std::map<std::string, CachedSpec>().swap(spec_cache_);
+    std::map<std::string, CachedCluster>().swap(cluster_cache_);
+  }
+
   // Files parsed since construction (for tests and metrics); results taken from the
   // persistent cache are not parses.
   int parses() const { return spec_parses_ + cluster_parses_; }

@@ -98,6 +98,10 @@ class GitStatusStore : public ports::StatusStore {
   // The tip the last ReadLedger read, or the commit the last Write built on or made.
   std::optional<std::string> KnownTip() const override { return known_tip_; }
 
+  // Forgets the records decoded so far (the persistent cache, when there is one, still has
+  // them): the daemon's memory between passes.
+  void ReleaseMemory() { std::unordered_map<std::string, core::StatusRecord>().swap(decoded_); }
+
   int push_attempts() const { return push_attempts_; }
   // Status files decoded from YAML since construction; records taken from the store's own map
   // (by blob id, across passes) or from the persistent cache are not counted.

@@ -230,6 +230,7 @@ std::optional<CachedSpecFile> ParseCache::FindSpec(std::string_view blob_id, std
                                                    std::string_view jobs_dir) {
   const std::string key = Key(kSpecKind, blob_id, path, jobs_dir);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   const Entry* e = Use(key);
   if (e == nullptr) return std::nullopt;
   spec::ByteReader r(Payload(*e));
@@ -249,6 +250,7 @@ std::optional<CachedClusterFile> ParseCache::FindCluster(std::string_view blob_i
                                                          std::string_view path) {
   const std::string key = Key(kClusterKind, blob_id, path);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   const Entry* e = Use(key);
   if (e == nullptr) return std::nullopt;
   spec::ByteReader r(Payload(*e));
@@ -265,6 +267,7 @@ std::optional<CachedClusterFile> ParseCache::FindCluster(std::string_view blob_i
 std::optional<core::StatusRecord> ParseCache::FindStatus(std::string_view blob_id) {
   const std::string key = Key(kStatusKind, blob_id);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   const Entry* e = Use(key);
   if (e == nullptr) return std::nullopt;
   core::Result<core::StatusRecord> record = spec::DecodeStatusRecord(Payload(*e));
@@ -281,6 +284,7 @@ void ParseCache::PutSpec(std::string_view blob_id, std::string_view path, std::s
   w.String(text);
   spec::EncodeTo(w, loaded);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   Put(Key(kSpecKind, blob_id, path, jobs_dir), w.Take());
 }
 
@@ -290,12 +294,14 @@ void ParseCache::PutCluster(std::string_view blob_id, std::string_view path, std
   w.String(text);
   spec::EncodeTo(w, parsed);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   Put(Key(kClusterKind, blob_id, path), w.Take());
 }
 
 void ParseCache::PutStatus(std::string_view blob_id, const core::StatusRecord& record) {
   std::string payload = spec::EncodeStatusRecord(record);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   Put(Key(kStatusKind, blob_id), std::move(payload));
 }
 
@@ -303,18 +309,21 @@ void ParseCache::KeepSpec(std::string_view blob_id, std::string_view path,
                           std::string_view jobs_dir) {
   const std::string key = Key(kSpecKind, blob_id, path, jobs_dir);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   Use(key);
 }
 
 void ParseCache::KeepCluster(std::string_view blob_id, std::string_view path) {
   const std::string key = Key(kClusterKind, blob_id, path);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   Use(key);
 }
 
 void ParseCache::KeepStatus(std::string_view blob_id) {
   const std::string key = Key(kStatusKind, blob_id);
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   Use(key);
 }
 
@@ -367,8 +376,24 @@ std::string ParseCache::Serialize() {
   return w.Take();
 }
 
+void ParseCache::EnsureLoaded() {
+  if (loaded_) return;
+  loaded_ = true;
+  load_problem_.clear();
+  Load();
+}
+
+void ParseCache::Release() {
+  std::lock_guard lock(mu_);
+  if (dirty_ || !loaded_) return;
+  std::string().swap(buffer_);
+  std::unordered_map<std::string, Entry>().swap(entries_);
+  loaded_ = false;
+}
+
 core::Status ParseCache::Save() {
   std::lock_guard lock(mu_);
+  EnsureLoaded();
   if (!dirty_) return core::OkStatus();
   // Serialize re-points the entries into the new bytes, so they are kept even when the write
   // fails (the cache stays dirty and is saved again later).

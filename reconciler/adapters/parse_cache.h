@@ -95,10 +95,15 @@ class ParseCache {
   // cache as it was, to be saved again later; callers log it, at debug level at most.
   core::Status Save();
 
+  // Gives back the memory the file and its entries take, when nothing is left to save; the
+  // next lookup reads the file again. The daemon calls it between passes: at rest it holds
+  // its jobs' records, not every spec it ever parsed.
+  void Release();
+
   const std::string& path() const { return path_; }
   // Why the file as found was not used ("" when it was, or there was none).
   std::string load_problem() const;
-  size_t size() const;
+  size_t size() const;  // entries held now (0 after Release until the next use)
   // Files written since construction.
   int saves() const;
 
@@ -112,6 +117,7 @@ class ParseCache {
   };
 
   void Load();
+  void EnsureLoaded();  // after Release: reads the file again (mu_ held)
   bool LoadBody(std::string_view body);
   std::string_view Payload(const Entry& e) const;
   // The entry at `key`, marked used; nullptr on a miss.
@@ -128,6 +134,7 @@ class ParseCache {
   std::unordered_map<std::string, Entry> entries_;
   uint64_t generation_ = 1;  // of this Save period; entries used in it carry it
   bool dirty_ = false;
+  bool loaded_ = true;  // false after Release until the next use
   std::string load_problem_;
   int saves_ = 0;
 };

@@ -410,6 +410,13 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     // pass leaves (pack building, parsing) would otherwise make the resident size creep up
     // over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).
     SaveParseCache(repo.parse_cache.get());  // writes only when this pass parsed something
+    // At rest the daemon holds its jobs' records, not every spec and status file it parsed:
+    // the next full pass reads them back from the parse cache (docs/daemon.md, "Memory").
+    if (repo.parse_cache) {
+      repo.source->ReleaseMemory();
+      if (repo.store) repo.store->ReleaseMemory();
+      repo.parse_cache->Release();
+    }
     malloc_trim(0);
     if (!run.ok()) {
       state->memo = {};

@@ -325,5 +325,28 @@ TEST_CASE("loading 10,000 specs from the cache", "[.bench]") {
             << ms(std::chrono::steady_clock::now() - parse_start).count() << " ms\n";
 }
 
+TEST_CASE("a released cache gives its memory back and reads the file again when next used") {
+  testing::TempDir tmp;
+  const std::string path = tmp.path() + "/repo.parse-cache";
+  SaveThree(path);
+  ParseCache cache(path, kVersion);
+  REQUIRE(cache.size() == 3);
+  cache.Release();
+  // The entries come back from the file, as they were.
+  std::optional<CachedSpecFile> spec = cache.FindSpec(BlobId(1), SpecPath(1), "jobs");
+  REQUIRE(spec);
+  CHECK(*spec->loaded == *Parse(1));
+  CHECK(cache.size() == 3);
+
+  // What is not saved yet is never dropped.
+  cache.PutStatus(BlobId(9), Record(9));
+  cache.Release();
+  REQUIRE(cache.FindStatus(BlobId(9)));
+  REQUIRE(cache.Save().ok());
+  cache.Release();
+  CHECK(cache.FindStatus(BlobId(9)));
+  CHECK(cache.size() == 4);
+}
+
 }  // namespace
 }  // namespace rg::adapters
