@@ -213,7 +213,29 @@ class RayHttpJobServer::Impl {
   core::Result<std::vector<core::RayJob>> List() {
     auto ex = Retrying("GET", "/api/jobs/", "", options_.read_timeout);
     if (!ex) return ex.error();
-    return ray_http::ParseJobList(ex->body);
+    core::Result<std::vector<core::RayJob>> jobs = ray_http::ParseJobList(ex->body);
+    if (digest_key_ && jobs.ok()) {
+      last_digest_ = std::make_pair(*digest_key_, core::SipHash24(*digest_key_, ex->body));
+    }
+    return jobs;
+  }
+
+  void DigestListsWith(const core::SipHasher::Key& key) {
+    digest_key_ = key;
+    last_digest_.reset();
+  }
+
+  // The body as received, digested: the early check never decodes 10,000 jobs to learn that
+  // nothing changed.
+  core::Result<uint64_t> ListDigest(const core::SipHasher::Key& key) {
+    auto ex = Retrying("GET", "/api/jobs/", "", options_.read_timeout);
+    if (!ex) return ex.error();
+    return core::SipHash24(key, ex->body);
+  }
+
+  uint64_t ListedDigest(const std::vector<core::RayJob>& jobs, const core::SipHasher::Key& key) {
+    if (last_digest_ && last_digest_->first == key) return last_digest_->second;
+    return core::DigestJobs(jobs, key);  // never equal to a body's digest: a full pass next
   }
 
   core::Result<bool> Stop(std::string_view id) {
@@ -391,6 +413,9 @@ class RayHttpJobServer::Impl {
   RayHttpTransport transport_;              // empty: the network
   std::optional<std::string> ray_version_;  // learnt once, for gating submit fields
   std::mt19937_64 rng_;
+  std::optional<core::SipHasher::Key> digest_key_;  // DigestListsWith
+  // The key and digest of the last List's body.
+  std::optional<std::pair<core::SipHasher::Key, uint64_t>> last_digest_;
 };
 
 void AbandonRayCalls() { CallRegistry::Get().AbandonAll(); }
@@ -411,6 +436,16 @@ core::Result<std::string> RayHttpJobServer::Submit(const core::Value& body) {
 }
 core::Result<core::RayJob> RayHttpJobServer::Get(std::string_view id) { return impl_->Get(id); }
 core::Result<std::vector<core::RayJob>> RayHttpJobServer::List() { return impl_->List(); }
+void RayHttpJobServer::DigestListsWith(const core::SipHasher::Key& key) {
+  impl_->DigestListsWith(key);
+}
+core::Result<uint64_t> RayHttpJobServer::ListDigest(const core::SipHasher::Key& key) {
+  return impl_->ListDigest(key);
+}
+uint64_t RayHttpJobServer::ListedDigest(const std::vector<core::RayJob>& jobs,
+                                        const core::SipHasher::Key& key) {
+  return impl_->ListedDigest(jobs, key);
+}
 core::Result<bool> RayHttpJobServer::Stop(std::string_view id) { return impl_->Stop(id); }
 core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_->Delete(id); }
 core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }

@@ -58,6 +58,11 @@ class RayHttpJobServer : public ports::JobServer {
   core::Result<std::string> Submit(const core::Value& body) override;
   core::Result<core::RayJob> Get(std::string_view id) override;
   core::Result<std::vector<core::RayJob>> List() override;
+  // Digests of GET /api/jobs/ are of the body as received (ports::JobServer).
+  void DigestListsWith(const core::SipHasher::Key& key) override;
+  core::Result<uint64_t> ListDigest(const core::SipHasher::Key& key) override;
+  uint64_t ListedDigest(const std::vector<core::RayJob>& jobs,
+                        const core::SipHasher::Key& key) override;
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;

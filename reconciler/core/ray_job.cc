@@ -29,4 +29,42 @@ RayJobStatus ParseRayJobStatus(std::string_view s) {
   return RayJobStatus::kUnknown;
 }
 
+namespace {
+
+void AddOptional(SipHasher& h, const std::optional<std::string>& value) {
+  h.Field(static_cast<uint64_t>(value.has_value()));
+  if (value) h.Field(*value);
+}
+
+void AddOptional(SipHasher& h, const std::optional<int64_t>& value) {
+  h.Field(static_cast<uint64_t>(value.has_value()));
+  if (value) h.Field(static_cast<uint64_t>(*value));
+}
+
+}  // namespace
+
+uint64_t DigestJobs(const std::vector<RayJob>& jobs, const SipHasher::Key& key) {
+  SipHasher h(key);
+  h.Field(static_cast<uint64_t>(jobs.size()));
+  for (const RayJob& job : jobs) {
+    h.Field(job.type);
+    AddOptional(h, job.job_id);
+    h.Field(job.submission_id);
+    h.Field(static_cast<uint64_t>(job.status));
+    h.Field(job.entrypoint);
+    h.Field(job.message);
+    AddOptional(h, job.error_type);
+    AddOptional(h, job.start_time_ms);
+    AddOptional(h, job.end_time_ms);
+    h.Field(static_cast<uint64_t>(job.metadata.size()));
+    for (const auto& [name, value] : job.metadata) {
+      h.Field(name);
+      h.Field(value);
+    }
+    AddOptional(h, job.driver_exit_code);
+    AddOptional(h, job.driver_node_id);
+  }
+  return h.Finish();
+}
+
 }  // namespace rg::core

@@ -5,7 +5,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "reconciler/core/siphash.h"
 #include "reconciler/core/spec_model.h"
 
 namespace rg::core {
@@ -48,5 +50,9 @@ struct RayVersion {
   std::string ray_commit;
   std::string session_name;  // changes when the head restarts
 };
+
+// A keyed digest of a job list: every field of every job, in the order given (the daemon's
+// check that Ray's answer has not changed, engine/pass_memo.h).
+uint64_t DigestJobs(const std::vector<RayJob>& jobs, const SipHasher::Key& key);
 
 }  // namespace rg::core

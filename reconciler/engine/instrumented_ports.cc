@@ -61,6 +61,10 @@ core::Result<std::vector<core::RayJob>> InstrumentedJobServer::List() {
   return Call("list", [&] { return inner_->List(); });
 }
 
+core::Result<uint64_t> InstrumentedJobServer::ListDigest(const core::SipHasher::Key& key) {
+  return Call("list", [&] { return inner_->ListDigest(key); });
+}
+
 core::Result<bool> InstrumentedJobServer::Stop(std::string_view id) {
   return Call("stop", [&] { return inner_->Stop(id); });
 }

@@ -37,6 +37,13 @@ class InstrumentedJobServer : public ports::JobServer {
   core::Result<std::string> Submit(const core::Value& body) override;
   core::Result<core::RayJob> Get(std::string_view id) override;
   core::Result<std::vector<core::RayJob>> List() override;
+  void DigestListsWith(const core::SipHasher::Key& key) override { inner_->DigestListsWith(key); }
+  // Timed as call=list: the same request.
+  core::Result<uint64_t> ListDigest(const core::SipHasher::Key& key) override;
+  uint64_t ListedDigest(const std::vector<core::RayJob>& jobs,
+                        const core::SipHasher::Key& key) override {
+    return inner_->ListedDigest(jobs, key);
+  }
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;

@@ -3,43 +3,6 @@
 #include <random>
 
 namespace rg::engine {
-namespace {
-
-void AddOptional(core::SipHasher& h, const std::optional<std::string>& value) {
-  h.Field(static_cast<uint64_t>(value.has_value()));
-  if (value) h.Field(*value);
-}
-
-void AddOptional(core::SipHasher& h, const std::optional<int64_t>& value) {
-  h.Field(static_cast<uint64_t>(value.has_value()));
-  if (value) h.Field(static_cast<uint64_t>(*value));
-}
-
-}  // namespace
-
-uint64_t DigestJobs(const std::vector<core::RayJob>& jobs, const core::SipHasher::Key& key) {
-  core::SipHasher h(key);
-  h.Field(static_cast<uint64_t>(jobs.size()));
-  for (const core::RayJob& job : jobs) {
-    h.Field(job.type);
-    AddOptional(h, job.job_id);
-    h.Field(job.submission_id);
-    h.Field(static_cast<uint64_t>(job.status));
-    h.Field(job.entrypoint);
-    h.Field(job.message);
-    AddOptional(h, job.error_type);
-    AddOptional(h, job.start_time_ms);
-    AddOptional(h, job.end_time_ms);
-    h.Field(static_cast<uint64_t>(job.metadata.size()));
-    for (const auto& [name, value] : job.metadata) {
-      h.Field(name);
-      h.Field(value);
-    }
-    AddOptional(h, job.driver_exit_code);
-    AddOptional(h, job.driver_node_id);
-  }
-  return h.Finish();
-}
 
 core::SipHasher::Key RandomDigestKey() {
   std::random_device random;
@@ -88,8 +51,8 @@ std::optional<PassResult> UnchangedPass(const PassMemo& memo, ports::DesiredStat
     core::Result<std::optional<std::string>> tip = store->Tip();
     if (!tip.ok() || !tip->has_value() || **tip != memo.ledger_tip) return std::nullopt;
   }
-  core::Result<std::vector<core::RayJob>> jobs = server.List();
-  if (!jobs.ok() || DigestJobs(*jobs, key) != memo.ray_digest) return std::nullopt;
+  core::Result<uint64_t> digest = server.ListDigest(key);
+  if (!digest.ok() || *digest != memo.ray_digest) return std::nullopt;
   PassResult result;
   result.unchanged = true;
   result.spec_commit = memo.spec_commit;

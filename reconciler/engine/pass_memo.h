@@ -23,9 +23,6 @@
 
 namespace rg::engine {
 
-// A digest of Ray's answer: every field of every job, in the order Ray listed them.
-uint64_t DigestJobs(const std::vector<core::RayJob>& jobs, const core::SipHasher::Key& key);
-
 // A key for DigestJobs drawn from the system's random source.
 core::SipHasher::Key RandomDigestKey();
 

@@ -179,6 +179,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     AddError(result, core::Error::InvalidInput("the cluster file is invalid; nothing was done"));
     return std::nullopt;
   }
+  if (options.digest_key) deps.server->DigestListsWith(*options.digest_key);
   core::Result<std::vector<core::RayJob>> observed = deps.server->List();
   if (!observed.ok()) {
     AddError(result, Prefixed(observed.error(), "cannot list the jobs in Ray"));
@@ -187,7 +188,9 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     return std::nullopt;
   }
   in.observed = std::move(*observed);
-  if (options.digest_key) result.ray_digest = DigestJobs(in.observed, *options.digest_key);
+  if (options.digest_key) {
+    result.ray_digest = deps.server->ListedDigest(in.observed, *options.digest_key);
+  }
   SanitizeJobs(in.observed, result.redactor);
   if (deps.store != nullptr) {
     ports::LedgerScope scope;

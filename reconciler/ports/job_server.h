@@ -32,6 +32,24 @@ class JobServer {
   virtual core::Result<core::RayJob> Get(std::string_view id) = 0;
   // GET /api/jobs/ — every job, DRIVER ones included.
   virtual core::Result<std::vector<core::RayJob>> List() = 0;
+
+  // The daemon's check that Ray's answer has not changed since a pass at rest
+  // (engine/pass_memo.h). ListDigest lists and digests the answer with `key`, without
+  // decoding it where the implementation can (the HTTP client digests the body as received).
+  // ListedDigest gives the digest ListDigest would have given for the answer the last List
+  // returned (`jobs`); an implementation that digests bodies does so for every List after
+  // DigestListsWith. The defaults digest the decoded jobs (core::DigestJobs). Two digests
+  // compare equal only when made by clients of one kind with one key.
+  virtual void DigestListsWith(const core::SipHasher::Key& key) { (void)key; }
+  virtual core::Result<uint64_t> ListDigest(const core::SipHasher::Key& key) {
+    core::Result<std::vector<core::RayJob>> jobs = List();
+    if (!jobs.ok()) return jobs.error();
+    return core::DigestJobs(*jobs, key);
+  }
+  virtual uint64_t ListedDigest(const std::vector<core::RayJob>& jobs,
+                                const core::SipHasher::Key& key) {
+    return core::DigestJobs(jobs, key);
+  }
   // POST /api/jobs/{id}/stop — true if a stop was sent, false if the job had already ended.
   virtual core::Result<bool> Stop(std::string_view id) = 0;
   // DELETE /api/jobs/{id} — kConflict while the job is not terminal.

@@ -128,14 +128,14 @@ TEST_CASE("the job-list digest covers every field and the key") {
   job.submission_id = "a-1";
   job.status = core::RayJobStatus::kRunning;
   job.metadata = {{"gitops.name", "a"}};
-  const uint64_t base = DigestJobs({job}, kKey);
-  CHECK(DigestJobs({job}, kKey) == base);
-  CHECK(DigestJobs({job}, {1, 2}) != base);
-  CHECK(DigestJobs({}, kKey) != base);
+  const uint64_t base = core::DigestJobs({job}, kKey);
+  CHECK(core::DigestJobs({job}, kKey) == base);
+  CHECK(core::DigestJobs({job}, {1, 2}) != base);
+  CHECK(core::DigestJobs({}, kKey) != base);
   auto changed = [&](auto edit) {
     core::RayJob other = job;
     edit(other);
-    return DigestJobs({other}, kKey) != base;
+    return core::DigestJobs({other}, kKey) != base;
   };
   CHECK(changed([](core::RayJob& j) { j.status = core::RayJobStatus::kSucceeded; }));
   CHECK(changed([](core::RayJob& j) { j.message = "x"; }));
@@ -145,6 +145,26 @@ TEST_CASE("the job-list digest covers every field and the key") {
   CHECK(changed([](core::RayJob& j) { j.driver_exit_code = 0; }));
   CHECK(changed([](core::RayJob& j) { j.error_type = ""; }));
   CHECK(changed([](core::RayJob& j) { j.entrypoint = "true"; }));
+}
+
+TEST_CASE("the HTTP client digests the answer as received, the same way in both calls") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", "workload: custom\nentrypoint: sleep infinity\n", CommitId(1));
+  w.Pass();
+  ports::JobServer& client = w.client();
+  client.DigestListsWith(kKey);
+  core::Result<std::vector<core::RayJob>> jobs = client.List();
+  REQUIRE(jobs.ok());
+  const uint64_t listed = client.ListedDigest(*jobs, kKey);
+  core::Result<uint64_t> checked = client.ListDigest(kKey);
+  REQUIRE(checked.ok());
+  CHECK(*checked == listed);
+  CHECK(*client.ListDigest({5, 6}) != listed);  // another key
+  REQUIRE(w.ray().SetStatus(jobs->front().submission_id, core::RayJobStatus::kSucceeded));
+  CHECK(*client.ListDigest(kKey) != listed);
+  // A digest asked for with another key than the lists were made with falls back to the
+  // decoded jobs, which never equals a body's digest: the next pass is a full one.
+  CHECK(client.ListedDigest(*jobs, {7, 8}) == core::DigestJobs(*jobs, {7, 8}));
 }
 
 }  // namespace
