@@ -104,6 +104,289 @@ core::Result<json> ParseJson(std::string_view text, const char* what) {
   return parsed;
 }
 
+// The keys of a job object JobFromJson reads, in the order it checks them.
+enum class JobKey : uint8_t {
+  kType,
+  kJobId,
+  kSubmissionId,
+  kEntrypoint,
+  kMessage,
+  kErrorType,
+  kStartTime,
+  kEndTime,
+  kDriverExitCode,
+  kDriverNodeId,
+  kStatus,
+  kMetadata,
+  kOther,  // any key JobFromJson ignores
+};
+constexpr std::array<std::string_view, 12> kJobKeyNames = {
+    "type",       "job_id",   "submission_id",    "entrypoint",     "message", "error_type",
+    "start_time", "end_time", "driver_exit_code", "driver_node_id", "status",  "metadata"};
+
+std::string_view KeyName(JobKey key) { return kJobKeyNames.at(static_cast<size_t>(key)); }
+
+JobKey LookUpJobKey(std::string_view key) {
+  for (size_t i = 0; i < kJobKeyNames.size(); ++i) {
+    if (key == kJobKeyNames[i]) return static_cast<JobKey>(i);
+  }
+  return JobKey::kOther;
+}
+
+// The last value one key of a job object had, reduced to what JobFromJson looks at. A key
+// given twice counts with its last value, as in the tree, where the later one replaces the
+// earlier.
+struct FieldValue {
+  enum class Kind : uint8_t { kUnset, kString, kNumber, kOther };  // kUnset: missing or null
+  Kind kind = Kind::kUnset;
+  std::string text;    // kString
+  int64_t number = 0;  // kNumber, converted as ReadOptionalInt converts
+};
+
+// Fills RayJobs from the events of the JSON reader (nlohmann's SAX interface) as they arrive.
+// Only the job being read is buffered, so that its checks run in JobFromJson's order once
+// the object ends. After the first error the rest of the text is still read, because text
+// that is not JSON is reported before any job's error, as the tree reports it.
+class JobListReader {
+ public:
+  using NumberInteger = json::number_integer_t;
+  using NumberUnsigned = json::number_unsigned_t;
+  using NumberFloat = json::number_float_t;
+
+  // Valid after a parse that succeeded.
+  core::Result<std::vector<core::RayJob>> TakeResult() {
+    if (!is_array_) return core::Error::Fatal("job list: not a JSON array");
+    if (error_) return *error_;
+    // The caller keeps the list until the next pass; growth left up to half of it unused.
+    jobs_.shrink_to_fit();
+    return std::move(jobs_);
+  }
+
+  bool null() { return Scalar(FieldValue::Kind::kUnset); }
+  bool boolean(bool /*value*/) { return Scalar(FieldValue::Kind::kOther); }
+  bool number_integer(NumberInteger value) { return Number(value); }
+  bool number_unsigned(NumberUnsigned value) {
+    // As the tree's get<int64_t>() converts an unsigned number.
+    return Number(static_cast<int64_t>(value));
+  }
+  bool number_float(NumberFloat value, const std::string& /*text*/) {
+    if (!std::isfinite(value)) return Scalar(FieldValue::Kind::kOther);
+    return Number(static_cast<int64_t>(std::llround(value)));
+  }
+  bool string(std::string& value) {
+    if (skip_depth_ > 0) return true;
+    if (InScalarField()) {
+      FieldValue& field = Field(key_);
+      field.kind = FieldValue::Kind::kString;
+      field.text.assign(value);
+      return true;
+    }
+    if (where_ == Where::kMetadata) {
+      metadata_.insert_or_assign(metadata_key_, value);
+      return true;
+    }
+    return Scalar(FieldValue::Kind::kString);
+  }
+  bool binary(json::binary_t& /*value*/) { return Scalar(FieldValue::Kind::kOther); }
+
+  bool start_object(size_t /*size*/) {
+    if (skip_depth_ == 0 && where_ == Where::kList) {
+      StartJob();
+      return true;
+    }
+    if (skip_depth_ == 0 && where_ == Where::kJob && key_ == JobKey::kMetadata) {
+      metadata_kind_ = MetadataKind::kObject;
+      metadata_.clear();
+      where_ = Where::kMetadata;
+      return true;
+    }
+    return StartSkipped();
+  }
+  bool key(std::string& key) {
+    if (skip_depth_ > 0) return true;
+    if (where_ == Where::kJob) key_ = LookUpJobKey(key);
+    if (where_ == Where::kMetadata) metadata_key_.assign(key);
+    return true;
+  }
+  bool end_object() {
+    if (skip_depth_ > 0) {
+      --skip_depth_;
+    } else if (where_ == Where::kMetadata) {
+      where_ = Where::kJob;
+    } else if (where_ == Where::kJob) {
+      FinishJob();
+      where_ = Where::kList;
+    }
+    return true;
+  }
+  bool start_array(size_t /*size*/) {
+    if (skip_depth_ == 0 && where_ == Where::kTop) {
+      is_array_ = true;
+      where_ = Where::kList;
+      return true;
+    }
+    return StartSkipped();
+  }
+  bool end_array() {
+    if (skip_depth_ > 0) {
+      --skip_depth_;
+    } else if (where_ == Where::kList) {
+      where_ = Where::kDone;
+    }
+    return true;
+  }
+  static bool parse_error(size_t /*position*/, const std::string& /*last_token*/,
+                          const json::exception& /*error*/) {
+    return false;
+  }
+
+ private:
+  enum class Where : uint8_t {
+    kTop,       // before the first value
+    kList,      // in the array, between jobs
+    kJob,       // in a job object
+    kMetadata,  // in a job's metadata object
+    kDone,      // after the first value
+  };
+
+  enum class MetadataKind : uint8_t { kUnset, kObject, kOther };  // kUnset: missing or null
+
+  // REQUIRES: key < JobKey::kMetadata
+  FieldValue& Field(JobKey key) { return fields_.at(static_cast<size_t>(key)); }
+
+  // True when the next value is one of the job's string or number fields.
+  bool InScalarField() const { return where_ == Where::kJob && key_ < JobKey::kMetadata; }
+
+  void Fail(core::Error error) {
+    if (!error_) error_ = std::move(error);
+  }
+
+  // A value that is not read into the job at hand: in a job it replaces that key's value, in
+  // metadata it drops the key, in the list it is an element that is not an object.
+  void Other(FieldValue::Kind kind) {
+    switch (where_) {
+      case Where::kTop:
+        where_ = Where::kDone;
+        break;
+      case Where::kList:
+        Fail(core::Error::Fatal("job details: not a JSON object"));
+        break;
+      case Where::kJob:
+        if (key_ == JobKey::kMetadata) {
+          metadata_kind_ =
+              kind == FieldValue::Kind::kUnset ? MetadataKind::kUnset : MetadataKind::kOther;
+        } else if (key_ < JobKey::kMetadata) {
+          Field(key_).kind = kind;
+        }
+        break;
+      case Where::kMetadata:
+        // Ray validates metadata as string->string on submit; anything else is not ours.
+        metadata_.erase(metadata_key_);
+        break;
+      case Where::kDone:
+        break;
+    }
+  }
+
+  bool Scalar(FieldValue::Kind kind) {
+    if (skip_depth_ == 0) Other(kind);
+    return true;
+  }
+
+  bool Number(int64_t value) {
+    if (skip_depth_ > 0) return true;
+    if (InScalarField()) {
+      FieldValue& field = Field(key_);
+      field.kind = FieldValue::Kind::kNumber;
+      field.number = value;
+      return true;
+    }
+    return Scalar(FieldValue::Kind::kNumber);
+  }
+
+  // An object or array nobody reads: what it replaces is decided, then its content skipped.
+  bool StartSkipped() {
+    if (skip_depth_ == 0) Other(FieldValue::Kind::kOther);
+    ++skip_depth_;
+    return true;
+  }
+
+  void StartJob() {
+    for (FieldValue& field : fields_) field.kind = FieldValue::Kind::kUnset;
+    metadata_kind_ = MetadataKind::kUnset;
+    metadata_.clear();
+    key_ = JobKey::kOther;
+    where_ = Where::kJob;
+  }
+
+  core::Status TakeString(JobKey key, std::string& out) {
+    FieldValue& field = Field(key);
+    if (field.kind == FieldValue::Kind::kUnset) return core::OkStatus();
+    if (field.kind != FieldValue::Kind::kString) {
+      return core::Error::Fatal("job details: '" + std::string(KeyName(key)) + "' is not a string");
+    }
+    out = std::move(field.text);
+    return core::OkStatus();
+  }
+
+  core::Status TakeOptionalString(JobKey key, std::optional<std::string>& out) {
+    if (Field(key).kind == FieldValue::Kind::kUnset) return core::OkStatus();
+    std::string text;
+    core::Status read = TakeString(key, text);
+    if (read.ok()) out = std::move(text);
+    return read;
+  }
+
+  core::Status TakeOptionalInt(JobKey key, std::optional<int64_t>& out) {
+    const FieldValue& field = Field(key);
+    if (field.kind == FieldValue::Kind::kUnset) return core::OkStatus();
+    if (field.kind != FieldValue::Kind::kNumber) {
+      return core::Error::Fatal("job details: '" + std::string(KeyName(key)) + "' is not a number");
+    }
+    out = field.number;
+    return core::OkStatus();
+  }
+
+  // JobFromJson's checks, in its order, on the buffered fields.
+  void FinishJob() {
+    if (error_) return;
+    core::RayJob job;
+    core::Status st = TakeString(JobKey::kType, job.type);
+    if (st) st = TakeOptionalString(JobKey::kJobId, job.job_id);
+    if (st) st = TakeString(JobKey::kSubmissionId, job.submission_id);
+    if (st) st = TakeString(JobKey::kEntrypoint, job.entrypoint);
+    if (st) st = TakeString(JobKey::kMessage, job.message);
+    if (st) st = TakeOptionalString(JobKey::kErrorType, job.error_type);
+    if (st) st = TakeOptionalInt(JobKey::kStartTime, job.start_time_ms);
+    if (st) st = TakeOptionalInt(JobKey::kEndTime, job.end_time_ms);
+    if (st) st = TakeOptionalInt(JobKey::kDriverExitCode, job.driver_exit_code);
+    if (st) st = TakeOptionalString(JobKey::kDriverNodeId, job.driver_node_id);
+    std::string status;
+    if (st) st = TakeString(JobKey::kStatus, status);
+    if (!st) return Fail(st.error());
+    job.status = core::ParseRayJobStatus(status);
+    if (metadata_kind_ == MetadataKind::kOther) {
+      return Fail(core::Error::Fatal("job details: 'metadata' is not an object"));
+    }
+    if (metadata_kind_ == MetadataKind::kObject) job.metadata = std::move(metadata_);
+    // Older Rays leave time fields at 0 rather than null before the job starts or ends.
+    if (job.start_time_ms == 0) job.start_time_ms.reset();
+    if (job.end_time_ms == 0) job.end_time_ms.reset();
+    jobs_.push_back(std::move(job));
+  }
+
+  Where where_ = Where::kTop;
+  int64_t skip_depth_ = 0;  // > 0 inside a value nobody reads
+  bool is_array_ = false;
+  JobKey key_ = JobKey::kOther;
+  std::array<FieldValue, static_cast<size_t>(JobKey::kMetadata)> fields_;
+  MetadataKind metadata_kind_ = MetadataKind::kUnset;
+  std::string metadata_key_;
+  core::StringMap metadata_;  // the string values of the last metadata object
+  std::optional<core::Error> error_;
+  std::vector<core::RayJob> jobs_;
+};
+
 }  // namespace
 
 std::string TrimBodyForMessage(std::string_view body) {
@@ -170,6 +453,15 @@ core::Result<core::RayJob> ParseJobDetails(std::string_view text) {
 }
 
 core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text) {
+  JobListReader reader;
+  // The NUL check is ParseJson's, for the same reason.
+  if (text.find('\0') != std::string_view::npos || !json::sax_parse(text, &reader)) {
+    return core::Error::Fatal("job list: not valid JSON: " + TrimBodyForMessage(text));
+  }
+  return reader.TakeResult();
+}
+
+core::Result<std::vector<core::RayJob>> ParseJobListDom(std::string_view text) {
   auto parsed = ParseJson(text, "job list");
   if (!parsed) return parsed.error();
   if (!parsed->is_array()) return core::Error::Fatal("job list: not a JSON array");

@@ -37,8 +37,13 @@ bool IsDuplicateSubmissionBody(std::string_view body);
 // Reads one job-details object (every key may be null or missing). kFatal if `text` is not a
 // JSON object or a present key has the wrong type.
 core::Result<core::RayJob> ParseJobDetails(std::string_view text);
-// Reads the JSON array GET /api/jobs/ answers.
+// Reads the JSON array GET /api/jobs/ answers, job by job as the text is read, without a
+// tree of the whole answer. Each element reads as ParseJobDetails reads it; the first element
+// that does not is the error, but only once the whole text is known to be JSON.
 core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text);
+// The same through a JSON tree of the whole answer: the reference ParseJobList is checked
+// against, with exactly the same results and error messages for every input.
+core::Result<std::vector<core::RayJob>> ParseJobListDom(std::string_view text);
 core::Result<core::RayVersion> ParseVersion(std::string_view text);
 
 // "2.60.0" -> {2, 60, 0}; missing parts are 0; nullopt when it does not start with a number.
