@@ -1,8 +1,10 @@
 // The Ray HTTP client's reading of what a head answers, on arbitrary bytes: job details, the
 // job list, the version, an error body, a version string, and an id as a path segment.
 // Properties: nothing crashes or trips a sanitizer; parse failures are kFatal; a job read on
-// its own reads the same inside a list; a time of 0 is never reported as set; an error body
-// in a message is bounded; and a percent-encoded path segment decodes back to the id.
+// its own reads the same inside a list; the streamed job list reads exactly as the JSON-tree
+// reference does (the same jobs, or the same error message); a time of 0 is never reported
+// as set; an error body in a message is bounded; and a percent-encoded path segment decodes
+// back to the id.
 
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +57,20 @@ std::optional<std::string> DecodePathSegment(std::string_view encoded) {
   return out;
 }
 
+// ParseJobList and its reference ParseJobListDom give the same result for `text`.
+void CheckSameList(std::string_view text) {
+  const auto streamed = ray_http::ParseJobList(text);
+  const auto tree = ray_http::ParseJobListDom(text);
+  RG_FUZZ_CHECK(streamed.ok() == tree.ok());
+  if (!tree.ok()) {
+    RG_FUZZ_CHECK(streamed.error().kind() == tree.error().kind());
+    RG_FUZZ_CHECK(streamed.error().message() == tree.error().message());
+    return;
+  }
+  RG_FUZZ_CHECK(streamed->size() == tree->size());
+  for (size_t i = 0; i < tree->size(); ++i) RG_FUZZ_CHECK(SameJob((*streamed)[i], (*tree)[i]));
+}
+
 void CheckJob(const RayJob& job) {
   RG_FUZZ_CHECK(job.start_time_ms != 0);
   RG_FUZZ_CHECK(job.end_time_ms != 0);
@@ -71,13 +87,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // The JSON reader skips a byte order mark only at the very start.
     std::string_view value = text;
     if (value.starts_with("\xEF\xBB\xBF")) value.remove_prefix(3);
-    const auto list = ray_http::ParseJobList("[" + std::string(value) + "]");
+    const std::string wrapped = "[" + std::string(value) + "]";
+    const auto list = ray_http::ParseJobList(wrapped);
     RG_FUZZ_CHECK(list.ok() && list->size() == 1);
     RG_FUZZ_CHECK(SameJob(list->front(), *job));
+    CheckSameList(wrapped);
   } else {
     RG_FUZZ_CHECK(job.error().kind() == rg::core::ErrorKind::kFatal);
   }
 
+  CheckSameList(text);
+  // The same bytes as the one element of a list: the streamed reader's path through a job.
+  CheckSameList("[" + std::string(text) + "]");
   const auto list = ray_http::ParseJobList(text);
   if (list.ok()) {
     for (const RayJob& j : *list) CheckJob(j);
