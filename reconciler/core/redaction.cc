@@ -58,10 +58,7 @@ std::string FirstLineOfMessage(std::string_view message) {
 void Redactor::Add(std::string_view secret) {
   secret = Trim(secret);
   if (secret.size() < kMinSecretLength) return;
-  if (std::find(secrets_.begin(), secrets_.end(), secret) != secrets_.end()) return;
-  secrets_.emplace_back(secret);
-  std::stable_sort(secrets_.begin(), secrets_.end(),
-                   [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  secrets_.emplace(secret);
 }
 
 void Redactor::AddEnvVars(const StringMap& env) {
