@@ -6,8 +6,10 @@
 // The timing case is hidden; run it on an optimized build with
 //   unit_ray_job_list_tests "[.bench]"
 
+#include <httplib.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -19,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/adapters/ray_client_options.h"
+#include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/ray_http_rules.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/test_files.h"
@@ -110,11 +114,8 @@ std::vector<std::string> RecordedAnswers() {
   return answers;
 }
 
-// The fake head's GET /api/jobs/ after `count` submissions in every state, and a driver job.
-std::string FakeHeadList(int count) {
-  testing::FakeRayOptions options;
-  options.listen = false;
-  testing::FakeRayServer head(options);
+// Submits `count` jobs to `head` and puts them in every state, and adds a driver job.
+void FillFakeHead(testing::FakeRayServer& head, int count) {
   const char* const statuses[] = {"RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "PENDING"};
   for (int i = 0; i < count; ++i) {
     const std::string id = "ppo-qwen-" + std::to_string(i) + "-3f2a1c9b0e";
@@ -133,6 +134,14 @@ std::string FakeHeadList(int count) {
     }
   }
   head.AddDriverJob("02000000", "python train.py");
+}
+
+// The fake head's GET /api/jobs/ after FillFakeHead(count).
+std::string FakeHeadList(int count) {
+  testing::FakeRayOptions options;
+  options.listen = false;
+  testing::FakeRayServer head(options);
+  FillFakeHead(head, count);
   const testing::FakeRayAnswer list = head.Respond({"GET", "/api/jobs/", "", {}});
   REQUIRE(list.status == 200);
   return list.body;
@@ -524,6 +533,40 @@ TEST_CASE("decoding a 10,000-job list from the fake head", "[.bench]") {
   measure("tree (ParseJobListDom)", ParseJobListDom);
   measure("streamed (ParseJobList)", ParseJobList);
   CHECK(Difference(text).empty());
+}
+
+TEST_CASE("listing 10,000 jobs of the fake head over HTTP against the raw GET", "[.bench]") {
+  testing::FakeRayServer head;
+  FillFakeHead(head, 10000);
+  RayClientOptions options;
+  options.address = head.address();
+  RayHttpJobServer server(options);
+  constexpr int kRounds = 7;
+  std::vector<double> raw_ms;
+  std::vector<double> list_ms;
+  for (int i = 0; i < kRounds; ++i) {
+    // A new connection per request, as the client makes.
+    httplib::Client raw("127.0.0.1", head.port());
+    auto start = std::chrono::steady_clock::now();
+    const httplib::Result res = raw.Get("/api/jobs/");
+    raw_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    start = std::chrono::steady_clock::now();
+    const JobList listed = server.List();
+    list_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+    REQUIRE(listed.ok());
+    REQUIRE(listed->size() == 10001);
+  }
+  std::sort(raw_ms.begin(), raw_ms.end());
+  std::sort(list_ms.begin(), list_ms.end());
+  std::printf("raw GET /api/jobs/     %8.1f ms (median of %d)\n", raw_ms[kRounds / 2], kRounds);
+  std::printf("RayHttpJobServer::List %8.1f ms (median of %d), %.2fx the raw GET\n",
+              list_ms[kRounds / 2], kRounds, list_ms[kRounds / 2] / raw_ms[kRounds / 2]);
 }
 
 }  // namespace
