@@ -3,7 +3,7 @@
 // message, for every input: the recorded answers, the fake head's answers, generated lists
 // with every value type in every field, and every prefix of a real answer.
 //
-// The timing case is hidden; run it on an optimized build with
+// The timing cases are hidden; run them on an optimized build with
 //   unit_ray_job_list_tests "[.bench]"
 
 #include <httplib.h>
