@@ -347,6 +347,9 @@ struct DaemonPassState {
   std::atomic<int64_t> ray_us{0};  // time in Ray calls, all passes
   int spec_parses = 0;             // as last added to rg_spec_parses_total
   int status_parses = 0;           // as last added to rg_status_parses_total
+  // The last pass was a full one: what it returned (its records, its plan) has been freed
+  // since, so the heap has holes to give back.
+  bool trim_due = false;
 };
 
 void DeclareDaemonPassMetrics(core::MetricsRegistry& metrics) {
@@ -391,6 +394,10 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
         state->status_parses = status_parses;
       }
     };
+    if (state->trim_due) {
+      malloc_trim(0);
+      state->trim_due = false;
+    }
     if (state->checker) {
       std::optional<engine::PassResult> same = engine::UnchangedPass(
           state->memo, source, store, *state->checker, pass_options.ref, state->digest_key);
@@ -433,6 +440,10 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
       slot.loop->SetRayAddress(run->ray_address, dashboard.empty() ? run->ray_address : dashboard);
     }
     account();
+    // Nobody downstream reads the desired state the pass planned from: let it go now.
+    run->result.snapshot.reset();
+    run->snapshot.reset();
+    state->trim_due = true;
     return std::move(run->result);
   };
 }
