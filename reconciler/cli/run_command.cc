@@ -347,9 +347,9 @@ struct DaemonPassState {
   std::atomic<int64_t> ray_us{0};  // time in Ray calls, all passes
   int spec_parses = 0;             // as last added to rg_spec_parses_total
   int status_parses = 0;           // as last added to rg_status_parses_total
-  // The last pass was a full one: what it returned (its records, its plan) has been freed
-  // since, so the heap has holes to give back.
-  bool trim_due = false;
+  // Set by a full pass: once what it returned (its records, its plan) is freed, the heap has
+  // holes to give back (LoopOptions::after_pass).
+  std::atomic<bool> trim_due{false};
 };
 
 void DeclareDaemonPassMetrics(core::MetricsRegistry& metrics) {
@@ -368,9 +368,9 @@ void DeclareDaemonPassMetrics(core::MetricsRegistry& metrics) {
 engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& flags,
                                 ports::DesiredStateSource& source, ports::StatusStore* store,
                                 const RepoHandles& repo, core::MetricsRegistry& metrics,
-                                adapters::SystemClock& clock, const LoopSlot& slot) {
+                                adapters::SystemClock& clock, const LoopSlot& slot,
+                                const std::shared_ptr<DaemonPassState>& state) {
   DeclareDaemonPassMetrics(metrics);
-  auto state = std::make_shared<DaemonPassState>();
   auto decorate = [&metrics, &clock, state](std::unique_ptr<ports::JobServer> inner) {
     return std::unique_ptr<ports::JobServer>(std::make_unique<engine::InstrumentedJobServer>(
         std::move(inner), metrics, clock, &state->ray_us));
@@ -394,10 +394,6 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
         state->status_parses = status_parses;
       }
     };
-    if (state->trim_due) {
-      malloc_trim(0);
-      state->trim_due = false;
-    }
     if (state->checker) {
       std::optional<engine::PassResult> same = engine::UnchangedPass(
           state->memo, source, store, *state->checker, pass_options.ref, state->digest_key);
@@ -495,14 +491,22 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
     return 0;
   }
 
-  const engine::LoopOptions options =
+  engine::LoopOptions options =
       LoopOptionsFrom(flags, *timings, http, branch, handles->workspace->recorded_url());
+  auto pass_state = std::make_shared<DaemonPassState>();
+  // glibc gives freed heap back only from the top of the heap unless asked; after a full pass,
+  // once its result is freed, the holes go back to the system and the daemon's resident set
+  // falls to what it keeps (its jobs' records).
+  options.after_pass = [pass_state]() {
+    if (pass_state->trim_due.exchange(false)) malloc_trim(0);
+  };
 
   LoopSlot slot;
   ports::StatusStore* store_ptr = flags.pass.no_status ? nullptr : &store;
   engine::ReconcileLoop loop(
-      options, DaemonPass(global, flags, source, store_ptr, *handles, metrics, clock, slot), clock,
-      &metrics, LogPassReport);
+      options,
+      DaemonPass(global, flags, source, store_ptr, *handles, metrics, clock, slot, pass_state),
+      clock, &metrics, LogPassReport);
   slot.loop = &loop;
 
   http.branch = branch;

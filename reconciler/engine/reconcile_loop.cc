@@ -159,29 +159,32 @@ bool ReconcileLoop::Step() {
     metrics_->Add("rg_triggers_total", 1, {{"source", "timer"}});
   }
 
-  ReconcileOptions pass_options = options_.pass;
-  pass_options.stop_requested = [this]() { return StopRequested(); };
-  pass_options.now_ms = clock_.NowMs();
-  const PassResult result = pass_(pass_options);
+  {  // the pass's result lives until the observer is done with it
+    ReconcileOptions pass_options = options_.pass;
+    pass_options.stop_requested = [this]() { return StopRequested(); };
+    pass_options.now_ms = clock_.NowMs();
+    const PassResult result = pass_(pass_options);
 
-  const int64_t end_us = clock_.MonotonicUs();
-  const int64_t end_ms = clock_.NowMs();
-  PassReport report;
-  report.result = &result;
-  report.verdict = ClassifyPass(result);
-  report.trigger = trigger;
-  report.duration_ms = (end_us - start_us) / 1000;
+    const int64_t end_us = clock_.MonotonicUs();
+    const int64_t end_ms = clock_.NowMs();
+    PassReport report;
+    report.result = &result;
+    report.verdict = ClassifyPass(result);
+    report.trigger = trigger;
+    report.duration_ms = (end_us - start_us) / 1000;
 
-  lock.lock();
-  EndPassLocked(report, end_us, end_ms);
-  const std::vector<Warning> warnings = state_.warnings;
-  lock.unlock();
-  cv_.notify_all();
+    lock.lock();
+    EndPassLocked(report, end_us, end_ms);
+    const std::vector<Warning> warnings = state_.warnings;
+    lock.unlock();
+    cv_.notify_all();
 
-  RecordMetrics(report, static_cast<double>(end_us - start_us) / 1e6, end_ms);
-  if (metrics_ != nullptr) RecordWarnings(warnings);
-  PublishLiveMetrics();
-  if (observer_) observer_(report);
+    RecordMetrics(report, static_cast<double>(end_us - start_us) / 1e6, end_ms);
+    if (metrics_ != nullptr) RecordWarnings(warnings);
+    PublishLiveMetrics();
+    if (observer_) observer_(report);
+  }
+  if (options_.after_pass) options_.after_pass();
   return true;
 }
 

@@ -73,6 +73,9 @@ struct LoopOptions {
   // Copied into every snapshot: instance, repo_url, branch, status_branch, ray_address,
   // dashboard_url.
   DaemonSnapshot identity;
+  // Runs on the loop's thread after each pass, once its result (and the observer) is done
+  // with: the daemon hands freed heap back to the system there. Empty: nothing.
+  std::function<void()> after_pass;
 };
 
 using PassFunction = std::function<PassResult(const ReconcileOptions&)>;

@@ -485,6 +485,30 @@ TEST_CASE("a pass that stopped early keeps the jobs, warnings and gauges of the 
   CHECK(WaitMs(loop, clock) == FastOptions().interval_ms);  // the timer goes on as usual
 }
 
+TEST_CASE("after_pass runs once per pass, after the pass's result is freed", "[loop]") {
+  FakeClock clock;
+  bool result_alive = false;
+  std::vector<bool> alive_at_after_pass;
+  LoopOptions options = FastOptions();
+  options.after_pass = [&]() { alive_at_after_pass.push_back(result_alive); };
+  PassFunction pass = [&](const ReconcileOptions&) {
+    PassResult r;
+    r.planned = true;
+    result_alive = true;
+    r.snapshot = std::shared_ptr<const ports::DesiredSnapshot>(
+        new ports::DesiredSnapshot(), [&](const ports::DesiredSnapshot* s) {
+          result_alive = false;
+          delete s;
+        });
+    return r;
+  };
+  ReconcileLoop loop(options, pass, clock, nullptr);
+  REQUIRE(loop.Step());
+  clock.AdvanceMs(WaitMs(loop, clock));
+  REQUIRE(loop.Step());
+  CHECK(alive_at_after_pass == std::vector<bool>{false, false});
+}
+
 TEST_CASE("the snapshot reports identity, commits, jobs, the pass in flight and the next pass",
           "[loop]") {
   FakeClock clock;
