@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -243,16 +244,19 @@ TEST_CASE("saving leaves no temporary file, and writers racing never leave a tor
       if (!cache.load_problem().empty()) ++bad_reads;
     }
   });
-  auto writer = [&](int base) {
-    ParseCache cache(path, kVersion);
+  // Both writers open the file before either saves (had one opened it after the other's
+  // first save, it would hold that entry too and the count below would not be one writer's).
+  ParseCache cache_a(path, kVersion);
+  ParseCache cache_b(path, kVersion);
+  auto writer = [&](ParseCache& cache, int base) {
     for (int i = 0; i < 30; ++i) {
       cache.PutSpec(BlobId(base + i), SpecPath(base + i), "jobs", SpecText(base + i),
                     *Parse(base + i));
       REQUIRE(cache.Save().ok());
     }
   };
-  std::thread a(writer, 0);
-  std::thread b(writer, 1000);
+  std::thread a(writer, std::ref(cache_a), 0);
+  std::thread b(writer, std::ref(cache_b), 1000);
   a.join();
   b.join();
   done = true;
