@@ -365,6 +365,73 @@ void DeclareDaemonPassMetrics(core::MetricsRegistry& metrics) {
                          "Status files decoded from YAML (same caching as the specs).");
 }
 
+// Times one pass's own part (the pass minus its Ray requests and Git transfers) and counts the
+// files it parsed, into the daemon's metrics.
+class PassAccounting {
+ public:
+  PassAccounting(const RepoHandles& repo, core::MetricsRegistry& metrics,
+                 adapters::SystemClock& clock, DaemonPassState& state)
+      : repo_(repo),
+        metrics_(metrics),
+        clock_(clock),
+        state_(state),
+        start_us_(clock.MonotonicUs()),
+        ray_before_(state.ray_us.load()),
+        git_before_(repo.workspace->network_us()) {}
+
+  void Record() {
+    const int64_t outside =
+        (state_.ray_us.load() - ray_before_) + (repo_.workspace->network_us() - git_before_);
+    const int64_t own = std::max<int64_t>(0, clock_.MonotonicUs() - start_us_ - outside);
+    metrics_.Observe("rg_pass_own_seconds", static_cast<double>(own) / 1e6);
+    const int spec_parses = repo_.source->parses();
+    metrics_.Add("rg_spec_parses_total", spec_parses - state_.spec_parses);
+    state_.spec_parses = spec_parses;
+    if (repo_.store) {
+      const int status_parses = repo_.store->status_parses();
+      metrics_.Add("rg_status_parses_total", status_parses - state_.status_parses);
+      state_.status_parses = status_parses;
+    }
+  }
+
+ private:
+  const RepoHandles& repo_;
+  core::MetricsRegistry& metrics_;
+  adapters::SystemClock& clock_;
+  DaemonPassState& state_;
+  int64_t start_us_;
+  int64_t ray_before_;
+  int64_t git_before_;
+};
+
+// After a full pass: the parse cache saved (only when the pass parsed something), and what
+// was parsed let go. At rest the daemon holds its jobs' records, not every spec and status
+// file it parsed: the next full pass reads them back from the parse cache (docs/daemon.md,
+// "Memory"). glibc gives freed heap back to the system only from the top of the heap; the
+// holes a pass leaves (pack building, parsing) would otherwise make the resident size creep
+// up over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).
+void ReleaseParsedFiles(const RepoHandles& repo) {
+  SaveParseCache(repo.parse_cache.get());
+  if (repo.parse_cache) {
+    repo.source->ReleaseMemory();
+    if (repo.store) repo.store->ReleaseMemory();
+    repo.parse_cache->Release();
+  }
+  malloc_trim(0);
+}
+
+// The state the daemon's passes share, and the loop's after_pass hook that reads it: glibc gives
+// freed heap back only from the top of the heap unless asked; after a full pass, once its
+// result is freed, the holes go back to the system and the daemon's resident set falls to
+// what it keeps (its jobs' records).
+std::shared_ptr<DaemonPassState> NewPassState(engine::LoopOptions& options) {
+  auto state = std::make_shared<DaemonPassState>();
+  options.after_pass = [state]() {
+    if (state->trim_due.exchange(false)) malloc_trim(0);
+  };
+  return state;
+}
+
 engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& flags,
                                 ports::DesiredStateSource& source, ports::StatusStore* store,
                                 const RepoHandles& repo, core::MetricsRegistry& metrics,
@@ -377,28 +444,12 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
   };
   return [&global, &flags, &source, store, &repo, &metrics, &clock, decorate, state,
           &slot](const engine::ReconcileOptions& pass_options) {
-    const int64_t start_us = clock.MonotonicUs();
-    const int64_t ray_before = state->ray_us.load();
-    const int64_t git_before = repo.workspace->network_us();
-    auto account = [&]() {
-      const int64_t outside =
-          (state->ray_us.load() - ray_before) + (repo.workspace->network_us() - git_before);
-      const int64_t own = std::max<int64_t>(0, clock.MonotonicUs() - start_us - outside);
-      metrics.Observe("rg_pass_own_seconds", static_cast<double>(own) / 1e6);
-      const int spec_parses = repo.source->parses();
-      metrics.Add("rg_spec_parses_total", spec_parses - state->spec_parses);
-      state->spec_parses = spec_parses;
-      if (repo.store) {
-        const int status_parses = repo.store->status_parses();
-        metrics.Add("rg_status_parses_total", status_parses - state->status_parses);
-        state->status_parses = status_parses;
-      }
-    };
+    PassAccounting accounting(repo, metrics, clock, *state);
     if (state->checker) {
       std::optional<engine::PassResult> same = engine::UnchangedPass(
           state->memo, source, store, *state->checker, pass_options.ref, state->digest_key);
       if (same) {
-        account();
+        accounting.Record();
         return std::move(*same);
       }
     }
@@ -409,21 +460,10 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     wiring.decorate = decorate;
     wiring.ray_call_attempts = 1;
     core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store, options, wiring);
-    // glibc gives freed heap back to the system only from the top of the heap; the holes a
-    // pass leaves (pack building, parsing) would otherwise make the resident size creep up
-    // over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).
-    SaveParseCache(repo.parse_cache.get());  // writes only when this pass parsed something
-    // At rest the daemon holds its jobs' records, not every spec and status file it parsed:
-    // the next full pass reads them back from the parse cache (docs/daemon.md, "Memory").
-    if (repo.parse_cache) {
-      repo.source->ReleaseMemory();
-      if (repo.store) repo.store->ReleaseMemory();
-      repo.parse_cache->Release();
-    }
-    malloc_trim(0);
+    ReleaseParsedFiles(repo);
     if (!run.ok()) {
       state->memo = {};
-      account();
+      accounting.Record();
       return FailedBeforePass(run.error());
     }
     state->memo = engine::RememberPass(run->result, store);
@@ -435,7 +475,7 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
       const std::string& dashboard = pass_options.dashboard_url;
       slot.loop->SetRayAddress(run->ray_address, dashboard.empty() ? run->ray_address : dashboard);
     }
-    account();
+    accounting.Record();
     // Nobody downstream reads the desired state the pass planned from: let it go now.
     run->result.snapshot.reset();
     run->snapshot.reset();
@@ -493,14 +533,7 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
 
   engine::LoopOptions options =
       LoopOptionsFrom(flags, *timings, http, branch, handles->workspace->recorded_url());
-  auto pass_state = std::make_shared<DaemonPassState>();
-  // glibc gives freed heap back only from the top of the heap unless asked; after a full pass,
-  // once its result is freed, the holes go back to the system and the daemon's resident set
-  // falls to what it keeps (its jobs' records).
-  options.after_pass = [pass_state]() {
-    if (pass_state->trim_due.exchange(false)) malloc_trim(0);
-  };
-
+  const std::shared_ptr<DaemonPassState> pass_state = NewPassState(options);
   LoopSlot slot;
   ports::StatusStore* store_ptr = flags.pass.no_status ? nullptr : &store;
   engine::ReconcileLoop loop(
@@ -508,7 +541,6 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
       DaemonPass(global, flags, source, store_ptr, *handles, metrics, clock, slot, pass_state),
       clock, &metrics, LogPassReport);
   slot.loop = &loop;
-
   http.branch = branch;
   server::HttpServer http_server(
       http, metrics, [&loop](const std::string& trigger_source) { loop.Trigger(trigger_source); },

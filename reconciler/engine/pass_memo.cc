@@ -1,5 +1,6 @@
 #include "reconciler/engine/pass_memo.h"
 
+#include <algorithm>
 #include <random>
 
 namespace rg::engine {
@@ -18,13 +19,10 @@ bool IsFixpoint(const PassResult& r) {
   }
   if (!r.plan.actions.empty() || !r.outcomes.empty() || r.actions_not_started != 0) return false;
   if (!r.transitions.empty() || !r.status_commit.empty() || !r.ray_digest) return false;
-  for (const core::StatusRecord& record : r.records) {
-    // A PENDING run's message follows the cluster's resources, a Stopping one the clock.
-    if (record.phase == core::Phase::kPending || record.phase == core::Phase::kStopping) {
-      return false;
-    }
-  }
-  return true;
+  // A PENDING run's message follows the cluster's resources, a Stopping one the clock.
+  return std::ranges::none_of(r.records, [](const core::StatusRecord& record) {
+    return record.phase == core::Phase::kPending || record.phase == core::Phase::kStopping;
+  });
 }
 
 PassMemo RememberPass(const PassResult& result, const ports::StatusStore* store) {
