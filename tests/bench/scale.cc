@@ -327,7 +327,8 @@ class FakeHead {
   FakeHead(const std::string& bin, const std::string& record_file = "") {
     int pipe_fd[2];
     if (::pipe2(pipe_fd, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-    std::vector<std::string> argv = {bin};
+    // --start-now: every run is RUNNING when next listed, so the steady state needs no wait.
+    std::vector<std::string> argv = {bin, "--start-now"};
     if (!record_file.empty()) argv.insert(argv.end(), {"--record-submits", record_file});
     pid_ = Spawn(argv, -1, pipe_fd[1], -1);
     ::close(pipe_fd[1]);
@@ -879,16 +880,10 @@ void BringToSteadyState(const Ctx& c, const FakeHead& head, const std::string& r
   });
   if (!f.initial_sync.ok)
     throw std::runtime_error("the initial sync failed: " + f.initial_sync.error);
-  // The fake starts a run 50 ms after its submit; wait for the state, not for a time.
-  const Clock::time_point waiting = Clock::now();
-  while (true) {
-    const std::map<std::string, int> by = JobStatuses(head.port());
-    const int running = by.contains("RUNNING") ? by.at("RUNNING") : 0;
-    if (running == f.size) break;
-    if (by.contains("PENDING") && SecondsSince(waiting) < 120) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      continue;
-    }
+  // The head runs with --start-now: every run it accepted is RUNNING when listed.
+  const std::map<std::string, int> by = JobStatuses(head.port());
+  const int running = by.contains("RUNNING") ? by.at("RUNNING") : 0;
+  if (running != f.size) {
     std::string seen;
     for (const auto& [k, v] : by) seen += " " + k + "=" + std::to_string(v);
     throw std::runtime_error("the head does not hold " + std::to_string(f.size) +

@@ -1,7 +1,10 @@
 // fake-ray-server: the in-process fake of tests/support as a process, for scripts and
 // benchmarks. Prints the port on the first line of stdout, then serves until SIGINT/SIGTERM.
 //   fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N]
-//                   [--record-submits FILE]
+//                   [--record-submits FILE] [--start-now]
+//
+// --start-now: a submitted job is RUNNING from the first time anyone asks (no 50 ms PENDING),
+// so a benchmark can read a steady state right after its submits instead of waiting for one.
 //
 // --record-submits FILE: on SIGINT/SIGTERM, before exiting, every POST /api/jobs/ body received
 // is written to FILE in the order received, each as its length in bytes on a line of its own,
@@ -28,7 +31,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N] "
-    "[--record-submits FILE]\n";
+    "[--record-submits FILE] [--start-now]\n";
 
 // Every submit body received, length-prefixed (see the top of the file). False when the file
 // cannot be written.
@@ -53,6 +56,8 @@ int main(int argc, char** argv) {
       options.token = argv[++i];
     } else if (arg == "--ray-version" && i + 1 < argc) {
       options.ray_version = argv[++i];
+    } else if (arg == "--start-now") {
+      options.start_delay = std::chrono::milliseconds(0);
     } else if (arg == "--record-submits" && i + 1 < argc) {
       record_submits = argv[++i];
     } else if (arg == "--hold-submit-ms" && i + 1 < argc) {
