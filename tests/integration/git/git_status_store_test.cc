@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -84,6 +85,53 @@ TEST_CASE("A missing status branch reads as an empty ledger", "[git][status]") {
   auto history = store.History("a");
   REQUIRE(history.ok());
   CHECK(history->empty());
+}
+
+// The daemon's early check (engine/pass_memo.h) reads these instead of the trees.
+TEST_CASE("Tip and KnownTip follow the status branch, and Head the watched one", "[git][status]") {
+  Repo repo;
+  std::shared_ptr<GitWorkspace> ws = repo.Workspace();
+  GitStatusStore store(ws, {});
+  CHECK_FALSE(store.KnownTip());
+  auto none = store.Tip();
+  REQUIRE(none.ok());
+  CHECK(**none == "");  // no status branch yet
+  REQUIRE(store.ReadLedger({}).ok());
+  CHECK(store.KnownTip() == std::optional<std::string>(""));
+
+  auto commit = store.Write({{"a", Record("a", Phase::kRunning, RayJobStatus::kRunning)}},
+                            Message("a: new -> Running"));
+  REQUIRE(commit.ok());
+  CHECK(store.KnownTip() == std::optional<std::string>(*commit));
+  auto tip = store.Tip();
+  REQUIRE(tip.ok());
+  CHECK(**tip == *commit);
+  // Another writer moves the branch: Tip sees it after its fetch, KnownTip not until a read.
+  testing::GitTestClone other(repo.remote, repo.tmp.Sub("other.git"));
+  other.Fetch();
+  other.Write("status/b.yaml",
+              spec::EncodeStatusYaml(Record("b", Phase::kRunning, RayJobStatus::kRunning)));
+  other.CommitAndPush(kBranch, "b: new -> Running");
+  tip = store.Tip();
+  REQUIRE(tip.ok());
+  CHECK(**tip != *commit);
+  CHECK(store.KnownTip() == std::optional<std::string>(*commit));
+  REQUIRE(store.ReadLedger({}).ok());
+  CHECK(store.KnownTip() == *tip);
+
+  adapters::GitDesiredStateSource source(ws, {});
+  auto head = source.Head("main");
+  REQUIRE(head.ok());
+  auto loaded = source.Load("main");
+  REQUIRE(loaded.ok());
+  CHECK(**head == loaded->commit);
+  CHECK(source.parses() == 2);  // Head read no tree: the Load parsed both files
+  repo.person->Write("jobs/a.yaml", "workload: custom\nentrypoint: echo b\n");
+  repo.person->CommitAndPush("main", "a changes");
+  head = source.Head("main");
+  REQUIRE(head.ok());
+  CHECK(**head != loaded->commit);
+  CHECK_FALSE(source.Head("no-such-branch").ok());
 }
 
 TEST_CASE("Write commits the records with trailers and STATUS.md, and reads them back",
