@@ -9,6 +9,7 @@
 
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/core/render.h"
@@ -80,6 +81,8 @@ core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOp
                                        engine::ReconcileOptions options, bool artifacts) {
   core::Result<RepoHandles> handles = OpenRepo(repo);
   if (!handles.ok()) return handles.error();
+  // A one-shot command's repository is freed by the process's exit, not object by object.
+  const AtScopeEnd leave([&]() { LeaveRepoToExit(std::move(*handles)); });
   PassWiring wiring;
   wiring.artifacts = artifacts;
   return RunPassOnRepo(global, repo, *handles->source, handles->store.get(), std::move(options),

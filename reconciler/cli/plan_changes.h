@@ -16,32 +16,6 @@
 
 namespace rg::cli {
 
-// A status store that keeps a copy of the ledger the pass read (everything else forwarded).
-class LedgerCapture : public ports::StatusStore {
- public:
-  explicit LedgerCapture(ports::StatusStore& inner) : inner_(inner) {}
-  core::Result<core::Ledger> ReadLedger(const ports::LedgerScope& scope) override {
-    core::Result<core::Ledger> read = inner_.ReadLedger(scope);
-    if (read.ok()) ledger_ = *read;
-    return read;
-  }
-  std::vector<ports::SkippedStatusFile> SkippedFiles() const override {
-    return inner_.SkippedFiles();
-  }
-  core::Result<std::string> Write(const ports::StatusChanges& changes,
-                                  const ports::StatusCommit& message) override {
-    return inner_.Write(changes, message);
-  }
-  core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override {
-    return inner_.History(name);
-  }
-  const core::Ledger& ledger() const { return ledger_; }
-
- private:
-  ports::StatusStore& inner_;
-  core::Ledger ledger_;
-};
-
 struct PlanChanges {
   std::map<std::string, core::JobDiff, std::less<>> jobs;
   std::vector<core::ClusterDiff> cluster;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/plan_changes.h"
@@ -37,9 +38,13 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
     LogEvent("error", handles.error().ToString());
     return kPlanError;
   }
-  LedgerCapture store(*handles->store);
-  core::Result<PassRun> run =
-      RunPassOnRepo(global, flags.repo, *handles->source, &store, options, PassWiring{});
+  core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, *handles->source,
+                                            handles->store.get(), options, PassWiring{});
+  // What the pass built is freed by the process's exit, not object by object here.
+  const AtScopeEnd leave([&]() {
+    LeaveToExit(std::move(run));
+    LeaveRepoToExit(std::move(*handles));
+  });
   if (!run.ok()) {
     LogEvent("error", run.error().ToString());
     return kPlanError;
@@ -57,7 +62,7 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   view.context.instance = flags.repo.instance;
   view.context.repo_url = run->snapshot->repo_url;
   PlanChanges changes = ComputePlanChanges(*handles->source, r.plan, *view.desired, r.spec_commit,
-                                           store.ledger(), flags.repo.instance);
+                                           *r.ledger, flags.repo.instance);
   view.job_changes = std::move(changes.jobs);
   view.cluster_changes = std::move(changes.cluster);
   view.ledger_note = NoLedgerNote(*handles->store, flags.repo, ledger_from);

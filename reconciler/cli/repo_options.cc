@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/core/render.h"
 
@@ -54,6 +55,11 @@ void SaveParseCache(adapters::ParseCache* cache) {
     LogEvent("debug", "parse cache not saved",
              {{"path", cache->path()}, {"reason", saved.error().message()}});
   }
+}
+
+void LeaveRepoToExit(RepoHandles&& handles) {
+  SaveParseCache(handles.parse_cache.get());
+  LeaveToExit(std::move(handles));
 }
 
 std::string DefaultStatusBranch(std::string_view instance) {

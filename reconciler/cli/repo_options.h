@@ -108,6 +108,10 @@ struct RepoHandles {
 };
 core::Result<RepoHandles> OpenRepo(const RepoOptions& options);
 
+// For a one-shot command that is done with the repository: saves the parse cache, then leaves
+// the handles (and what their source and store hold) to the process's exit (leave_to_exit.h).
+void LeaveRepoToExit(RepoHandles&& handles);
+
 // For the commands that only read (`plan`, `history`), as CI runs them: a local checkout is
 // read where it is (its own commits: a shallow clone works, and HEAD is what is checked out),
 // and its ledger is origin's status branch, fetched, when origin can be reached; else the local

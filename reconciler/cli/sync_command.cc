@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/repo_options.h"
@@ -26,6 +27,8 @@ int RunSync(const GlobalOptions& global, const SyncFlags& flags) {
   options.dry_run = flags.dry_run;
   ApplyPassFlags(flags.pass, &options);
   core::Result<PassRun> run = RunPassFromFlags(global, flags.repo, options, true);
+  // The pass's plan and records are freed by the process's exit, not object by object here.
+  const AtScopeEnd leave([&]() { LeaveToExit(std::move(run)); });
   if (!run.ok()) {
     LogEvent("error", run.error().ToString());
     return engine::kExitError;

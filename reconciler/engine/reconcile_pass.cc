@@ -398,6 +398,7 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
 
   // 6. Record.
   Record(deps, planned, snapshot, in->ledger, std::move(ray_jobs), result);
+  result.ledger = std::make_shared<const core::Ledger>(std::move(in->ledger));
   return finish();
 }
 

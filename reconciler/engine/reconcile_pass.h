@@ -106,6 +106,9 @@ struct PassResult {
   // Every planned job's record after this pass (what the status branch now holds, or would
   // hold after a dry run), by name; empty when the pass stopped before planning.
   std::vector<core::StatusRecord> records;
+  // The ledger the pass planned and recorded against (as read, before this pass's records);
+  // null when the pass stopped before planning, empty without a status store.
+  std::shared_ptr<const core::Ledger> ledger;
   // What could not be reached when the pass stopped early: "Git" (the desired state or the
   // ledger) or "Ray" (the job list); empty otherwise.
   std::string unreachable;

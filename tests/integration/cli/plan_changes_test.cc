@@ -49,13 +49,12 @@ struct Setup {
   core::PlanView Pass(bool dry_run) {
     core::Result<cli::RepoHandles> handles = cli::OpenRepo(repo);
     REQUIRE(handles.ok());
-    cli::LedgerCapture store(*handles->store);
     engine::ReconcileOptions options;
     options.ref = repo.ref;
     options.dry_run = dry_run;
     options.record_status = !dry_run;
-    core::Result<cli::PassRun> run =
-        cli::RunPassOnRepo(global, repo, *handles->source, &store, options, cli::PassWiring{});
+    core::Result<cli::PassRun> run = cli::RunPassOnRepo(
+        global, repo, *handles->source, handles->store.get(), options, cli::PassWiring{});
     REQUIRE(run.ok());
     REQUIRE(run->result.planned);
     last = std::make_unique<cli::PassRun>(std::move(*run));
@@ -65,7 +64,7 @@ struct Setup {
     view.commit = last->result.spec_commit;
     cli::PlanChanges changes =
         cli::ComputePlanChanges(*handles->source, last->result.plan, last->snapshot->state,
-                                last->result.spec_commit, store.ledger(), repo.instance);
+                                last->result.spec_commit, *last->result.ledger, repo.instance);
     view.job_changes = std::move(changes.jobs);
     view.cluster_changes = std::move(changes.cluster);
     return view;
