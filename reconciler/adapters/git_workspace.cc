@@ -456,6 +456,11 @@ core::Status GitWorkspace::OpenClone() {
   return core::OkStatus();
 }
 
+core::Status GitWorkspace::DropCaches() {
+  if (in_place_ || repo_ == nullptr) return core::OkStatus();
+  return OpenClone();
+}
+
 GitWorkspace::~GitWorkspace() {
   git_remote_free(remote_);
   git_repository_free(repo_);

@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +30,7 @@
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/pass_runner.h"
+#include "reconciler/cli/pass_thread.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/metrics.h"
 #include "reconciler/core/render.h"
@@ -350,6 +353,7 @@ struct DaemonPassState {
   // Set by a full pass: once what it returned (its records, its plan) is freed, the heap has
   // holes to give back (LoopOptions::after_pass).
   std::atomic<bool> trim_due{false};
+  PassThread thread;  // where every pass runs (pass_thread.h)
 };
 
 void DeclareDaemonPassMetrics(core::MetricsRegistry& metrics) {
@@ -404,6 +408,15 @@ class PassAccounting {
   int64_t git_before_;
 };
 
+// This process's resident set size, from /proc/self/statm; nullopt where it cannot be read.
+std::optional<int64_t> ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size_pages = 0;
+  int64_t resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) return std::nullopt;
+  return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
 // After a full pass: the parse cache saved (only when the pass parsed something), and what
 // was parsed let go. At rest the daemon holds its jobs' records, not every spec and status
 // file it parsed: the next full pass reads them back from the parse cache (docs/daemon.md,
@@ -417,17 +430,29 @@ void ReleaseParsedFiles(const RepoHandles& repo) {
     if (repo.store) repo.store->ReleaseMemory();
     repo.parse_cache->Release();
   }
+  if (core::Status dropped = repo.workspace->DropCaches(); !dropped.ok()) {
+    LogEvent("warn", "cannot reopen the clone to free its caches",
+             {{"reason", dropped.error().message()}});
+  }
   malloc_trim(0);
 }
 
 // The state the daemon's passes share, and the loop's after_pass hook that reads it: glibc gives
-// freed heap back only from the top of the heap unless asked; after a full pass, once its
-// result is freed, the holes go back to the system and the daemon's resident set falls to
-// what it keeps (its jobs' records).
-std::shared_ptr<DaemonPassState> NewPassState(engine::LoopOptions& options) {
+// freed heap back only from the top of the heap unless asked. After every pass, once its
+// result is freed, the pass thread's arena goes back to the system and the daemon's resident
+// set falls to what it keeps (its jobs' records); rg_resident_bytes_after_pass shows it.
+std::shared_ptr<DaemonPassState> NewPassState(engine::LoopOptions& options,
+                                              core::MetricsRegistry& metrics) {
+  metrics.DeclareGauge("rg_resident_bytes_after_pass",
+                       "The daemon's resident set size after the last pass ended and the memory "
+                       "it used was given back: what the daemon holds at rest.");
   auto state = std::make_shared<DaemonPassState>();
-  options.after_pass = [state]() {
-    if (state->trim_due.exchange(false)) malloc_trim(0);
+  options.after_pass = [state, &metrics]() {
+    if (!state->trim_due.exchange(false)) return;
+    malloc_trim(0);
+    if (const std::optional<int64_t> resident = ResidentBytes()) {
+      metrics.Set("rg_resident_bytes_after_pass", static_cast<double>(*resident));
+    }
   };
   return state;
 }
@@ -442,14 +467,16 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     return std::unique_ptr<ports::JobServer>(std::make_unique<engine::InstrumentedJobServer>(
         std::move(inner), metrics, clock, &state->ray_us));
   };
-  return [&global, &flags, &source, store, &repo, &metrics, &clock, decorate, state,
-          &slot](const engine::ReconcileOptions& pass_options) {
+  auto pass = [&global, &flags, &source, store, &repo, &metrics, &clock, decorate, state,
+               &slot](const engine::ReconcileOptions& pass_options) {
     PassAccounting accounting(repo, metrics, clock, *state);
     if (state->checker) {
       std::optional<engine::PassResult> same = engine::UnchangedPass(
           state->memo, source, store, *state->checker, pass_options.ref, state->digest_key);
       if (same) {
         accounting.Record();
+        // Ray's job list as received (1 KB a job) was read into this thread's arena.
+        state->trim_due = true;
         return std::move(*same);
       }
     }
@@ -481,6 +508,11 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     run->snapshot.reset();
     state->trim_due = true;
     return std::move(run->result);
+  };
+  return [state, pass = std::move(pass)](const engine::ReconcileOptions& pass_options) {
+    engine::PassResult result;
+    state->thread.Run([&]() { result = pass(pass_options); });
+    return result;
   };
 }
 
@@ -533,7 +565,7 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
 
   engine::LoopOptions options =
       LoopOptionsFrom(flags, *timings, http, branch, handles->workspace->recorded_url());
-  const std::shared_ptr<DaemonPassState> pass_state = NewPassState(options);
+  const std::shared_ptr<DaemonPassState> pass_state = NewPassState(options, metrics);
   LoopSlot slot;
   ports::StatusStore* store_ptr = flags.pass.no_status ? nullptr : &store;
   engine::ReconcileLoop loop(

@@ -83,6 +83,12 @@ for want in 'rg_passes_total{result="ok"} 1' 'rg_submits_total 1' \
   'rg_git_request_seconds_count{call="write_status"} 1' 'rg_pass_duration_seconds_count 1'; do
   grep -qF "$want" <<<"$metrics" || fail "metrics lack '$want'"
 done
+# What the daemon holds at rest, read once the pass's memory went back (after its log line).
+resident_known() {
+  curl -sf "$http/metrics" | awk '$1 == "rg_resident_bytes_after_pass" && $2 + 0 > 1000000 { ok = 1 }
+    END { exit !ok }'
+}
+wait_until 10 resident_known || fail "no rg_resident_bytes_after_pass after the first pass"
 git -C "$remote" show ray-gitops/status-daemon:status/alpha.yaml | grep -q '^phase: Pending' ||
   fail "alpha's status was not recorded"
 

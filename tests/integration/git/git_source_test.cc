@@ -120,6 +120,32 @@ TEST_CASE("After a push that changes one spec exactly one file is parsed", "[git
   CHECK(*hello->entrypoint == "echo hello again");
 }
 
+TEST_CASE("DropCaches reopens the clone: Load and Fetch work on after it, from the same files",
+          "[git][workspace]") {
+  Repo repo;
+  repo.PushInitial();
+  std::shared_ptr<GitWorkspace> ws = repo.Workspace();
+  GitDesiredStateSource source(ws, {});
+  auto before = source.Load("main");
+  REQUIRE(before.ok());
+
+  REQUIRE(ws->DropCaches().ok());
+  CHECK(ws->repository() != nullptr);
+  auto same = source.Load("main");
+  REQUIRE(same.ok());
+  CHECK(same->commit == before->commit);
+  CHECK(JobNames(same->state) == JobNames(before->state));
+
+  // The remote still works through the reopened clone: a push shows after the next Load.
+  repo.person->Write("jobs/smoke/extra.yaml", CustomSpec("echo extra"));
+  const std::string pushed = repo.person->CommitAndPush("main", "one more");
+  REQUIRE(ws->DropCaches().ok());
+  auto after = source.Load("main");
+  REQUIRE(after.ok());
+  CHECK(after->commit == pushed);
+  CHECK(after->state.jobs.size() == before->state.jobs.size() + 1);
+}
+
 TEST_CASE(
     "A renamed file with the same content is parsed again, since its name derives from the path",
     "[git][source][cache]") {
