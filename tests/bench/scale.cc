@@ -837,7 +837,8 @@ struct SizeFigures {
   double change_spec_parses = -1;
   int change_submits = 0;
   int change_stops = 0;
-  long daemon_rss_kb = -1;
+  long daemon_rss_kb = -1;   // VmRSS as read after the last pass's line (a trim may be running)
+  long daemon_rest_kb = -1;  // rg_resident_bytes_after_pass: after the pass's memory went back
   long daemon_hwm_kb = -1;
 };
 
@@ -964,6 +965,9 @@ void MeasureDaemon(const Ctx& c, const std::string& repo, const std::string& tag
   const Samples after = d.Metrics();
   f.daemon_rss_kb = ProcStatusKb(d.pid(), "VmRSS");
   f.daemon_hwm_kb = ProcStatusKb(d.pid(), "VmHWM");
+  if (std::optional<double> rest = Family(after, "rg_resident_bytes_after_pass")) {
+    f.daemon_rest_kb = static_cast<long>(*rest / 1024);
+  }
   auto per_pass = [](const Samples& b, const Samples& a, const std::string& sum,
                      const std::string& count) -> double {
     const std::optional<double> s = Delta(b, a, sum);
@@ -1209,8 +1213,10 @@ void PrintSize(const Args& args, const SizeFigures& f) {
   row("  own time, rg_pass_own_seconds", Ms(f.change_own_metric_s));
   row("  pass - Ray calls - Git calls (a lower bound)", Ms(f.change_own_derived_s));
   row("  spec files parsed (rg_spec_parses_total delta)", Num(f.change_spec_parses, "%.0f"));
-  row("daemon memory after " + n + " no-change passes",
-      "VmRSS " + Mb(f.daemon_rss_kb) + "   VmHWM " + Mb(f.daemon_hwm_kb));
+  row("daemon memory after " + n + " no-change passes", "at rest " + Mb(f.daemon_rest_kb) +
+                                                            "   VmRSS " + Mb(f.daemon_rss_kb) +
+                                                            "   VmHWM " + Mb(f.daemon_hwm_kb));
+  row("  at rest = rg_resident_bytes_after_pass", "(read once the last pass's memory went back)");
 }
 
 void PrintSubmits(const SubmitFigures& s) {
@@ -1276,8 +1282,9 @@ std::vector<Check> Summary(const std::vector<SizeFigures>& sizes, const SubmitFi
     std::string note = f.daemon_passes < 1000
                            ? " (after " + std::to_string(f.daemon_passes) + " passes, not 1,000)"
                            : "";
-    out.push_back({"10k: daemon RSS after 1,000 passes <= 64 MB", Mb(f.daemon_rss_kb) + note,
-                   "64.0 MB", Mark(static_cast<double>(f.daemon_rss_kb), 64.0 * 1024)});
+    out.push_back({"10k: daemon RSS at rest after 1,000 passes <= 64 MB",
+                   Mb(f.daemon_rest_kb) + note, "64.0 MB",
+                   Mark(static_cast<double>(f.daemon_rest_kb), 64.0 * 1024)});
   }
   if (at50k != nullptr) {
     const SizeFigures& f = *at50k;
@@ -1342,6 +1349,7 @@ json ToJson(const SizeFigures& f) {
               {"change_own_derived_s", f.change_own_derived_s},
               {"change_spec_parses", f.change_spec_parses},
               {"daemon_rss_kb", f.daemon_rss_kb},
+              {"daemon_rest_kb", f.daemon_rest_kb},
               {"daemon_hwm_kb", f.daemon_hwm_kb}};
 }
 
