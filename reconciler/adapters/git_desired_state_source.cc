@@ -261,6 +261,24 @@ core::Result<GitDesiredStateSource::CachedSpec> GitDesiredStateSource::ParseSpec
   return CachedSpec{std::move(*text), std::move(loaded)};
 }
 
+core::Result<GitDesiredStateSource::CachedSpec> GitDesiredStateSource::SpecFile(
+    git_repository* repo, const git_oid& oid, const std::string& path,
+    std::map<std::string, CachedSpec>& next_cache) {
+  const std::string blob_id = git::OidHex(oid);
+  if (options_.parse_cache) return ParseSpecBlob(repo, oid, blob_id, path);
+  std::string key = blob_id;
+  key += '\0';
+  key += path;
+  auto it = spec_cache_.find(key);
+  if (it == spec_cache_.end()) {
+    auto parsed = ParseSpecBlob(repo, oid, blob_id, path);
+    if (!parsed) return parsed.error();
+    it = spec_cache_.emplace(key, std::move(*parsed)).first;
+  }
+  next_cache.insert(*it);
+  return it->second;
+}
+
 core::Result<GitDesiredStateSource::CachedCluster> GitDesiredStateSource::ParseClusterBlob(
     git_repository* repo, const git_oid& oid, const std::string& blob_id) {
   ParseCache* cache = options_.parse_cache.get();
@@ -346,26 +364,15 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Read(const std::stri
     files.push_back(spec::RejectedSpecEntry(entry.path, options_.jobs_dir, entry.kind));
   }
   for (const BlobAt& blob : walk->blobs) {
-    const std::string blob_id = git::OidHex(blob.oid);
-    std::string key = blob_id;
-    key += '\0';
-    key += blob.path;
-    auto it = spec_cache_.find(key);
-    if (it == spec_cache_.end()) {
-      auto parsed = ParseSpecBlob(repo, blob.oid, blob_id, blob.path);
-      if (!parsed) return parsed.error();
-      it = spec_cache_.emplace(key, std::move(*parsed)).first;
-    } else if (options_.parse_cache) {
-      options_.parse_cache->KeepSpec(blob_id, blob.path, options_.jobs_dir);
-    }
-    files.push_back({blob.path, it->second.loaded});
-    snapshot.texts.emplace(blob.path, it->second.text);
-    next_spec_cache.insert(*it);
+    core::Result<CachedSpec> spec = SpecFile(repo, blob.oid, blob.path, next_spec_cache);
+    if (!spec) return spec.error();
+    files.push_back({blob.path, std::move(spec->loaded)});
+    snapshot.texts.emplace(blob.path, std::move(spec->text));
   }
   spec_cache_ = std::move(next_spec_cache);
   cluster_cache_ = std::move(next_cluster_cache);
 
-  snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, files);
+  snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
   return snapshot;
 }
 

@@ -91,6 +91,12 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // there). `blob_id` is the blob's hex id.
   core::Result<CachedSpec> ParseSpecBlob(git_repository* repo, const git_oid& oid,
                                          const std::string& blob_id, const std::string& path);
+  // The spec blob at `path`, parsed. With a persistent cache, from there (nothing is kept
+  // here: a spec held twice would be copied by the checks across files); else from this
+  // source's map or parsed, and kept in `next_cache` for the next Load.
+  core::Result<CachedSpec> SpecFile(git_repository* repo, const git_oid& oid,
+                                    const std::string& path,
+                                    std::map<std::string, CachedSpec>& next_cache);
   core::Result<CachedCluster> ParseClusterBlob(git_repository* repo, const git_oid& oid,
                                                const std::string& blob_id);
 
@@ -102,7 +108,8 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
 
   std::shared_ptr<GitWorkspace> workspace_;
   GitDesiredStateOptions options_;
-  // Keyed by blob id + '\0' + path; only entries of the last tree read are kept.
+  // Keyed by blob id + '\0' + path; only entries of the last tree read are kept. Unused when
+  // there is a persistent parse cache (it keeps them).
   std::map<std::string, CachedSpec> spec_cache_;
   std::map<std::string, CachedCluster> cluster_cache_;  // by blob id
   int spec_parses_ = 0;

@@ -60,7 +60,7 @@ LoadedSpecFile InvalidEntry(const std::string& path, std::string_view jobs_dir,
   LoadedJobSpec spec;
   spec.name = core::DefaultJobName(path, jobs_dir);
   spec.parsed.diagnostics.push_back({path, 0, 0, std::move(message)});
-  return {path, std::make_shared<const LoadedJobSpec>(std::move(spec))};
+  return {path, std::make_shared<LoadedJobSpec>(std::move(spec))};
 }
 
 class FileDescriptor {
@@ -167,7 +167,7 @@ core::DesiredState Assemble(const std::string& cluster_path,
   for (const auto& file : spec_files) {
     loaded.push_back({file.path, ParseSpecFileForDesiredState(file.content, file.path, jobs_dir)});
   }
-  return CheckDesiredStateSet(cluster, cluster_path, loaded);
+  return CheckDesiredStateSet(cluster, cluster_path, std::move(loaded));
 }
 
 // Every entry under <root>/<jobs_dir> but the cluster file (which may sit there) and hidden ones.
@@ -226,13 +226,15 @@ std::string FirstLinkAlong(const std::filesystem::path& root, std::string_view r
 std::shared_ptr<const LoadedJobSpec> ParseSpecFileForDesiredState(std::string_view text,
                                                                   const std::string& path,
                                                                   std::string_view jobs_dir) {
-  return std::make_shared<const LoadedJobSpec>(LoadJobSpecForDesiredState(text, path, jobs_dir));
+  // Mutable underneath: CheckDesiredStateSet moves from a spec nobody else holds.
+  return std::make_shared<LoadedJobSpec>(LoadJobSpecForDesiredState(text, path, jobs_dir));
 }
 
 namespace {
 
-// The spec files in path order, each paired with a copy of its loaded result: the checks add
-// diagnostics, and cached results must stay as parsed.
+// The spec files in path order, each paired with its loaded result: the checks add
+// diagnostics, and cached results must stay as parsed, so a shared one is copied. One that
+// only the list holds is moved (every LoadedJobSpec is made as a mutable object).
 struct SpecSet {
   std::vector<const LoadedSpecFile*> files;
   std::vector<LoadedJobSpec> loaded;
@@ -249,7 +251,7 @@ struct SpecSet {
   }
 };
 
-SpecSet SortedSpecSet(const std::vector<LoadedSpecFile>& spec_files) {
+SpecSet SortedSpecSet(std::vector<LoadedSpecFile>& spec_files) {
   SpecSet set;
   set.files.reserve(spec_files.size());
   for (const auto& file : spec_files) set.files.push_back(&file);
@@ -257,7 +259,14 @@ SpecSet SortedSpecSet(const std::vector<LoadedSpecFile>& spec_files) {
       set.files.begin(), set.files.end(),
       [](const LoadedSpecFile* a, const LoadedSpecFile* b) { return a->path < b->path; });
   set.loaded.reserve(set.files.size());
-  for (const LoadedSpecFile* file : set.files) set.loaded.push_back(*file->loaded);
+  for (const LoadedSpecFile* file : set.files) {
+    if (file->loaded.use_count() == 1) {
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): made mutable, held only here
+      set.loaded.push_back(std::move(const_cast<LoadedJobSpec&>(*file->loaded)));
+    } else {
+      set.loaded.push_back(*file->loaded);
+    }
+  }
   return set;
 }
 
@@ -303,7 +312,7 @@ void CheckSharedRootUses(const core::RayConfig& cluster, SpecSet& set) {
 
 core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConfig>>& cluster,
                                         const std::string& cluster_path,
-                                        const std::vector<LoadedSpecFile>& spec_files) {
+                                        std::vector<LoadedSpecFile> spec_files) {
   core::DesiredState state;
   if (cluster) {
     state.cluster = cluster->value;
@@ -392,7 +401,7 @@ core::DesiredState LoadDesiredStateFromDirectory(const std::string& repo_dir,
   const std::optional<Parsed<core::RayConfig>> cluster =
       ReadClusterFromDirectory(root, cluster_file);
   JobsListing listing = ListJobsDirectory(root, jobs_dir, cluster_file);
-  core::DesiredState state = CheckDesiredStateSet(cluster, cluster_file, listing.files);
+  core::DesiredState state = CheckDesiredStateSet(cluster, cluster_file, std::move(listing.files));
   if (listing.problem) state.cluster_diagnostics.push_back(std::move(*listing.problem));
   return state;
 }

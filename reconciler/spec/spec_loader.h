@@ -71,10 +71,13 @@ std::shared_ptr<const LoadedJobSpec> ParseSpecFileForDesiredState(std::string_vi
 // The half of LoadDesiredState that parses nothing: takes the parsed cluster file (nullopt:
 // missing, reported against `cluster_path`) and parsed specs, and runs the checks across files
 // (duplicate names and pinned ids, `${shared_root}` without a shared_root). Cheap; run it on
-// every pass even when every file came from a cache.
+// every pass even when every file came from a cache. A loaded spec that `spec_files` alone
+// holds (nobody else shares it: not a cache's) is moved into the result, not copied; every
+// LoadedJobSpec is made mutable (std::make_shared<LoadedJobSpec>) for that, whatever the
+// pointer's constness says.
 core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConfig>>& cluster,
                                         const std::string& cluster_path,
-                                        const std::vector<LoadedSpecFile>& spec_files);
+                                        std::vector<LoadedSpecFile> spec_files);
 
 // True for paths under jobs_dir ending in .yaml or .yml.
 bool IsSpecPath(std::string_view path, std::string_view jobs_dir);

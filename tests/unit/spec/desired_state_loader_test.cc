@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/spec/loaded_job_spec.h"
 #include "reconciler/spec/spec_loader.h"
 #include "tests/unit/spec/diagnostic_messages.h"
 
@@ -240,6 +241,48 @@ TEST_CASE("the broken fixture has one valid spec and every other file invalid") 
     CHECK_FALSE(bad.diagnostics.empty());
     CHECK_FALSE(bad.name.empty());
   }
+}
+
+}  // namespace
+}  // namespace rg::spec
+
+namespace rg::spec {
+namespace {
+
+// Two specs that share a name: the checks add a diagnostic to each.
+std::vector<LoadedSpecFile> TwoFilesNamedTwin() {
+  const std::string text = "name: twin\nworkload: custom\nentrypoint: echo twin\n";
+  return {{"jobs/a.yaml", ParseSpecFileForDesiredState(text, "jobs/a.yaml", "jobs")},
+          {"jobs/b.yaml", ParseSpecFileForDesiredState(text, "jobs/b.yaml", "jobs")}};
+}
+
+TEST_CASE("the checks across files never change a parsed spec that someone else holds") {
+  const Parsed<core::RayConfig> cluster = LoadRayConfig(kCluster.content, kCluster.path);
+  std::vector<LoadedSpecFile> files = TwoFilesNamedTwin();
+  // A cache's copy: it must stay as parsed, valid, with no diagnostic of the set's.
+  const std::vector<LoadedSpecFile> cached = files;
+
+  const core::DesiredState state = CheckDesiredStateSet(cluster, "cluster.yaml", files);
+  CHECK(state.jobs.empty());
+  REQUIRE(state.invalid.size() == 2);
+  for (const LoadedSpecFile& file : cached) {
+    CHECK(file.loaded->parsed.diagnostics.empty());
+    REQUIRE(file.loaded->parsed.value.has_value());
+    CHECK(file.loaded->parsed.value->name == "twin");
+  }
+}
+
+TEST_CASE("a parsed spec only the list holds is moved into the state, whole") {
+  const Parsed<core::RayConfig> cluster = LoadRayConfig(kCluster.content, kCluster.path);
+  const std::string text = "workload: custom\nentrypoint: echo solo\nenv_vars:\n  A: \"1\"\n";
+  std::vector<LoadedSpecFile> files = {
+      {"jobs/solo.yaml", ParseSpecFileForDesiredState(text, "jobs/solo.yaml", "jobs")}};
+  const core::JobSpec expected = *files.front().loaded->parsed.value;
+
+  const core::DesiredState moved = CheckDesiredStateSet(cluster, "cluster.yaml", std::move(files));
+  REQUIRE(moved.jobs.size() == 1);
+  CHECK(moved.jobs.front() == expected);  // moved or copied, the state holds the same spec
+  CHECK(moved.jobs.front().env_vars.at("A") == "1");
 }
 
 }  // namespace
