@@ -25,6 +25,7 @@ int RunSync(const GlobalOptions& global, const SyncFlags& flags) {
   engine::ReconcileOptions options;
   options.ref = flags.repo.ref;
   options.dry_run = flags.dry_run;
+  options.overlap_reads = true;
   ApplyPassFlags(flags.pass, &options);
   core::Result<PassRun> run = RunPassFromFlags(global, flags.repo, options, true);
   // The pass's plan and records are freed by the process's exit, not object by object here.

@@ -1,6 +1,7 @@
 #include "reconciler/engine/reconcile_pass.h"
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -151,6 +152,30 @@ void KeepLedgerRecords(const ReconcileDeps& deps, const ReconcileOptions& option
   }
 }
 
+// Ray's job list and the ledger (nullopt without a status store), as steps 2 and 3 read them.
+struct ObservedAndLedger {
+  core::Result<std::vector<core::RayJob>> observed = std::vector<core::RayJob>{};
+  std::optional<core::Result<core::Ledger>> ledger;
+};
+
+// The ledger is not read when Ray cannot be listed (the pass stops there). With overlap_reads
+// the list is read on a thread of its own while this one reads the ledger.
+ObservedAndLedger ReadObservedAndLedger(const ReconcileDeps& deps, const ReconcileOptions& options,
+                                        const ports::LedgerScope& scope) {
+  ObservedAndLedger read;
+  if (options.overlap_reads && deps.store != nullptr) {
+    std::future<core::Result<std::vector<core::RayJob>>> listing =
+        std::async(std::launch::async, [&deps]() { return deps.server->List(); });
+    read.ledger = deps.store->ReadLedger(scope);
+    read.observed = listing.get();
+    if (!read.observed.ok()) read.ledger.reset();
+    return read;
+  }
+  read.observed = deps.server->List();
+  if (read.observed.ok() && deps.store != nullptr) read.ledger = deps.store->ReadLedger(scope);
+  return read;
+}
+
 // Steps 1 to 3: the desired state, Ray's jobs and the ledger. nullopt, with the reason on
 // `result`, when the pass cannot go on.
 std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileOptions& options,
@@ -180,30 +205,29 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     return std::nullopt;
   }
   if (options.digest_key) deps.server->DigestListsWith(*options.digest_key);
-  core::Result<std::vector<core::RayJob>> observed = deps.server->List();
-  if (!observed.ok()) {
-    AddError(result, Prefixed(observed.error(), "cannot list the jobs in Ray"));
+  ports::LedgerScope scope;
+  scope.instance = options.policy.owner.instance;
+  scope.ray_cluster = core::RayClusterName(*in.snapshot.state.cluster, options.ray_address);
+  ObservedAndLedger read = ReadObservedAndLedger(deps, options, scope);
+  if (!read.observed.ok()) {
+    AddError(result, Prefixed(read.observed.error(), "cannot list the jobs in Ray"));
     result.unreachable = "Ray";
     KeepLedgerRecords(deps, options, in.snapshot.state, result);
     return std::nullopt;
   }
-  in.observed = std::move(*observed);
+  in.observed = std::move(*read.observed);
   if (options.digest_key) {
     result.ray_digest = deps.server->ListedDigest(in.observed, *options.digest_key);
   }
   SanitizeJobs(in.observed, result.redactor);
-  if (deps.store != nullptr) {
-    ports::LedgerScope scope;
-    scope.instance = options.policy.owner.instance;
-    scope.ray_cluster = core::RayClusterName(*in.snapshot.state.cluster, options.ray_address);
-    core::Result<core::Ledger> read = deps.store->ReadLedger(scope);
-    if (!read.ok()) {
+  if (read.ledger) {
+    if (!read.ledger->ok()) {
       // Without the ledger a finished run could be taken for a new one: act on nothing.
-      AddError(result, Prefixed(read.error(), "cannot read the status ledger"));
-      if (CannotReach(read.error())) result.unreachable = "Git";
+      AddError(result, Prefixed(read.ledger->error(), "cannot read the status ledger"));
+      if (CannotReach(read.ledger->error())) result.unreachable = "Git";
       return std::nullopt;
     }
-    in.ledger = std::move(*read);
+    in.ledger = std::move(**read.ledger);
     in.skipped = deps.store->SkippedFiles();
     AddSkippedFileWarnings(in.skipped, result);
   }

@@ -71,6 +71,11 @@ struct ReconcileOptions {
   // When set, the pass digests Ray's job list with this key (PassResult::ray_digest), so that
   // the daemon can tell the next pass's inputs from this one's (engine/pass_memo.h).
   std::optional<core::SipHasher::Key> digest_key;
+  // Reads Ray's job list on a thread of its own while the ledger is read (neither depends on
+  // the other): a one-shot `plan` or `sync` waits for the slower of the two, not for both.
+  // The daemon leaves it off, so that rg_pass_own_seconds (the pass minus its Ray and Git
+  // calls) never subtracts a Ray call that our own work ran under.
+  bool overlap_reads = false;
 };
 
 // Fresh loads after the first when the pass finds runs from newer commits.

@@ -4,12 +4,15 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/engine/status_commit.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
+#include "tests/support/gated_job_server.h"
 #include "tests/support/in_memory_ports.h"
 #include "tests/support/pass_harness.h"
 
@@ -144,6 +147,87 @@ TEST_CASE("a run that reached Ray before a crash is adopted, not submitted twice
     CHECK(w.Pass().plan.actions.empty());
     CHECK(w.ray().JobCount() == 1);
   }
+}
+
+// What a pass decided, in words: every action and every record's phase.
+std::vector<std::string> Decisions(const PassResult& r) {
+  std::vector<std::string> out;
+  for (const core::Action& a : r.plan.actions) {
+    out.push_back((a.kind == core::ActionKind::kStop ? "stop " : "submit ") + a.submission_id);
+  }
+  for (const core::StatusRecord& rec : r.records) {
+    out.push_back(rec.name + " " + std::string(core::PhaseName(rec.phase)));
+  }
+  return out;
+}
+
+TEST_CASE("overlapped reads list Ray on another thread and decide exactly as sequential ones",
+          "[engine]") {
+  FakeRayServer ray;
+  testing::GatedJobServer client(ray.address());
+  InMemoryDesiredStateSource source;
+  InMemoryStatusStore store;
+  source.SetFile("cluster.yaml", "address: " + ray.address() + "\n", CommitId(0));
+  source.SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  source.SetFile("jobs/b.yaml", CustomSpec("sleep 301"), CommitId(1));
+  ReconcileDeps deps;
+  deps.source = &source;
+  deps.server = &client;
+  deps.store = &store;
+  ReconcileOptions options;
+  options.ray_address = ray.address();
+  REQUIRE(RunReconcilePass(deps, options).errors.empty());  // submits a and b, records them
+
+  std::thread::id listed_on;
+  auto record_thread = [&]() { listed_on = std::this_thread::get_id(); };
+  options.dry_run = true;
+  client.before_next_list = record_thread;
+  const PassResult sequential = RunReconcilePass(deps, options);
+  CHECK(listed_on == std::this_thread::get_id());
+
+  options.overlap_reads = true;
+  client.before_next_list = record_thread;
+  const PassResult overlapped = RunReconcilePass(deps, options);
+  CHECK(listed_on != std::this_thread::get_id());
+
+  REQUIRE(sequential.errors.empty());
+  REQUIRE(overlapped.errors.empty());
+  CHECK(overlapped.records.size() == 2);
+  CHECK(Decisions(overlapped) == Decisions(sequential));
+  REQUIRE(overlapped.ledger != nullptr);
+  CHECK(overlapped.ledger->size() == 2);  // the ledger it read, handed back
+}
+
+TEST_CASE("overlapped reads report an unreachable Ray as sequential ones do", "[engine]") {
+  InMemoryDesiredStateSource source;
+  InMemoryStatusStore store;
+  std::string address;
+  {
+    FakeRayServer gone;
+    address = gone.address();
+  }
+  source.SetFile("cluster.yaml", "address: " + address + "\n", CommitId(0));
+  source.SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  adapters::RayHttpJobServer client(testing::FastClientOptions(address));
+  ReconcileDeps deps;
+  deps.source = &source;
+  deps.server = &client;
+  deps.store = &store;
+  core::StatusRecord known;
+  known.name = "a";
+  known.spec_path = "jobs/a.yaml";
+  known.phase = core::Phase::kRunning;
+  REQUIRE(store.Write({{"a", known}}, ports::StatusCommit{}).ok());
+  ReconcileOptions options;
+  options.ray_address = address;
+  options.overlap_reads = true;
+  const PassResult r = RunReconcilePass(deps, options);
+  CHECK_FALSE(r.planned);
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].message().find("cannot list the jobs in Ray") != std::string::npos);
+  CHECK(r.unreachable == "Ray");
+  REQUIRE(r.ledger_records.size() == 1);
+  CHECK(r.ledger_records[0].name == "a");
 }
 
 TEST_CASE("when Ray cannot be reached nothing is acted on or recorded", "[engine]") {
