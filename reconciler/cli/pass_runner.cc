@@ -11,6 +11,7 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
+#include "reconciler/cli/prefetched_list.h"
 #include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/core/render.h"
 
@@ -77,6 +78,33 @@ core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoO
   return secrets;
 }
 
+namespace {
+
+// A one-shot pass whose Ray address the flags give lists Ray while it loads the commit
+// (prefetched_list.h); null when the address comes from the cluster file, or for the daemon.
+std::unique_ptr<PrefetchedListServer> StartEarlyListing(const GlobalOptions& global,
+                                                        const engine::ReconcileOptions& options,
+                                                        const PassWiring& wiring) {
+  if (!options.overlap_reads || wiring.decorate || options.digest_key) return nullptr;
+  core::Result<adapters::RayClientOptions> known = ResolveRay(global, "");
+  if (!known.ok()) return nullptr;  // the pass resolves it again and reports what is wrong
+  if (wiring.ray_call_attempts > 0) known->max_attempts = wiring.ray_call_attempts;
+  const std::string address = known->address;
+  return std::make_unique<PrefetchedListServer>(
+      std::make_unique<adapters::RayHttpJobServer>(std::move(*known)), address);
+}
+
+// Whose runs are ours: this instance's, and the --previous-repo URLs'.
+void SetOwner(const RepoOptions& repo, core::Ownership& owner) {
+  owner.instance = repo.instance;
+  for (const std::string& url : repo.previous_repos) {
+    // A path is compared as the absolute path it names, like --repo.
+    owner.AddPrevious(adapters::NormaliseRepoUrl(url));
+  }
+}
+
+}  // namespace
+
 core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
                                        engine::ReconcileOptions options, bool artifacts) {
   core::Result<RepoHandles> handles = OpenRepo(repo);
@@ -93,6 +121,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
                                     ports::DesiredStateSource& repo_source,
                                     ports::StatusStore* store, engine::ReconcileOptions options,
                                     const PassWiring& wiring) {
+  std::unique_ptr<PrefetchedListServer> early = StartEarlyListing(global, options, wiring);
   core::Result<ports::DesiredSnapshot> loaded = repo_source.Load(options.ref);
   if (!loaded.ok()) {
     return core::Error(loaded.error().kind(), "cannot read " + options.ref + " of " + repo.repo +
@@ -118,7 +147,9 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
     if (!decorate) return server;
     return decorate(std::move(server));
   };
-  std::unique_ptr<ports::JobServer> server = make_server();
+  // The early listing is used when it went to the head the pass talks to.
+  std::unique_ptr<ports::JobServer> server =
+      early && early->address() == ray_options.address ? std::move(early) : make_server();
   std::unique_ptr<ports::ArtifactSink> sink;
   if (wiring.artifacts && !options.dry_run) {
     std::string why_none;
@@ -139,11 +170,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   deps.server_factory = make_server;
   deps.store = store;
   deps.artifacts = sink.get();
-  options.policy.owner.instance = repo.instance;
-  for (const std::string& url : repo.previous_repos) {
-    // A path is compared as the absolute path it names, like --repo.
-    options.policy.owner.AddPrevious(adapters::NormaliseRepoUrl(url));
-  }
+  SetOwner(repo, options.policy.owner);
   options.ray_address = ray_options.address;
   run.result = engine::RunReconcilePass(deps, options);
   run.make_server = make_server;
