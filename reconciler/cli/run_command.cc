@@ -350,8 +350,9 @@ struct DaemonPassState {
   std::atomic<int64_t> ray_us{0};  // time in Ray calls, all passes
   int spec_parses = 0;             // as last added to rg_spec_parses_total
   int status_parses = 0;           // as last added to rg_status_parses_total
-  // Set by a full pass: once what it returned (its records, its plan) is freed, the heap has
-  // holes to give back (LoopOptions::after_pass).
+  // Set by a pass that ran (full or stopped early): once what it returned is freed, the pass
+  // thread's arena has pages to give back (LoopOptions::after_pass). A pass that failed before
+  // it started leaves nothing behind.
   std::atomic<bool> trim_due{false};
   PassThread thread;  // where every pass runs (pass_thread.h)
 };
