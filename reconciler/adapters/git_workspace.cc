@@ -518,8 +518,9 @@ core::Status GitWorkspace::Fetch() {
     ++fetches_;
     return core::OkStatus();
   }
-  // A cache directory deleted under a running daemon: clone again rather than fail forever.
-  if (!CloneIntact()) {
+  // A cache directory deleted under a running daemon, or a reopen that failed (Compact,
+  // DropCaches): open (or clone) again rather than fail forever.
+  if (!CloneIntact() || repo_ == nullptr) {
     if (core::Status reopened = OpenClone(); !reopened) {
       return core::Error::Transient(reopened.error().message());
     }

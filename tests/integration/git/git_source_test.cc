@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -144,6 +146,28 @@ TEST_CASE("DropCaches reopens the clone: Load and Fetch work on after it, from t
   REQUIRE(after.ok());
   CHECK(after->commit == pushed);
   CHECK(after->state.jobs.size() == before->state.jobs.size() + 1);
+}
+
+TEST_CASE("A reopen that fails leaves no dangling clone: the next Load opens it again",
+          "[git][workspace]") {
+  Repo repo;
+  const std::string commit = repo.PushInitial();
+  std::shared_ptr<GitWorkspace> ws = repo.Workspace();
+  GitDesiredStateSource source(ws, {});
+  REQUIRE(source.Load("main").ok());
+
+  // The clone's folder is briefly a plain file: it can be neither opened nor made.
+  const std::filesystem::path clone = ws->clone_path();
+  const std::filesystem::path aside = clone.string() + ".aside";
+  std::filesystem::rename(clone, aside);
+  std::ofstream(clone) << "not a repository\n";
+  CHECK_FALSE(ws->DropCaches().ok());
+  std::filesystem::remove(clone);
+  std::filesystem::rename(aside, clone);
+
+  auto again = source.Load("main");
+  REQUIRE(again.ok());
+  CHECK(again->commit == commit);
 }
 
 TEST_CASE(
