@@ -7,6 +7,7 @@
 #include "reconciler/cli/pass_runner.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 
 #include "reconciler/cli/repo_options.h"
@@ -30,11 +31,12 @@ struct Setup {
   }
 
   // One pass as the command line runs it; the number of job lists Ray saw.
-  int ListsIn(const cli::PassWiring& wiring, bool* failed) {
+  int ListsIn(const cli::PassWiring& wiring, bool* failed, bool overlap_reads = false) {
     core::Result<cli::RepoHandles> handles = cli::OpenRepo(repo);
     REQUIRE(handles.ok());
     engine::ReconcileOptions options;
     options.ref = repo.ref;
+    options.overlap_reads = overlap_reads;
     ray.ResetCounters();
     core::Result<cli::PassRun> run =
         cli::RunPassOnRepo(global, repo, *handles->source, nullptr, options, wiring);
@@ -75,6 +77,37 @@ TEST_CASE(
   CHECK(s.ListsIn(daemon, &failed) == 1);
   CHECK(failed);
   CHECK(s.ray.JobCount() == 1);
+}
+
+TEST_CASE("plan and sync list Ray once: the listing started before the load is the pass's") {
+  Setup s;
+  bool failed = true;
+  s.ListsIn({}, &failed);  // submits hello; later passes change nothing
+  REQUIRE_FALSE(failed);
+  // The flags name the head: the early listing is the one the pass plans from (a second GET
+  // would mean it was thrown away).
+  CHECK(s.ListsIn({}, &failed, /*overlap_reads=*/true) == 1);
+  CHECK_FALSE(failed);
+  // The address only in cluster.yaml: nothing to list early, still one GET.
+  s.global.ray_address.clear();
+  CHECK(s.ListsIn({}, &failed, /*overlap_reads=*/true) == 1);
+  CHECK_FALSE(failed);
+  CHECK(s.ray.JobCount() == 1);
+}
+
+TEST_CASE("a one-shot pass saves the parse cache though its repository is left to the exit") {
+  Setup s;
+  engine::ReconcileOptions options;
+  options.ref = s.repo.ref;
+  options.dry_run = true;
+  core::Result<cli::PassRun> run = cli::RunPassFromFlags(s.global, s.repo, options, false);
+  REQUIRE(run.ok());
+  CHECK(run->result.planned);
+  int cache_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(s.repo.cache_dir)) {
+    cache_files += entry.path().extension() == ".parse-cache" ? 1 : 0;
+  }
+  CHECK(cache_files == 1);  // written before the handles were left to the exit
 }
 
 }  // namespace
