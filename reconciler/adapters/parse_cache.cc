@@ -305,14 +305,6 @@ void ParseCache::PutStatus(std::string_view blob_id, const core::StatusRecord& r
   Put(Key(kStatusKind, blob_id), std::move(payload));
 }
 
-void ParseCache::KeepSpec(std::string_view blob_id, std::string_view path,
-                          std::string_view jobs_dir) {
-  const std::string key = Key(kSpecKind, blob_id, path, jobs_dir);
-  std::lock_guard lock(mu_);
-  EnsureLoaded();
-  Use(key);
-}
-
 void ParseCache::KeepCluster(std::string_view blob_id, std::string_view path) {
   const std::string key = Key(kClusterKind, blob_id, path);
   std::lock_guard lock(mu_);

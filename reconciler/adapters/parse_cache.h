@@ -84,8 +84,8 @@ class ParseCache {
   void PutStatus(std::string_view blob_id, const core::StatusRecord& record);
 
   // Marks an entry as used without decoding it, for a caller that holds it decoded already (an
-  // in-memory hit): it is kept by the next Save. Nothing when there is no such entry.
-  void KeepSpec(std::string_view blob_id, std::string_view path, std::string_view jobs_dir);
+  // in-memory hit): it is kept by the next Save. Nothing when there is no such entry. (Specs
+  // have none: with a parse cache the desired-state source holds no parsed spec of its own.)
   void KeepCluster(std::string_view blob_id, std::string_view path);
   void KeepStatus(std::string_view blob_id);
 
