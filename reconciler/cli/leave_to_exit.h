@@ -6,8 +6,8 @@
 
 namespace rg::cli {
 
-// A one-shot command (`plan`, `sync`, `diff`, `history`) hands its largest structures (the
-// opened repository with its parse cache, the pass's plan and records) to the process's exit
+// A one-shot command (`plan`, `sync`) hands its largest structures (the opened repository
+// with its parse cache, the pass's plan and records) to the process's exit
 // instead of freeing them one small object at a time just before it: at 10,000 specs that
 // freeing was a sixth of a `plan`. They stay reachable until the process ends, so a leak
 // checker does not count them. Whatever must outlive them is done first by the caller (the

@@ -19,7 +19,7 @@ namespace {
 
 core::Value Body(const std::string& id) {
   core::Value::Object body;
-  body["entrypoint"] = "sleep 300";
+  body["entrypoint"] = "python train.py";
   body["submission_id"] = id;
   return {std::move(body)};
 }

@@ -168,8 +168,8 @@ TEST_CASE("overlapped reads list Ray on another thread and decide exactly as seq
   InMemoryDesiredStateSource source;
   InMemoryStatusStore store;
   source.SetFile("cluster.yaml", "address: " + ray.address() + "\n", CommitId(0));
-  source.SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
-  source.SetFile("jobs/b.yaml", CustomSpec("sleep 301"), CommitId(1));
+  source.SetFile("jobs/a.yaml", CustomSpec("python a.py"), CommitId(1));
+  source.SetFile("jobs/b.yaml", CustomSpec("python b.py"), CommitId(1));
   ReconcileDeps deps;
   deps.source = &source;
   deps.server = &client;
