@@ -10,6 +10,7 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/engine/status_commit.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 #include "tests/support/gated_job_server.h"
@@ -163,7 +164,9 @@ std::vector<std::string> Decisions(const PassResult& r) {
 
 TEST_CASE("overlapped reads list Ray on another thread and decide exactly as sequential ones",
           "[engine]") {
-  FakeRayServer ray;
+  // A head whose jobs move only on `clock`, never advanced here: both passes see one state.
+  testing::FakeClock clock;
+  FakeRayServer ray{testing::FrozenHeadOptions(&clock)};
   testing::GatedJobServer client(ray.address());
   InMemoryDesiredStateSource source;
   InMemoryStatusStore store;
