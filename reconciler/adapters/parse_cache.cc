@@ -22,10 +22,14 @@ namespace fs = std::filesystem;
 
 // The file: magic, format version, checksum (XXH64 of the body), body size, then the body:
 // the program version, the generation of the Save that wrote it, and the entries, each its
-// key, the generation it was last used in, and its payload.
+// key, the generation it was last used in, and its payload. Then any number of segments, each
+// its magic, checksum and size, then a body laid out as the base's (program version,
+// generation, entries).
 constexpr std::string_view kMagic = "RGPARSE\n";
 constexpr size_t kHeaderBytes = kMagic.size() + 4 + 8 + 8;
 constexpr size_t kChecksumOffset = kMagic.size() + 4;
+constexpr std::string_view kSegmentMagic = "RGPSEG1\n";
+constexpr size_t kSegmentHeaderBytes = kSegmentMagic.size() + 8 + 8;
 // Far beyond any real cache (10,000 specs take a few tens of MB): a larger file is not read.
 constexpr uint64_t kMaxFileBytes = uint64_t{1} << 31;
 
@@ -52,11 +56,16 @@ std::string ErrnoText(std::string_view what, const std::string& path) {
   return std::string(what) + " " + path + ": " + std::strerror(errno);
 }
 
+struct FileBytes {
+  std::string bytes;
+  uint64_t inode = 0;  // 0 when there is no file
+};
+
 // The whole file, or an error; a missing file is an empty string and no error.
-core::Result<std::string> ReadWholeFile(const std::string& path) {
+core::Result<FileBytes> ReadWholeFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return std::string();
+    if (errno == ENOENT) return FileBytes{};
     return core::Error::Transient(ErrnoText("cannot open", path));
   }
   struct stat st {};
@@ -79,7 +88,13 @@ core::Result<std::string> ReadWholeFile(const std::string& path) {
   }
   ::close(fd);
   out.resize(done);  // a file cut meanwhile reads short and fails its checksum
-  return out;
+  return FileBytes{std::move(out), static_cast<uint64_t>(st.st_ino)};
+}
+
+uint64_t InodeOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_ino);
 }
 
 bool WriteAll(int fd, std::string_view bytes) {
@@ -143,21 +158,26 @@ ParseCache::ParseCache(std::string path, std::string program_version)
 }
 
 void ParseCache::Load() {
-  core::Result<std::string> read = ReadWholeFile(path_);
+  core::Result<FileBytes> read = ReadWholeFile(path_);
   if (!read.ok()) {
     load_problem_ = read.error().message();
     dirty_ = true;
+    rewrite_ = true;
     return;
   }
-  buffer_ = std::move(*read);
+  buffer_ = std::move(read->bytes);
+  file_inode_ = read->inode;
+  file_bytes_ = buffer_.size();
+  base_bytes_ = 0;
   if (buffer_.empty()) return;  // no file yet (or an empty one: nothing to rebuild)
   spec::ByteReader header(buffer_);
   const std::string_view magic = header.Bytes(kMagic.size());
   const uint32_t version = header.U32();
   const uint64_t checksum = header.U64();
   const uint64_t body_size = header.U64();
-  const std::string_view body =
+  const std::string_view rest =
       std::string_view(buffer_).substr(std::min(kHeaderBytes, buffer_.size()));
+  const std::string_view body = rest.substr(0, std::min<uint64_t>(body_size, rest.size()));
   if (!header.ok() || magic != kMagic) {
     load_problem_ = "not a parse cache file";
   } else if (version != spec::kParseCacheFormatVersion) {
@@ -165,18 +185,24 @@ void ParseCache::Load() {
                     std::to_string(spec::kParseCacheFormatVersion);
   } else if (body_size != body.size() || spec::Hash64(body) != checksum) {
     load_problem_ = "truncated or corrupt (checksum mismatch)";
-  } else if (!LoadBody(body)) {
-    if (load_problem_.empty()) load_problem_ = "malformed index";
+  } else {
+    spec::ByteReader r(body);
+    if (!LoadEntries(r, /*replace=*/false) && load_problem_.empty()) {
+      load_problem_ = "malformed index";
+    }
   }
   if (!load_problem_.empty()) {
     entries_.clear();
     buffer_.clear();
     dirty_ = true;
+    rewrite_ = true;
+    return;
   }
+  base_bytes_ = kHeaderBytes + body.size();
+  LoadSegments(base_bytes_);
 }
 
-bool ParseCache::LoadBody(std::string_view body) {
-  spec::ByteReader r(body);
+bool ParseCache::LoadEntries(spec::ByteReader& r, bool replace) {
   if (r.StringView() != program_version_) {
     load_problem_ = "written by another build of ray-gitops";
     return false;
@@ -184,7 +210,8 @@ bool ParseCache::LoadBody(std::string_view body) {
   const uint64_t generation = r.U64();
   // An entry is at least two empty strings and a generation.
   const uint32_t count = r.Count(4 + 8 + 4);
-  entries_.reserve(count);
+  std::vector<std::pair<std::string, Entry>> read;
+  read.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i) {
     std::string key(r.StringView());
     Entry e;
@@ -192,11 +219,45 @@ bool ParseCache::LoadBody(std::string_view body) {
     const std::string_view payload = r.StringView();
     e.offset = static_cast<size_t>(payload.data() - buffer_.data());
     e.size = payload.size();
-    if (!entries_.emplace(std::move(key), std::move(e)).second) r.Fail();
+    read.emplace_back(std::move(key), std::move(e));
   }
   if (!r.ok() || !r.at_end()) return false;
-  generation_ = generation + 1;
+  // Applied whole or not at all: a malformed list leaves the entries as they were.
+  entries_.reserve(entries_.size() + read.size());
+  if (replace) {
+    for (auto& [key, e] : read) entries_.insert_or_assign(std::move(key), std::move(e));
+  } else {
+    for (auto& [key, e] : read) {
+      if (!entries_.emplace(std::move(key), std::move(e)).second) return false;
+    }
+  }
+  generation_ = std::max(generation_, generation + 1);
   return true;
+}
+
+void ParseCache::LoadSegments(size_t at) {
+  while (at < buffer_.size()) {
+    const std::string_view rest = std::string_view(buffer_).substr(at);
+    spec::ByteReader header(rest);
+    const std::string_view magic = header.Bytes(kSegmentMagic.size());
+    const uint64_t checksum = header.U64();
+    const uint64_t size = header.U64();
+    const std::string_view after = rest.substr(std::min(kSegmentHeaderBytes, rest.size()));
+    if (!header.ok() || magic != kSegmentMagic || size > after.size() ||
+        spec::Hash64(after.substr(0, size)) != checksum) {
+      break;  // cut short or damaged: ignored with what follows
+    }
+    spec::ByteReader r(after.substr(0, size));
+    if (!LoadEntries(r, /*replace=*/true)) {
+      load_problem_.clear();  // the base stands; only the segment is set aside
+      break;
+    }
+    at += kSegmentHeaderBytes + size;
+  }
+  if (at < buffer_.size()) {
+    dirty_ = true;
+    rewrite_ = true;
+  }
 }
 
 std::string_view ParseCache::Payload(const Entry& e) const {
@@ -214,6 +275,7 @@ ParseCache::Entry* ParseCache::Use(const std::string& key) {
 void ParseCache::Put(std::string key, std::string payload) {
   Entry e;
   e.in_buffer = false;
+  e.unsaved = true;
   e.owned = std::move(payload);
   e.size = e.owned.size();
   e.last_used = generation_;
@@ -224,6 +286,7 @@ void ParseCache::Put(std::string key, std::string payload) {
 void ParseCache::Drop(const std::string& key) {
   entries_.erase(key);
   dirty_ = true;
+  rewrite_ = true;
 }
 
 std::optional<CachedSpecFile> ParseCache::FindSpec(std::string_view blob_id, std::string_view path,
@@ -383,17 +446,85 @@ void ParseCache::Release() {
   loaded_ = false;
 }
 
+bool ParseCache::MustRewrite() const {
+  if (rewrite_ || file_inode_ == 0 || base_bytes_ == 0) return true;
+  size_t used = 0;
+  for (const auto& [key, e] : entries_) used += e.last_used == generation_ ? 1 : 0;
+  // A rewrite would drop entries no longer used; so would outgrown segments be folded in.
+  return entries_.size() > used + kSpareEntries || file_bytes_ - base_bytes_ > base_bytes_;
+}
+
+core::Result<bool> ParseCache::Append() {
+  spec::ByteWriter body;
+  body.String(program_version_);
+  body.U64(generation_);
+  std::vector<Entry*> unsaved;
+  for (auto& [key, e] : entries_) {
+    if (e.unsaved) unsaved.push_back(&e);
+  }
+  body.U32(static_cast<uint32_t>(unsaved.size()));
+  for (auto& [key, e] : entries_) {
+    if (!e.unsaved) continue;
+    body.String(key);
+    body.U64(e.last_used);
+    body.String(Payload(e));
+  }
+  spec::ByteWriter segment;
+  segment.Bytes(kSegmentMagic);
+  segment.U64(spec::Hash64(body.bytes()));
+  segment.U64(body.size());
+  segment.Bytes(body.bytes());
+
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return false;  // gone: written whole instead
+  struct stat st {};
+  // Appended only to the file as this cache last saw it; another writer's file is rewritten.
+  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_ino) != file_inode_ ||
+      static_cast<uint64_t>(st.st_size) != file_bytes_) {
+    ::close(fd);
+    return false;
+  }
+  // One write: a reader sees the whole segment or a cut one, which it ignores.
+  const bool written = WriteAll(fd, segment.bytes()) && ::fdatasync(fd) == 0;
+  const std::string why = written ? "" : ErrnoText("cannot append to", path_);
+  ::close(fd);
+  if (!written) return core::Error::Transient(why);
+  file_bytes_ += segment.size();
+  for (Entry* e : unsaved) e->unsaved = false;
+  return true;
+}
+
 core::Status ParseCache::Save() {
   std::lock_guard lock(mu_);
   EnsureLoaded();
   if (!dirty_) return core::OkStatus();
+  if (!MustRewrite()) {
+    core::Result<bool> appended = Append();
+    if (!appended.ok()) {
+      rewrite_ = true;  // a write that failed may have left part of a segment
+      return appended.error();
+    }
+    if (*appended) {
+      dirty_ = false;
+      ++generation_;
+      ++saves_;
+      return core::OkStatus();
+    }
+  }
   // Serialize re-points the entries into the new bytes, so they are kept even when the write
   // fails (the cache stays dirty and is saved again later).
   std::string bytes = Serialize();
   core::Status written = ReplaceFile(path_, bytes);
   buffer_ = std::move(bytes);
-  if (!written.ok()) return written;
+  if (!written.ok()) {
+    rewrite_ = true;
+    return written;
+  }
+  file_inode_ = InodeOf(path_);
+  file_bytes_ = buffer_.size();
+  base_bytes_ = buffer_.size();
   dirty_ = false;
+  rewrite_ = false;
   ++generation_;
   ++saves_;
   return core::OkStatus();

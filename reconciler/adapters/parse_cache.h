@@ -14,13 +14,20 @@
 // another version, or holds an entry that does not decode is set aside (the entry or the whole
 // file) and rebuilt by the next Save, while the run goes on parsing as if there were no cache.
 //
-// Bounded: Save keeps every entry used since the last Save (found, put or kept), and of the
-// others the most recently used, at most as many as were used plus kSpareEntries. So the file
-// holds the current trees plus a margin of older versions, and does not grow as specs change.
+// Bounded: a save that would drop entries (see Compacting below) keeps every entry used since
+// the last save (found, put or kept), and of the others the most recently used, at most as many
+// as were used plus kSpareEntries. So the file holds the current trees plus a margin of older
+// versions, and does not grow as specs change.
 //
-// Saved atomically (a temporary file in the same folder, fsync, rename) and only when something
-// changed: a run that parsed nothing leaves the file as it was. Two processes saving at once
-// leave one of the two files whole (the last rename wins).
+// Written only when something changed: a run that parsed nothing leaves the file as it was.
+// A save that only adds entries appends them to the file as one segment (its own checksum, one
+// write), so a one-file push costs the daemon one small write, not a copy of every entry. A
+// save rewrites the whole file instead (to a temporary file in the same folder, fsync, rename:
+// never a torn file) when the file as loaded could not be used, an entry was dropped, another
+// process wrote the file since this one read it, the entries no longer used exceed
+// kSpareEntries, or the appended segments outgrow the rest of the file. A segment cut short (a
+// crash, or a reader racing a writer) or of another build is ignored, and the next save
+// rewrites the file; two processes saving at once leave whole segments or one whole file.
 //
 // Thread-safe: every member function takes the cache's lock. The daemon uses it from its pass
 // thread, through the desired-state source and the status store.
@@ -37,6 +44,7 @@
 #include "reconciler/core/spec_model.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/spec/loaded_job_spec.h"
+#include "reconciler/spec/parse_cache_codec.h"
 #include "reconciler/spec/spec_loader.h"
 
 namespace rg::adapters {
@@ -110,6 +118,7 @@ class ParseCache {
  private:
   struct Entry {
     bool in_buffer = true;  // the payload is buffer_[offset, offset + size), else `owned`
+    bool unsaved = false;   // put since the file was last read or written
     size_t offset = 0;
     size_t size = 0;
     std::string owned;
@@ -117,6 +126,12 @@ class ParseCache {
   };
 
   void Load();
+  // The entries after the header: the base (duplicates fail) or a segment (later entries
+  // replace earlier ones). False on a malformed list.
+  bool LoadEntries(spec::ByteReader& r, bool replace);
+  // The segments appended after the base, from `at` (an offset into buffer_): whole ones are
+  // read, the first bad one and what follows are ignored and the file marked for rewriting.
+  void LoadSegments(size_t at);
   void EnsureLoaded();  // after Release: reads the file again (mu_ held)
   bool LoadBody(std::string_view body);
   std::string_view Payload(const Entry& e) const;
@@ -126,6 +141,11 @@ class ParseCache {
   void Drop(const std::string& key);
   // The file's bytes: what Save writes, the entries to keep re-pointed into it.
   std::string Serialize();
+  // True when a save must rewrite the file rather than append to it (see the file comment).
+  bool MustRewrite() const;
+  // Appends the unsaved entries as one segment; false when the file is not the one this cache
+  // read or wrote (the caller rewrites it then), an error when the write fails.
+  core::Result<bool> Append();
 
   const std::string path_;
   const std::string program_version_;
@@ -134,7 +154,11 @@ class ParseCache {
   std::unordered_map<std::string, Entry> entries_;
   uint64_t generation_ = 1;  // of this Save period; entries used in it carry it
   bool dirty_ = false;
-  bool loaded_ = true;  // false after Release until the next use
+  bool rewrite_ = false;     // the next save must rewrite the file
+  size_t base_bytes_ = 0;    // the file's header and base, as read or last written
+  size_t file_bytes_ = 0;    // the whole file, as read or last written (or appended to)
+  uint64_t file_inode_ = 0;  // 0: no file read or written yet
+  bool loaded_ = true;       // false after Release until the next use
   std::string load_problem_;
   int saves_ = 0;
 };

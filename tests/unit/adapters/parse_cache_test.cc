@@ -137,7 +137,6 @@ TEST_CASE("a damaged file is never trusted: the run goes on without it and it is
       {"empty", ""},
       {"cut in half", good.substr(0, good.size() / 2)},
       {"cut by one byte", good.substr(0, good.size() - 1)},
-      {"a byte added", good + "x"},
       {"not a cache file", "hello\n"},
   };
   for (size_t at :
@@ -215,7 +214,7 @@ TEST_CASE("a folder in the file's place is not fatal, and an empty one is replac
 TEST_CASE("a run that changes nothing does not write the file") {
   testing::TempDir tmp;
   const std::string path = tmp.Sub("repo.parse-cache");
-  SaveThree(path);
+  const std::string three = SaveThree(path);
   const ino_t before = Inode(path);
   ParseCache cache(path, kVersion);
   CHECK(cache.FindSpec(BlobId(1), SpecPath(1), "jobs"));
@@ -224,13 +223,153 @@ TEST_CASE("a run that changes nothing does not write the file") {
   REQUIRE(cache.Save().ok());
   CHECK(cache.saves() == 0);
   CHECK(Inode(path) == before);
+  CHECK(ReadFile(path) == three);
 
   cache.PutStatus(BlobId(4), Record(4));
   REQUIRE(cache.Save().ok());
   CHECK(cache.saves() == 1);
-  CHECK(Inode(path) != before);  // replaced by a rename, never written in place
   REQUIRE(cache.Save().ok());
   CHECK(cache.saves() == 1);
+}
+
+TEST_CASE("a save that only adds entries appends them, and a new process finds them all") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("repo.parse-cache");
+  const std::string three = SaveThree(path);
+  const ino_t before = Inode(path);
+  {
+    ParseCache cache(path, kVersion);
+    cache.PutStatus(BlobId(4), Record(4));
+    REQUIRE(cache.Save().ok());
+    cache.PutSpec(BlobId(5), SpecPath(5), "jobs", SpecText(5), *Parse(5));
+    REQUIRE(cache.Save().ok());
+    CHECK(cache.saves() == 2);
+  }
+  // Written in place: the file as it was, then the new entries only.
+  const std::string grown = ReadFile(path);
+  CHECK(Inode(path) == before);
+  CHECK(grown.substr(0, three.size()) == three);
+  ParseCache cache(path, kVersion);
+  CHECK(cache.load_problem().empty());
+  CHECK(cache.size() == 5);
+  RequireThreeFound(path);
+  CHECK(cache.FindStatus(BlobId(4)) == Record(4));
+  std::optional<CachedSpecFile> spec = cache.FindSpec(BlobId(5), SpecPath(5), "jobs");
+  REQUIRE(spec);
+  CHECK(*spec->loaded == *Parse(5));
+}
+
+TEST_CASE("an appended segment cut short or damaged is ignored, and the next save rewrites it") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("repo.parse-cache");
+  const std::string three = SaveThree(path);
+  {
+    ParseCache cache(path, kVersion);
+    cache.PutStatus(BlobId(4), Record(4));
+    REQUIRE(cache.Save().ok());
+  }
+  const std::string grown = ReadFile(path);
+  const size_t segment = grown.size() - three.size();
+  std::vector<std::pair<std::string, std::string>> damaged = {
+      {"one byte of a segment", three + grown.substr(three.size(), 1)},
+      {"cut by one byte", grown.substr(0, grown.size() - 1)},
+      {"cut in half", grown.substr(0, three.size() + segment / 2)},
+      {"a byte added", grown + "x"},
+  };
+  for (size_t at : {size_t{0}, size_t{9}, segment / 2, segment - 1}) {
+    std::string flipped = grown;
+    flipped[three.size() + at] = static_cast<char>(flipped[three.size() + at] ^ 0x20);
+    damaged.emplace_back("segment byte " + std::to_string(at) + " flipped", flipped);
+  }
+  for (const auto& [what, bytes] : damaged) {
+    SECTION(what) {
+      WriteFile(path, bytes);
+      const ino_t before = Inode(path);
+      {
+        ParseCache cache(path, kVersion);
+        CHECK(cache.load_problem().empty());  // the base stands
+        RequireThreeFound(path);
+        // A damaged segment is never used; a whole one before the damage is.
+        CHECK(cache.FindStatus(BlobId(4)).has_value() == (what == "a byte added"));
+        REQUIRE(cache.Save().ok());  // nothing put, but the file is set right
+        CHECK(Inode(path) != before);
+      }
+      ParseCache cache(path, kVersion);
+      CHECK(cache.load_problem().empty());
+      CHECK(cache.size() == (what == "a byte added" ? 4 : 3));
+      REQUIRE(cache.Save().ok());
+      CHECK(cache.saves() == 0);  // nothing left to set right
+    }
+  }
+}
+
+TEST_CASE("a segment another build appended is not used, and the file is rewritten") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("repo.parse-cache");
+  SaveThree(path);
+  {
+    ParseCache ours(path, kVersion);
+    ours.PutStatus(BlobId(4), Record(4));
+    REQUIRE(ours.Save().ok());
+  }
+  std::string bytes = ReadFile(path);
+  const size_t version_at = bytes.rfind(kVersion);
+  REQUIRE(version_at != std::string::npos);
+  bytes[version_at] = 'R';  // the segment now names another build; its checksum made right
+  const size_t segment_at = bytes.rfind("RGPSEG1\n");
+  REQUIRE(segment_at != std::string::npos);
+  spec::ByteWriter sum;
+  sum.U64(spec::Hash64(std::string_view(bytes).substr(segment_at + 24)));
+  bytes.replace(segment_at + 8, 8, sum.bytes());
+  WriteFile(path, bytes);
+  ParseCache cache(path, kVersion);
+  CHECK(cache.load_problem().empty());
+  CHECK_FALSE(cache.FindStatus(BlobId(4)));
+  CHECK(cache.size() == 3);
+  const ino_t before = Inode(path);
+  REQUIRE(cache.Save().ok());
+  CHECK(Inode(path) != before);
+  CHECK(ReadFile(path).find("RGPSEG1") == std::string::npos);
+}
+
+TEST_CASE("a file another process wrote since this one read it is rewritten, not appended to") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("repo.parse-cache");
+  SaveThree(path);
+  ParseCache mine(path, kVersion);
+  {
+    ParseCache theirs(path, kVersion);
+    theirs.PutStatus(BlobId(8), Record(8));
+    REQUIRE(theirs.Save().ok());  // appended: the file is longer than `mine` read it
+  }
+  mine.PutStatus(BlobId(4), Record(4));
+  const ino_t before = Inode(path);
+  REQUIRE(mine.Save().ok());
+  CHECK(Inode(path) != before);  // a whole new file, by rename
+  ParseCache cache(path, kVersion);
+  CHECK(cache.FindStatus(BlobId(4)));
+  CHECK(cache.size() == 4);  // what `mine` held: the other's entry was not seen by it
+}
+
+TEST_CASE("appended segments are folded into one file when they outgrow the rest") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("repo.parse-cache");
+  SaveThree(path);
+  ParseCache cache(path, kVersion);
+  std::vector<ino_t> inodes = {Inode(path)};
+  for (int i = 10; i < 70; ++i) {
+    cache.PutStatus(BlobId(i), Record(i));
+    REQUIRE(cache.Save().ok());
+    if (Inode(path) != inodes.back()) inodes.push_back(Inode(path));
+  }
+  CHECK(inodes.size() >= 3);  // rewritten several times, as the segments doubled the file
+  ParseCache again(path, kVersion);
+  CHECK(again.size() == 63);
+  // The header names the base's size: what follows it (the segments) is never larger.
+  const std::string bytes = ReadFile(path);
+  spec::ByteReader header(std::string_view(bytes).substr(20, 8));
+  const uint64_t base = 28 + header.U64();
+  CHECK(bytes.size() - base <= base);
 }
 
 TEST_CASE("saving leaves no temporary file, and writers racing never leave a torn file") {
