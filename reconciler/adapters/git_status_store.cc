@@ -204,6 +204,7 @@ core::Result<core::Ledger> LedgerOfScope(core::Ledger records, const ports::Ledg
 
 // Why `change` must not be written on top of `files`, or empty when it may be. The records
 // of the writer are those of `scope` unless the record names its own owner.
+// `files` as read: its records are those before this write (a name is written at most once).
 std::string RefusalOf(const std::string& name, const std::optional<core::StatusRecord>& record,
                       const StatusFiles& files, const ports::LedgerScope& scope, bool& foreign) {
   if (!core::IsValidJobName(name)) {
@@ -420,8 +421,10 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   auto base = tip->has_value() ? TreeOf(tip->value().get()) : EmptyTree(repo);
   if (!base) return base.error();
 
+  // Updated in place into every record after this commit, for STATUS.md: each change is of
+  // another name, so a name's record is as read until its own change is applied.
   StatusFiles files = ReadStatusFiles(repo, base->get(), DecoderInto(decoded_));
-  core::Ledger ledger = files.records;  // every record after this commit, for STATUS.md
+  core::Ledger& ledger = files.records;
   std::vector<std::string> refused;
   bool foreign = false;
   TreeEdits edits(repo);

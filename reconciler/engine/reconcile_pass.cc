@@ -290,10 +290,12 @@ std::optional<PassInputs> ReadCurrentInputs(const ReconcileDeps& deps,
 
 using JobsById = std::map<std::string, core::RayJob, std::less<>>;
 
-JobsById ById(const std::vector<core::RayJob>& jobs) {
+JobsById ById(std::vector<core::RayJob> jobs) {
   JobsById out;
-  for (const auto& job : jobs) {
-    if (!job.submission_id.empty()) out[job.submission_id] = job;
+  for (auto& job : jobs) {
+    if (job.submission_id.empty()) continue;
+    std::string id = job.submission_id;
+    out.insert_or_assign(std::move(id), std::move(job));
   }
   return out;
 }
@@ -320,7 +322,7 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
   core::Result<std::vector<core::RayJob>> after = deps.server->List();
   if (after.ok()) {
     SanitizeJobs(*after, result.redactor);
-    ray_jobs = ById(*after);
+    ray_jobs = ById(std::move(*after));
   }
 }
 
@@ -414,8 +416,8 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   result.blocked = result.plan.blocked;
   AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
 
-  // 5. Apply.
-  JobsById ray_jobs = ById(in->observed);
+  // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
+  JobsById ray_jobs = ById(std::move(in->observed));
   if (!options.dry_run && !result.plan.actions.empty()) {
     ApplyAndObserve(deps, planned, snapshot, result, ray_jobs);
   }
