@@ -421,10 +421,8 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   auto base = tip->has_value() ? TreeOf(tip->value().get()) : EmptyTree(repo);
   if (!base) return base.error();
 
-  // Updated in place into every record after this commit, for STATUS.md: each change is of
-  // another name, so a name's record is as read until its own change is applied.
   StatusFiles files = ReadStatusFiles(repo, base->get(), DecoderInto(decoded_));
-  core::Ledger& ledger = files.records;
+  core::Ledger& ledger = files.records;  // updated in place for STATUS.md, one name at a time
   std::vector<std::string> refused;
   bool foreign = false;
   TreeEdits edits(repo);
