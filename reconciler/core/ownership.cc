@@ -159,15 +159,33 @@ void Ownership::AddPrevious(std::string_view url) {
   if (!identity.empty()) previous.try_emplace(std::move(identity), StripUrlCredentials(url));
 }
 
+namespace {
+
+// RepoIdentity of the last URL asked for on this thread: a pass classifies every job, and the
+// jobs of one repository carry one URL.
+const std::string& CachedRepoIdentity(std::string_view url) {
+  thread_local std::string last_url;
+  thread_local std::string last_identity;
+  thread_local bool filled = false;
+  if (!filled || url != last_url) {
+    last_identity = RepoIdentity(url);
+    last_url.assign(url);
+    filled = true;
+  }
+  return last_identity;
+}
+
+}  // namespace
+
 JobOwnership ClassifyJob(const RayJob& job, const Ownership& owner) {
-  if (job.type == "DRIVER" || job.Label(kMetaManagedBy) != owner.instance) {
+  if (job.type == "DRIVER" || job.LabelView(kMetaManagedBy) != owner.instance) {
     return JobOwnership::kNotOurs;
   }
-  const std::string recorded = job.Label(kMetaRepo);
+  const std::string_view recorded = job.LabelView(kMetaRepo);
   // No repository known on either side: a run recorded before repositories were compared, or
   // a caller that reads every run of its instance.
   if (owner.repo.empty() || recorded.empty()) return JobOwnership::kOurs;
-  const std::string identity = RepoIdentity(recorded);
+  const std::string& identity = CachedRepoIdentity(recorded);
   if (identity == owner.repo || std::ranges::find(owner.aliases, identity) != owner.aliases.end()) {
     return JobOwnership::kOurs;
   }

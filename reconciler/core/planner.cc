@@ -263,7 +263,7 @@ class Planner {
       *why = "submission id " + id + " is taken by a job not managed by " + policy_.owner.instance;
       return false;
     }
-    if (!spec.IsCurrentHash(job.Label(kMetaSpecHash))) {
+    if (!spec.IsCurrentHash(job.LabelView(kMetaSpecHash))) {
       *why = "submission id " + id + " is taken by a run of different content (spec hash " +
              job.Label(kMetaSpecHash, "?") + ", now " + spec.spec_hash + ")";
       if (spec.submission_id) {
@@ -292,7 +292,7 @@ class Planner {
     VersionAttempts at;
     if (auto it = by_name_.find(spec.name); it != by_name_.end()) {
       for (const RayJob* job : it->second) {
-        if (spec.IsCurrentHash(job->Label(kMetaSpecHash))) {
+        if (spec.IsCurrentHash(job->LabelView(kMetaSpecHash))) {
           at.in_ray[AttemptOf(*job, base)] = job;
         } else {
           at.older_versions.push_back(job);
@@ -569,7 +569,7 @@ class Planner {
     }
     // A run whose spec file is now unreadable is frozen, whatever its name was.
     for (const RayJob* job : active) {
-      if (frozen_paths_.contains(job->Label(kMetaSpecPath))) {
+      if (frozen_paths_.contains(job->LabelView(kMetaSpecPath))) {
         jp.phase = Phase::kInvalid;
         jp.message = "its spec file is invalid; frozen";
         plan_.jobs.push_back(std::move(jp));

@@ -39,8 +39,12 @@ struct RayJob {
 
   // The metadata value under `key`, or `fallback` when the job has none.
   std::string Label(std::string_view key, std::string_view fallback = {}) const {
+    return std::string(LabelView(key, fallback));
+  }
+  // The same without a copy: valid while the job and `fallback` are.
+  std::string_view LabelView(std::string_view key, std::string_view fallback = {}) const {
     auto it = metadata.find(key);
-    return it == metadata.end() ? std::string(fallback) : it->second;
+    return it == metadata.end() ? fallback : std::string_view(it->second);
   }
 };
 
