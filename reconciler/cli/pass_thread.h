@@ -10,13 +10,13 @@ namespace rg::cli {
 
 // One thread that runs the daemon's passes, one at a time, for the caller that waits on it.
 //
-// Why a thread of its own: glibc serves each thread's allocations from that thread's arena. A
-// full pass allocates hundreds of MB of short-lived objects (parsed specs, records, the plan)
-// while the loop keeps only its jobs' records. Built on the loop's thread, those records ended
-// up scattered among the pass's holes, and the heap could not be given back around them (at
-// 10,000 specs: 20 MB in use held 110 MB resident). With the pass here, the loop copies what
-// it keeps into its own arena, and once the pass's result is freed, malloc_trim returns this
-// arena's pages whole (docs/daemon.md, "Memory").
+// Why a thread of its own: the allocator (jemalloc or glibc, cli/heap.h) serves a thread's
+// allocations from an arena of its own. A full pass allocates hundreds of MB of short-lived objects
+// (parsed specs, records, the plan) while the loop keeps only its jobs' records. Built on the
+// loop's thread, those records ended up scattered among the pass's holes, and the heap could not be
+// given back around them (at 10,000 specs: 20 MB in use held 110 MB resident). With the pass here,
+// the loop copies what it keeps into its own arena, and once the pass's result is freed,
+// ReturnFreeMemory returns this arena's pages whole (docs/daemon.md, "Memory").
 class PassThread {
  public:
   PassThread();

@@ -4,7 +4,6 @@
 // a Ray call in flight is awaited up to 10 s, then abandoned; the pass records status and the
 // process exits 0, within 15 s in any case. A second signal exits at once (128 + the signal).
 
-#include <malloc.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/system_clock.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/heap.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/pass_thread.h"
@@ -421,9 +421,9 @@ std::optional<int64_t> ResidentBytes() {
 // After a full pass: the parse cache saved (only when the pass parsed something), and what
 // was parsed let go. At rest the daemon holds its jobs' records, not every spec and status
 // file it parsed: the next full pass reads them back from the parse cache (docs/daemon.md,
-// "Memory"). glibc gives freed heap back to the system only from the top of the heap; the
-// holes a pass leaves (pack building, parsing) would otherwise make the resident size creep
-// up over weeks though nothing leaks (tests/bench/daemon_soak.cc shows both).
+// "Memory"). The allocator keeps freed heap unless asked (cli/heap.h); the holes a pass leaves
+// (pack building, parsing) would otherwise make the resident size creep up over weeks though
+// nothing leaks (tests/bench/daemon_soak.cc shows both).
 void ReleaseParsedFiles(const RepoHandles& repo) {
   SaveParseCache(repo.parse_cache.get());
   if (repo.parse_cache) {
@@ -435,11 +435,11 @@ void ReleaseParsedFiles(const RepoHandles& repo) {
     LogEvent("warn", "cannot reopen the clone to free its caches",
              {{"reason", dropped.error().message()}});
   }
-  malloc_trim(0);
+  ReturnFreeMemory();
 }
 
-// The state the daemon's passes share, and the loop's after_pass hook that reads it: glibc gives
-// freed heap back only from the top of the heap unless asked. After every pass, once its
+// The state the daemon's passes share, and the loop's after_pass hook that reads it: the
+// allocator keeps freed heap unless asked (cli/heap.h). After every pass, once its
 // result is freed, the pass thread's arena goes back to the system and the daemon's resident
 // set falls to what it keeps (its jobs' records); rg_resident_bytes_after_pass shows it.
 std::shared_ptr<DaemonPassState> NewPassState(engine::LoopOptions& options,
@@ -450,7 +450,7 @@ std::shared_ptr<DaemonPassState> NewPassState(engine::LoopOptions& options,
   auto state = std::make_shared<DaemonPassState>();
   options.after_pass = [state, &metrics]() {
     if (!state->trim_due.exchange(false)) return;
-    malloc_trim(0);
+    ReturnFreeMemory();
     if (const std::optional<int64_t> resident = ResidentBytes()) {
       metrics.Set("rg_resident_bytes_after_pass", static_cast<double>(*resident));
     }
@@ -528,7 +528,8 @@ void LogStarted(const RunFlags& flags, const Timings& timings, const engine::Loo
             {"pass_deadline_ms", std::to_string(timings.pass_deadline_ms)},
             {"listen", flags.listen},
             {"port", std::to_string(port)},
-            {"webhook", http.webhook.secret ? flags.webhook_kind : "off"}});
+            {"webhook", http.webhook.secret ? flags.webhook_kind : "off"},
+            {"allocator", std::string(AllocatorName())}});
 }
 
 int RunDaemon(const GlobalOptions& global, RunFlags flags) {

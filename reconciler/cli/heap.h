@@ -1,0 +1,22 @@
+#pragma once
+// The process's heap: which allocator serves it, and giving freed memory back to the system.
+//
+// Release builds link jemalloc (docs/performance.md, "The allocator"): a pass allocates and
+// frees hundreds of thousands of small objects, and jemalloc does both markedly faster than
+// glibc's malloc. Sanitizer and fuzz builds keep the C library's allocator, which the
+// sanitizers replace.
+
+#include <string_view>
+
+namespace rg::cli {
+
+// "jemalloc" or "glibc".
+std::string_view AllocatorName();
+
+// Gives the heap's free pages back to the system now: jemalloc purges every arena's unused
+// pages (it would otherwise return them over the next seconds, and only while the process
+// allocates), glibc trims every arena (it returns freed heap only from the top unless asked).
+// The daemon calls it after every pass, so that what it holds at rest is what it keeps.
+void ReturnFreeMemory();
+
+}  // namespace rg::cli
