@@ -15,6 +15,8 @@
 namespace rg::cli {
 namespace {
 
+// AddressSanitizer keeps freed memory in its quarantine on purpose: nothing to measure there.
+#if !defined(__SANITIZE_ADDRESS__)
 int64_t ResidentBytes() {
   std::ifstream statm("/proc/self/statm");
   int64_t pages = 0;
@@ -23,8 +25,6 @@ int64_t ResidentBytes() {
   return resident * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-// AddressSanitizer keeps freed memory in its quarantine on purpose: nothing to measure there.
-#if !defined(__SANITIZE_ADDRESS__)
 TEST_CASE("freed small objects go back to the system when the heap is asked to return them") {
   CHECK((AllocatorName() == "jemalloc" || AllocatorName() == "glibc"));
   constexpr int64_t kMiB = 1 << 20;
