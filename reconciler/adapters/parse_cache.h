@@ -14,7 +14,7 @@
 // another version, or holds an entry that does not decode is set aside (the entry or the whole
 // file) and rebuilt by the next Save, while the run goes on parsing as if there were no cache.
 //
-// Bounded: a save that would drop entries (see Compacting below) keeps every entry used since
+// Bounded: a save that rewrites the file (see below) keeps every entry used since
 // the last save (found, put or kept), and of the others the most recently used, at most as many
 // as were used plus kSpareEntries. So the file holds the current trees plus a margin of older
 // versions, and does not grow as specs change.

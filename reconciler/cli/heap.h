@@ -1,7 +1,8 @@
 #pragma once
 // The process's heap: which allocator serves it, and giving freed memory back to the system.
 //
-// Release builds link jemalloc (docs/performance.md, "The allocator"): a pass allocates and
+// Builds link jemalloc (CMake option RG_JEMALLOC, on; docs/performance.md, "The allocator"):
+// a pass allocates and
 // frees hundreds of thousands of small objects, and jemalloc does both markedly faster than
 // glibc's malloc. Sanitizer and fuzz builds keep the C library's allocator, which the
 // sanitizers replace.
