@@ -52,6 +52,16 @@ inline std::string_view CommitRelationName(CommitRelation r) {
   return "unknown";
 }
 
+// What changed among the JobSpec files from one commit to another, for a narrow pass
+// (engine/narrow_pass.h): the new versions parsed, the old ones only by path.
+struct SpecChanges {
+  // Of the new commit: its cluster file, and of its spec files only those added or modified
+  // (checked among themselves and against the cluster file as Load checks them), their texts.
+  DesiredSnapshot snapshot;
+  // Spec paths of the old commit that were modified or removed.
+  std::vector<std::string> gone;
+};
+
 class DesiredStateSource {
  public:
   virtual ~DesiredStateSource() = default;
@@ -69,6 +79,20 @@ class DesiredStateSource {
   virtual core::Result<std::optional<std::string>> Head(const std::string& ref) {
     (void)ref;
     return std::optional<std::string>();
+  }
+
+  // The spec files that differ between commit `since` and the commit `ref` names, read from
+  // the local copy as the last Head or Load left it (no fetch). nullopt when this source
+  // cannot tell cheaply, or when anything but spec files changed under the jobs folder or in
+  // the cluster file (a link, a submodule, the folder itself), or more than `max_files` spec
+  // files changed: the caller then loads the whole commit.
+  virtual core::Result<std::optional<SpecChanges>> LoadChanges(const std::string& ref,
+                                                               const std::string& since,
+                                                               size_t max_files) {
+    (void)ref;
+    (void)since;
+    (void)max_files;
+    return std::optional<SpecChanges>();
   }
 
   // How `commit` stands to `pass_commit` (both full hex ids), as far as the local copy knows;

@@ -57,6 +57,20 @@ class StatusStore {
   // The files the last ReadLedger skipped.
   virtual std::vector<SkippedStatusFile> SkippedFiles() const = 0;
 
+  // What ReadLedger would give for `names` alone, read from the tip as last fetched (no
+  // fetch): the records of `scope` among status/<name>.yaml of those names, reading nothing
+  // else (a narrow pass: engine/narrow_pass.h). nullopt when this store cannot say cheaply or
+  // when ReadLedger would say more: a file of those names that would be skipped, or our
+  // instance's record of another cluster (the caller then reads the whole ledger, which
+  // reports them). Afterwards SkippedFiles is empty and Write refuses as after a ReadLedger
+  // of `scope`.
+  virtual core::Result<std::optional<core::Ledger>> ReadLedgerOf(
+      const LedgerScope& scope, const std::vector<std::string>& names) {
+    (void)scope;
+    (void)names;
+    return std::optional<core::Ledger>();
+  }
+
   // Applies `changes` on top of the current tip as one commit (STATUS.md regenerated from the
   // resulting set of records) and publishes it. Nothing is committed when the resulting tree
   // equals the tip's. When another writer moved the branch meanwhile, fetches, re-applies the
