@@ -182,6 +182,105 @@ std::string ShallowHint(git_repository* repo) {
          "fetch --unshallow`, or check out with fetch-depth: 0)";
 }
 
+// The tree of commit `hex`; nullopt when it cannot be read.
+std::optional<git::Tree> CommitTree(git_repository* repo, const std::string& hex) {
+  std::optional<git_oid> oid = git::ParseOid(hex);
+  git_commit* raw_commit = nullptr;
+  if (!oid || git_commit_lookup(&raw_commit, repo, &*oid) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  git::Commit commit(raw_commit);
+  git_tree* raw_tree = nullptr;
+  if (git_commit_tree(&raw_tree, commit.get()) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  return git::Tree(raw_tree);
+}
+
+// The entry at `path` of `tree` (nullptr when there is none).
+git::TreeEntry EntryAt(git_tree* tree, const std::string& path) {
+  git_tree_entry* raw = nullptr;
+  if (git_tree_entry_bypath(&raw, tree, path.c_str()) != 0) {
+    git_error_clear();
+    return git::TreeEntry(nullptr);
+  }
+  return git::TreeEntry(raw);
+}
+
+// Both trees hold the same thing at `path`: nothing, or one object with one mode.
+bool SameEntry(git_tree* before, git_tree* after, const std::string& path) {
+  const git::TreeEntry a = EntryAt(before, path);
+  const git::TreeEntry b = EntryAt(after, path);
+  if (!a || !b) return !a && !b;
+  return git_tree_entry_filemode(a.get()) == git_tree_entry_filemode(b.get()) &&
+         git_oid_equal(git_tree_entry_id(a.get()), git_tree_entry_id(b.get())) != 0;
+}
+
+// The jobs folder of `tree` as a tree (the root itself when jobs_dir is empty); nullopt when
+// it has none.
+std::optional<git::Tree> JobsTree(git_repository* repo, git_tree* tree,
+                                  const std::string& jobs_dir) {
+  if (jobs_dir.empty()) {
+    git_tree* copy = nullptr;
+    if (git_tree_dup(&copy, tree) != 0) return std::nullopt;
+    return git::Tree(copy);
+  }
+  const git::TreeEntry entry = EntryAt(tree, jobs_dir);
+  git_object* object = nullptr;
+  if (!entry || git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE ||
+      git_tree_entry_to_object(&object, repo, entry.get()) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  return git::Tree(reinterpret_cast<git_tree*>(object));
+}
+
+// The spec files that differ between two jobs folders: old paths modified or removed, new
+// paths added or modified (with their blobs). False when anything else differs under the
+// folder that Load would read (a link, a submodule), or when git cannot say.
+struct SpecDelta {
+  std::vector<std::string> gone;
+  std::vector<BlobAt> added;
+};
+
+bool Irregular(uint32_t mode) {
+  return mode == GIT_FILEMODE_LINK || mode == GIT_FILEMODE_COMMIT;
+}
+
+bool DiffJobsTrees(git_repository* repo, git_tree* before, git_tree* after,
+                   const WalkState& filter, SpecDelta& out) {
+  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  options.flags = GIT_DIFF_SKIP_BINARY_CHECK;
+  git_diff* raw = nullptr;
+  if (git_diff_tree_to_tree(&raw, repo, before, after, &options) != 0) {
+    git_error_clear();
+    return false;
+  }
+  const std::unique_ptr<git_diff, decltype(&git_diff_free)> diff(raw, git_diff_free);
+  const size_t count = git_diff_num_deltas(diff.get());
+  for (size_t i = 0; i < count; ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    for (const git_diff_file* file : {&delta->old_file, &delta->new_file}) {
+      if ((file->flags & GIT_DIFF_FLAG_EXISTS) == 0) continue;
+      const std::string path = filter.prefix + file->path;
+      if (IsUnder(path, filter.excluded_dir) || path == filter.cluster_file) continue;
+      if (Irregular(file->mode)) {
+        if (spec::IsUnderJobsDir(path, filter.jobs_dir)) return false;
+        continue;
+      }
+      if (!spec::IsSpecPath(path, filter.jobs_dir)) continue;
+      if (file == &delta->old_file) {
+        out.gone.push_back(path);
+      } else {
+        out.added.push_back({path, file->id});
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 GitDesiredStateSource::GitDesiredStateSource(std::shared_ptr<GitWorkspace> workspace,
@@ -412,6 +511,60 @@ ports::CommitRelation GitDesiredStateSource::Relate(const std::string& commit,
   auto [since, fresh] = outside_view_since_.try_emplace(commit, workspace_->fetches());
   if (!fresh && since->second < workspace_->fetches()) return ports::CommitRelation::kDiverged;
   return relation;
+}
+
+}  // namespace rg::adapters
+
+namespace rg::adapters {
+
+core::Result<std::optional<ports::SpecChanges>> GitDesiredStateSource::LoadChanges(
+    const std::string& ref, const std::string& since, size_t max_files) {
+  const std::optional<ports::SpecChanges> cannot;
+  auto resolved = Resolve(ref);
+  if (!resolved) return resolved.error();
+  git_repository* repo = workspace_->repository();
+  std::optional<git::Tree> before = CommitTree(repo, since);
+  std::optional<git::Tree> after = CommitTree(repo, resolved->commit);
+  if (!before || !after || !SameEntry(before->get(), after->get(), options_.cluster_file)) {
+    return cannot;
+  }
+  if (!options_.jobs_dir.empty() && JobsDirProblem(after->get(), options_.jobs_dir)) return cannot;
+  ports::SpecChanges changes;
+  ports::DesiredSnapshot& snapshot = changes.snapshot;
+  snapshot.commit = resolved->commit;
+  snapshot.ref = resolved->name;
+  snapshot.repo_url = workspace_->recorded_url();
+  snapshot.repo_aliases = workspace_->aliases();
+  std::map<std::string, CachedCluster> next_cluster_cache;
+  auto cluster = ReadClusterFile(repo, after->get(), snapshot, next_cluster_cache);
+  if (!cluster.ok()) return cluster.error();
+  cluster_cache_ = std::move(next_cluster_cache);
+
+  WalkState filter;
+  filter.jobs_dir = options_.jobs_dir;
+  filter.excluded_dir = options_.excluded_dir;
+  filter.cluster_file = options_.cluster_file;
+  filter.prefix = options_.jobs_dir.empty() ? "" : options_.jobs_dir + "/";
+  std::optional<git::Tree> old_jobs = JobsTree(repo, before->get(), options_.jobs_dir);
+  std::optional<git::Tree> new_jobs = JobsTree(repo, after->get(), options_.jobs_dir);
+  if (!old_jobs || !new_jobs) return cannot;
+  SpecDelta delta;
+  if (!DiffJobsTrees(repo, old_jobs->get(), new_jobs->get(), filter, delta) ||
+      std::max(delta.gone.size(), delta.added.size()) > max_files) {
+    return cannot;
+  }
+  std::vector<spec::LoadedSpecFile> files;
+  for (const BlobAt& blob : delta.added) {
+    auto text = ReadSpecBlob(repo, blob.oid, blob.path);
+    if (!text) return text.error();
+    ++spec_parses_;
+    files.push_back({blob.path, spec::ParseSpecFileForDesiredState(*text, blob.path,
+                                                                    options_.jobs_dir)});
+    snapshot.texts.emplace(blob.path, std::move(*text));
+  }
+  snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
+  changes.gone = std::move(delta.gone);
+  return std::optional(std::move(changes));
 }
 
 }  // namespace rg::adapters

@@ -49,6 +49,14 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // Fetches and resolves `ref` as Load does, without reading the commit's tree.
   core::Result<std::optional<std::string>> Head(const std::string& ref) override;
 
+  // The spec files that changed since `since`, from the local copy as the last Head or Load
+  // left it (ports::DesiredStateSource::LoadChanges). The changed files are parsed here, not
+  // looked up in the persistent cache (a narrow pass reads a few files; the cache file is
+  // large), and counted as parses.
+  core::Result<std::optional<ports::SpecChanges>> LoadChanges(const std::string& ref,
+                                                              const std::string& since,
+                                                              size_t max_files) override;
+
   // As Load, from the local copy as it is: no fetch. For reading older commits after a Load
   // (the spec a run was submitted from).
   core::Result<ports::DesiredSnapshot> Read(const std::string& ref);
@@ -60,10 +68,8 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
 
   // Forgets the parse results kept in memory (the persistent cache, when there is one, still
   // has them): the daemon's memory between passes.
-  void ReleaseMemory() {
-    std::map<std::string, CachedSpec>().swap(spec_cache_);
-    std::map<std::string, CachedCluster>().swap(cluster_cache_);
-  }
+  // The cluster file's parse is kept: it is small, and a narrow pass needs it.
+  void ReleaseMemory() { std::map<std::string, CachedSpec>().swap(spec_cache_); }
 
   // Files parsed since construction (for tests and metrics); results taken from the
   // persistent cache are not parses.

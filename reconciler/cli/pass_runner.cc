@@ -103,6 +103,22 @@ void SetOwner(const RepoOptions& repo, core::Ownership& owner) {
   }
 }
 
+// Makes clients of the head `ray` names, decorated.
+std::function<std::unique_ptr<ports::JobServer>()> ServerFactory(
+    const adapters::RayClientOptions& ray, const JobServerDecorator& decorate) {
+  return [ray, decorate]() -> std::unique_ptr<ports::JobServer> {
+    auto server = std::make_unique<adapters::RayHttpJobServer>(ray);
+    if (!decorate) return server;
+    return decorate(std::move(server));
+  };
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
@@ -141,12 +157,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   if (wiring.ray_call_attempts > 0) ray_options.max_attempts = wiring.ray_call_attempts;
   run.ray_address = core::StripUrlCredentials(ray_options.address);
 
-  auto make_server = [ray_options,
-                      decorate = wiring.decorate]() -> std::unique_ptr<ports::JobServer> {
-    auto server = std::make_unique<adapters::RayHttpJobServer>(ray_options);
-    if (!decorate) return server;
-    return decorate(std::move(server));
-  };
+  auto make_server = ServerFactory(ray_options, wiring.decorate);
   // The early listing is used when it went to the head the pass talks to.
   std::unique_ptr<ports::JobServer> server =
       early && early->address() == ray_options.address ? std::move(early) : make_server();
@@ -159,11 +170,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   LoadedSnapshotSource source(std::move(loaded_snapshot), repo_source);
   options.secrets.Merge(ProcessSecrets(ray_options, &repo));
   AddLogSecrets(options.secrets);
-  if (options.now_ms == 0) {
-    options.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-  }
+  if (options.now_ms == 0) options.now_ms = NowMs();
   engine::ReconcileDeps deps;
   deps.source = &source;
   deps.server = server.get();
@@ -178,6 +185,52 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   run.snapshot = run.result.snapshot;
   AddLogSecrets(run.result.redactor);
   return run;
+}
+
+core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(const GlobalOptions& global,
+                                                         const RepoOptions& repo,
+                                                         ports::DesiredStateSource& source,
+                                                         ports::StatusStore* store,
+                                                         engine::ReconcileOptions options,
+                                                         const PassWiring& wiring,
+                                                         const engine::PassIndex& index) {
+  const std::optional<PassRun> none;
+  if (!index.valid() || !index.cluster || store == nullptr || options.dry_run) return none;
+  core::Result<adapters::RayClientOptions> ray = ResolveRay(global, index.cluster->address);
+  if (!ray.ok()) return none;  // the full pass reports it
+  if (wiring.ray_call_attempts > 0) ray->max_attempts = wiring.ray_call_attempts;
+  auto make_server = ServerFactory(*ray, wiring.decorate);
+  std::unique_ptr<ports::JobServer> server = make_server();
+  std::unique_ptr<ports::ArtifactSink> sink;
+  engine::NarrowArtifacts artifacts = [&](const ports::DesiredSnapshot& changed) {
+    if (!wiring.artifacts) return static_cast<ports::ArtifactSink*>(nullptr);
+    core::Redactor secrets = ProcessSecrets(*ray, &repo);
+    secrets.Merge(index.redactor);
+    secrets.AddDesiredState(changed.state);
+    std::string why_none;
+    sink = MakeArtifactWriter(repo.no_artifacts, repo.artifacts_root, &*index.cluster,
+                              std::move(secrets), &why_none);
+    return sink.get();
+  };
+  options.secrets.Merge(ProcessSecrets(*ray, &repo));
+  AddLogSecrets(options.secrets);
+  if (options.now_ms == 0) options.now_ms = NowMs();
+  engine::ReconcileDeps deps;
+  deps.source = &source;
+  deps.server = server.get();
+  deps.server_factory = make_server;
+  deps.store = store;
+  SetOwner(repo, options.policy.owner);
+  options.ray_address = ray->address;
+  std::optional<engine::PassResult> result = engine::NarrowPass(index, deps, options, artifacts);
+  if (!result) return none;
+  PassRun run;
+  run.result = std::move(*result);
+  run.make_server = make_server;
+  run.snapshot = run.result.snapshot;
+  run.ray_address = core::StripUrlCredentials(ray->address);
+  AddLogSecrets(run.result.redactor);
+  return std::optional(std::move(run));
 }
 
 void LogPass(const engine::PassResult& result) {

@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -107,6 +108,7 @@ void LogPassReport(const engine::PassReport& report) {
       {"next_pass_in_ms", std::to_string(report.next_pass_in_ms)},
   };
   if (!r.spec_commit.empty()) fields["commit"] = ShortCommit(r.spec_commit);
+  if (r.narrow) fields["narrow"] = std::to_string(r.narrow_names.size());
   if (r.actions_not_started > 0) {
     fields["not_started"] = std::to_string(r.actions_not_started);
   }
@@ -344,6 +346,8 @@ struct LoopSlot {
 // counters behind the own-time and parse metrics.
 struct DaemonPassState {
   engine::PassMemo memo;
+  // What a narrow pass needs of the last full pass, when that found the world at rest.
+  engine::PassIndex index;
   core::SipHasher::Key digest_key = engine::RandomDigestKey();
   std::unique_ptr<ports::JobServer> checker;  // lists Ray for the early check
   std::string checker_address;
@@ -458,6 +462,24 @@ std::shared_ptr<DaemonPassState> NewPassState(engine::LoopOptions& options,
   return state;
 }
 
+// A narrow pass when the last full pass left an index and only spec files changed since
+// (engine/narrow_pass.h); nullopt when a full pass must run. Either way the index is spent:
+// after a narrow pass the world is no longer the one it describes.
+std::optional<engine::PassResult> NarrowPass(const GlobalOptions& global, const RunFlags& flags,
+                                             ports::DesiredStateSource& source,
+                                             ports::StatusStore* store,
+                                             const engine::ReconcileOptions& options,
+                                             const PassWiring& wiring, DaemonPassState& state) {
+  if (!state.index.valid()) return std::nullopt;
+  const engine::PassIndex index = std::exchange(state.index, engine::PassIndex());
+  core::Result<std::optional<PassRun>> run =
+      RunNarrowPassOnRepo(global, flags.repo, source, store, options, wiring, index);
+  if (!run.ok() || !run->has_value()) return std::nullopt;
+  state.memo = {};
+  (*run)->result.snapshot.reset();
+  return std::move((*run)->result);
+}
+
 engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& flags,
                                 ports::DesiredStateSource& source, ports::StatusStore* store,
                                 const RepoHandles& repo, core::MetricsRegistry& metrics,
@@ -487,7 +509,14 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     wiring.artifacts = true;
     wiring.decorate = decorate;
     wiring.ray_call_attempts = 1;
+    if (std::optional<engine::PassResult> narrow =
+            NarrowPass(global, flags, source, store, options, wiring, *state)) {
+      accounting.Record();
+      state->trim_due = true;
+      return std::move(*narrow);
+    }
     core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store, options, wiring);
+    if (run.ok()) state->index = engine::IndexPass(run->result, store);
     ReleaseParsedFiles(repo);
     if (!run.ok()) {
       state->memo = {};

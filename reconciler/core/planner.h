@@ -25,6 +25,10 @@ struct PlanPolicy {
   // `sync --max-stops N` given explicitly: a deliberate override that also lifts the
   // "desired set is empty" guard.
   bool max_stops_explicit = false;
+  // Valid specs desired besides those in the DesiredState planned: a narrow pass
+  // (engine/narrow_pass.h) plans a few names of a larger desired set, which is not empty
+  // though the part planned may be.
+  int desired_elsewhere = 0;
   // Wall-clock time of the pass (ms since the epoch): a stop sent less than
   // kStopResendAfterMs ago that Ray has not carried out yet is not sent again (Stopping).
   // 0: unknown; a pending stop is then never resent.

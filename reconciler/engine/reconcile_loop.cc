@@ -149,6 +149,18 @@ int64_t ReconcileLoop::NextDueUs() const {
   return NextDueLocked(clock_.MonotonicUs());
 }
 
+void MergeNarrowRecords(const PassResult& result, std::vector<core::StatusRecord>& jobs) {
+  std::erase_if(jobs, [&result](const core::StatusRecord& r) {
+    return std::ranges::binary_search(result.narrow_names, r.name);
+  });
+  const auto middle = static_cast<std::ptrdiff_t>(jobs.size());
+  jobs.insert(jobs.end(), result.records.begin(), result.records.end());
+  std::inplace_merge(jobs.begin(), jobs.begin() + middle, jobs.end(),
+                     [](const core::StatusRecord& a, const core::StatusRecord& b) {
+                       return a.name < b.name;
+                     });
+}
+
 bool ReconcileLoop::Step() {
   std::unique_lock<std::mutex> lock(mu_);
   const int64_t start_us = clock_.MonotonicUs();
@@ -213,7 +225,13 @@ void ReconcileLoop::EndPassLocked(PassReport& report, int64_t end_us, int64_t en
   if (!result.spec_commit.empty()) state_.spec_commit = result.spec_commit;
   if (!result.status_commit.empty()) state_.status_commit = result.status_commit;
   if (result.planned) {
-    state_.jobs = result.records;
+    if (result.narrow) {
+      MergeNarrowRecords(result, state_.jobs);
+    } else {
+      state_.jobs = result.records;
+    }
+    jobs_by_phase_.clear();
+    for (const core::StatusRecord& r : state_.jobs) ++jobs_by_phase_[r.phase];
     state_.jobs_as_of_ms = end_ms;
     state_.jobs_from_ledger = false;
     state_.blocked = result.blocked;
@@ -271,13 +289,16 @@ void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int6
     m.Add("rg_errors_total", n, {{"kind", std::string(core::ErrorKindName(kind))}});
   }
   if (result.planned) {
-    std::map<core::Phase, int> by_phase;
-    for (const core::StatusRecord& r : result.records) ++by_phase[r.phase];
     m.ClearGauge("rg_jobs");
     for (core::Phase p : core::kAllPhases) {
-      m.Set("rg_jobs", by_phase[p], {{"phase", std::string(core::PhaseName(p))}});
+      auto it = jobs_by_phase_.find(p);
+      m.Set("rg_jobs", it == jobs_by_phase_.end() ? 0 : it->second,
+            {{"phase", std::string(core::PhaseName(p))}});
     }
-    m.Set("rg_foreign_jobs", static_cast<double>(result.plan.foreign.size()));
+    // A narrow pass sees only its jobs' runs: the foreign ones are as the last full pass found.
+    if (!result.narrow) {
+      m.Set("rg_foreign_jobs", static_cast<double>(result.plan.foreign.size()));
+    }
   }
   if (verdict != PassVerdict::kFailed) {
     m.Set("rg_last_successful_pass_timestamp_seconds", static_cast<double>(end_wall_ms) / 1000);

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -79,6 +80,10 @@ struct LoopOptions {
 };
 
 using PassFunction = std::function<PassResult(const ReconcileOptions&)>;
+
+// The jobs as known after a narrow pass (PassResult::narrow): `jobs` (by name) with the
+// records of result.narrow_names replaced by the pass's records.
+void MergeNarrowRecords(const PassResult& result, std::vector<core::StatusRecord>& jobs);
 
 // What the loop tells its observer after each pass (the CLI logs it).
 struct PassReport {
@@ -166,6 +171,9 @@ class ReconcileLoop {
   std::string trigger_source_;  // the first pending trigger's source
   int64_t next_due_us_ = 0;     // the timer or the end of the backoff
   bool in_backoff_ = false;     // the last pass failed: triggers wait for next_due_us_
+  // The jobs of state_.jobs by phase, as of the last pass that planned (for rg_jobs); written
+  // and read on the loop's thread.
+  std::map<core::Phase, int> jobs_by_phase_;
   std::optional<int64_t> last_success_us_;
   std::optional<int64_t> pass_start_us_;  // the pass in flight's start
   bool deadline_reported_ = false;        // PublishLiveMetrics said so for the pass in flight

@@ -13,6 +13,7 @@
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_update.h"
 #include "reconciler/engine/pass_memo.h"
+#include "reconciler/engine/pass_steps.h"
 #include "reconciler/engine/status_commit.h"
 
 namespace rg::engine {
@@ -34,10 +35,6 @@ std::string OneLine(std::string text) {
   return text;
 }
 
-// Ray's messages cut to their first line and redacted, before anything plans or records them.
-void SanitizeJobs(std::vector<core::RayJob>& jobs, const core::Redactor& redactor) {
-  for (core::RayJob& job : jobs) job.message = redactor.SafeMessage(job.message);
-}
 
 core::Error Redacted(const core::Error& e, const core::Redactor& redactor) {
   return {e.kind(), redactor.Apply(e.message())};
@@ -66,14 +63,7 @@ void RedactResult(PassResult& r) {
   for (Warning& w : r.warnings) w.message = OneLine(x.Apply(w.message));
 }
 
-// What steps 1 to 3 of a pass read.
-struct PassInputs {
-  ports::DesiredSnapshot snapshot;
-  std::vector<core::RayJob> observed;
-  core::Ledger ledger;
-  std::vector<ports::SkippedStatusFile> skipped;
-  core::Ownership owner;  // the caller's, with the snapshot's repository
-};
+}  // namespace
 
 // Whose runs are ours (docs/operations.md): the caller's instance and --previous-repo URLs, and the
 // repository the snapshot was read from (unless the caller named one).
@@ -86,6 +76,8 @@ core::Ownership OwnershipFor(const core::Ownership& given, const ports::DesiredS
   }
   return owner;
 }
+
+namespace {
 
 // One warning per other repository whose runs carry our instance.
 void AddForeignJobWarnings(const core::Plan& plan, const std::string& instance,
@@ -234,8 +226,12 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   return in;
 }
 
-// Commit -> a run of ours submitted from it, for every such commit that the pass's commit
-// does not include: a descendant, or one the local copy lacks.
+}  // namespace
+
+void SanitizeJobs(std::vector<core::RayJob>& jobs, const core::Redactor& redactor) {
+  for (core::RayJob& job : jobs) job.message = redactor.SafeMessage(job.message);
+}
+
 std::map<std::string, std::string> RunsFromNewerCommits(ports::DesiredStateSource& source,
                                                         const PassInputs& in) {
   std::map<std::string, std::string> newer;
@@ -253,6 +249,8 @@ std::map<std::string, std::string> RunsFromNewerCommits(ports::DesiredStateSourc
   }
   return newer;
 }
+
+namespace {
 
 std::string ShortId(const std::string& commit) { return commit.substr(0, 12); }
 
@@ -290,10 +288,12 @@ std::optional<PassInputs> ReadCurrentInputs(const ReconcileDeps& deps,
 
 using JobsById = std::map<std::string, core::RayJob, std::less<>>;
 
-JobsById ById(std::vector<core::RayJob> jobs) {
+// Ray's jobs by submission id; of a narrow pass's names only, when `only` is set.
+JobsById ById(std::vector<core::RayJob> jobs, const NameSet* only) {
   JobsById out;
   for (auto& job : jobs) {
     if (job.submission_id.empty()) continue;
+    if (only != nullptr && !only->contains(job.LabelView(core::kMetaName))) continue;
     std::string id = job.submission_id;
     out.insert_or_assign(std::move(id), std::move(job));
   }
@@ -303,8 +303,8 @@ JobsById ById(std::vector<core::RayJob> jobs) {
 // Step 5: the plan's actions, then Ray's view after them (for the records; the view from
 // before the actions stays in `ray_jobs` when the second listing fails).
 void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
-                     const ports::DesiredSnapshot& snapshot, PassResult& result,
-                     JobsById& ray_jobs) {
+                     const ports::DesiredSnapshot& snapshot, const NameSet* only,
+                     PassResult& result, JobsById& ray_jobs) {
   ApplyOptions apply;
   apply.owner = options.policy.owner;
   apply.parallelism = options.parallelism;
@@ -322,7 +322,7 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
   core::Result<std::vector<core::RayJob>> after = deps.server->List();
   if (after.ok()) {
     SanitizeJobs(*after, result.redactor);
-    ray_jobs = ById(std::move(*after));
+    ray_jobs = ById(std::move(*after), only);
   }
 }
 
@@ -393,39 +393,52 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   PassResult result;
   result.redactor = options.secrets;
   auto finish = [&]() {
-    RedactResult(result);
-    result.exit_status = ExitStatusOf(result);
+    FinishPass(result);
     return std::move(result);
   };
 
   // 1 to 3. Desired, observed, ledger; loaded again while the view is older than the cluster.
   std::optional<PassInputs> in = ReadCurrentInputs(deps, options, result);
   if (!in) return finish();
-  result.snapshot = std::make_shared<const ports::DesiredSnapshot>(std::move(in->snapshot));
+
+  PlanApplyRecord(deps, options, *in, result);
+  return finish();
+}
+
+void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                     PassResult& result) {
+  result.snapshot = std::make_shared<const ports::DesiredSnapshot>(std::move(in.snapshot));
   const ports::DesiredSnapshot& snapshot = *result.snapshot;
+  const NameSet* only = in.only ? &*in.only : nullptr;
 
   // 4. Plan.
   ReconcileOptions planned = options;
   planned.policy.now_ms = options.now_ms;
-  planned.policy.owner = in->owner;
-  for (const ports::SkippedStatusFile& file : in->skipped) {
+  planned.policy.owner = in.owner;
+  planned.policy.desired_elsewhere = in.desired_elsewhere;
+  for (const ports::SkippedStatusFile& file : in.skipped) {
     if (!file.name.empty()) planned.policy.frozen_jobs[file.name] = FrozenByStatusMessage(file);
   }
-  result.plan = core::PlanActions(snapshot.state, in->observed, in->ledger, planned.policy);
+  result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, planned.policy);
   result.planned = true;
   result.blocked = result.plan.blocked;
-  AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
+  // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
+  if (only == nullptr) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
 
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
-  JobsById ray_jobs = ById(std::move(in->observed));
+  JobsById ray_jobs = ById(std::move(in.observed), nullptr);
   if (!options.dry_run && !result.plan.actions.empty()) {
-    ApplyAndObserve(deps, planned, snapshot, result, ray_jobs);
+    ApplyAndObserve(deps, planned, snapshot, only, result, ray_jobs);
   }
 
   // 6. Record.
-  Record(deps, planned, snapshot, in->ledger, std::move(ray_jobs), result);
-  result.ledger = std::make_shared<const core::Ledger>(std::move(in->ledger));
-  return finish();
+  Record(deps, planned, snapshot, in.ledger, std::move(ray_jobs), result);
+  result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
+}
+
+void FinishPass(PassResult& result) {
+  RedactResult(result);
+  result.exit_status = ExitStatusOf(result);
 }
 
 }  // namespace rg::engine

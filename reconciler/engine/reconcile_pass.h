@@ -91,6 +91,12 @@ struct PassResult {
   // world at rest (engine/pass_memo.h). Nothing was planned, applied or recorded, and the
   // last pass's jobs and warnings still hold; only spec_commit is set.
   bool unchanged = false;
+  // A narrow pass (engine/narrow_pass.h): it read, planned and recorded the jobs of
+  // `narrow_names` only, and every other job is as the daemon's last pass left it. Its plan
+  // and records hold those names (a name without a record now has none); its warnings are
+  // the whole set's.
+  bool narrow = false;
+  std::vector<std::string> narrow_names;  // sorted
   bool planned = false;  // the pass got as far as a plan
   // The view stayed older than the cluster through every reload: nothing was planned,
   // applied or recorded (`errors` says which run and commit).

@@ -485,6 +485,43 @@ TEST_CASE("a pass that stopped early keeps the jobs, warnings and gauges of the 
   CHECK(WaitMs(loop, clock) == FastOptions().interval_ms);  // the timer goes on as usual
 }
 
+TEST_CASE("a narrow pass replaces the records of its names and keeps the others", "[loop]") {
+  FakeClock clock;
+  core::MetricsRegistry metrics;
+  ScriptedPass pass;
+  PassResult full;
+  full.planned = true;
+  full.records = {Record("a", core::Phase::kRunning), Record("c", core::Phase::kRunning),
+                  Record("e", core::Phase::kSucceeded), Record("g", core::Phase::kRunning)};
+  full.plan.foreign.resize(2);
+  pass.results.push_back(full);
+  PassResult narrow;
+  narrow.planned = true;
+  narrow.narrow = true;
+  // c was edited (a new run), e removed with nothing left to show, b and f are new.
+  narrow.narrow_names = {"b", "c", "e", "f"};
+  narrow.records = {Record("b", core::Phase::kPending), Record("c", core::Phase::kPending),
+                    Record("f", core::Phase::kPending)};
+  pass.results.push_back(narrow);
+  ReconcileLoop loop(FastOptions(), pass.Function(), clock, &metrics);
+
+  REQUIRE(loop.Step());
+  CHECK(metrics.Value("rg_foreign_jobs") == 2);
+  clock.AdvanceMs(WaitMs(loop, clock));
+  REQUIRE(loop.Step());
+  const DaemonSnapshot s = loop.Snapshot();
+  std::string jobs;
+  for (const core::StatusRecord& r : s.jobs) {
+    jobs += r.name + ":" + std::string(core::PhaseName(r.phase)) + " ";
+  }
+  CHECK(jobs == "a:Running b:Pending c:Pending f:Pending g:Running ");
+  CHECK(metrics.Value("rg_jobs", {{"phase", "Running"}}) == 2);
+  CHECK(metrics.Value("rg_jobs", {{"phase", "Pending"}}) == 3);
+  CHECK(metrics.Value("rg_jobs", {{"phase", "Succeeded"}}) == 0);
+  // The narrow pass saw no foreign job: the full pass's count stands.
+  CHECK(metrics.Value("rg_foreign_jobs") == 2);
+}
+
 TEST_CASE("after_pass runs once per pass, after the pass's result is freed", "[loop]") {
   FakeClock clock;
   bool result_alive = false;

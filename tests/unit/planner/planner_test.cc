@@ -247,6 +247,20 @@ TEST_CASE("a changed spec whose old run finished submits without stopping") {
   CHECK(Describe(plan) == "submit a-aaaaaaaaaa;");
 }
 
+TEST_CASE("the empty-desired-state guard counts the specs desired outside the part planned") {
+  const std::vector<RayJob> running = {Job("gone", 0, RayJobStatus::kRunning)};
+  const Ledger ledger = {
+      {"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kRunning)})}};
+  // Nothing desired at all: the guard holds the stop back.
+  Plan empty = PlanActions(Desired({}), running, ledger, PlanPolicy{});
+  CHECK(empty.blocked);
+  CHECK(Describe(empty).empty());
+  // The part planned is empty, but 3 specs are desired elsewhere: a plain removal.
+  Plan narrow = PlanActions(Desired({}), running, ledger, PlanPolicy{.desired_elsewhere = 3});
+  CHECK_FALSE(narrow.blocked);
+  CHECK(Describe(narrow) == "stop gone-aaaaaaaaaa;");
+}
+
 TEST_CASE("a removed spec stops its active run, and on_remove keep leaves it running") {
   SECTION("stop") {
     Plan plan =

@@ -1,0 +1,189 @@
+#include "reconciler/engine/narrow_pass.h"
+
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+#include "reconciler/core/identity.h"
+#include "reconciler/core/render.h"
+#include "reconciler/engine/pass_steps.h"
+
+namespace rg::engine {
+
+PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store) {
+  PassIndex index;
+  if (store == nullptr || !result.snapshot || !result.ledger) return index;
+  const bool foreign_only = std::ranges::all_of(
+      result.warnings, [](const Warning& w) { return w.kind == kWarnForeignJobs; });
+  if (!foreign_only) return index;
+  index.memo = RememberPass(result, store);
+  if (!index.valid()) return index;
+  const core::DesiredState& state = result.snapshot->state;
+  index.name_of_path.reserve(state.jobs.size());
+  index.path_of_name.reserve(state.jobs.size());
+  for (const core::JobSpec& spec : state.jobs) {
+    index.name_of_path.emplace(spec.path, spec.name);
+    index.path_of_name.emplace(spec.name, spec.path);
+    if (spec.submission_id) index.path_of_pin.emplace(*spec.submission_id, spec.path);
+  }
+  for (const auto& [name, record] : *result.ledger) {
+    if (index.path_of_name.contains(name)) continue;
+    index.removed_by_hash.emplace(record.spec_hash, name);
+    for (const core::AttemptRecord& a : record.attempts) index.removed_by_hash.emplace(a.spec_hash, name);
+  }
+  index.cluster = state.cluster;
+  index.warnings = result.warnings;
+  index.redactor = result.redactor;
+  return index;
+}
+
+namespace {
+
+// The commit `ref` names now, when it moved on from the index's (fast-forward) while the
+// status branch stayed where the index left it; nullopt otherwise.
+std::optional<std::string> MovedCommit(const PassIndex& index, const ReconcileDeps& deps,
+                                       const std::string& ref) {
+  core::Result<std::optional<std::string>> head = deps.source->Head(ref);
+  if (!head.ok() || !head->has_value() || **head == index.memo.spec_commit) return std::nullopt;
+  core::Result<std::optional<std::string>> tip = deps.store->Tip();
+  if (!tip.ok() || !tip->has_value() || **tip != index.memo.ledger_tip) return std::nullopt;
+  if (deps.source->Relate(index.memo.spec_commit, **head) !=
+      ports::CommitRelation::kAncestorOrSame) {
+    return std::nullopt;
+  }
+  return **head;
+}
+
+// The names a narrow pass plans: the old names of the changed files, the new ones, and removed
+// jobs whose content a new job has (recorded in the ledger, or labelled on a run in Ray).
+// nullopt when a new name or pin is held by a file that did not change.
+std::optional<NameSet> NamesToPlan(const PassIndex& index, const ports::SpecChanges& changes,
+                                   const std::vector<core::RayJob>& observed) {
+  NameSet names;
+  const std::unordered_set<std::string> gone(changes.gone.begin(), changes.gone.end());
+  for (const std::string& path : changes.gone) {
+    auto it = index.name_of_path.find(path);
+    if (it == index.name_of_path.end()) return std::nullopt;
+    names.insert(it->second);
+  }
+  std::unordered_set<std::string> new_hashes;
+  for (const core::JobSpec& spec : changes.snapshot.state.jobs) {
+    names.insert(spec.name);
+    auto held = index.path_of_name.find(spec.name);
+    if (held != index.path_of_name.end() && !gone.contains(held->second)) return std::nullopt;
+    if (spec.submission_id) {
+      auto pinned = index.path_of_pin.find(*spec.submission_id);
+      if (pinned != index.path_of_pin.end() && !gone.contains(pinned->second)) return std::nullopt;
+    }
+    if (held == index.path_of_name.end()) new_hashes.insert(spec.spec_hash);
+  }
+  if (new_hashes.empty()) return names;
+  for (const std::string& hash : new_hashes) {
+    auto [from, to] = index.removed_by_hash.equal_range(hash);
+    for (auto it = from; it != to; ++it) names.insert(it->second);
+  }
+  for (const core::RayJob& job : observed) {
+    const std::string_view name = job.LabelView(core::kMetaName);
+    if (name.empty() || index.path_of_name.contains(std::string(name))) continue;
+    if (new_hashes.contains(std::string(job.LabelView(core::kMetaSpecHash)))) {
+      names.emplace(name);
+    }
+  }
+  return names;
+}
+
+// Ray's jobs of `names` (the others are left out of the narrow pass).
+void KeepJobsOf(const NameSet& names, std::vector<core::RayJob>& jobs) {
+  std::erase_if(jobs, [&names](const core::RayJob& job) {
+    return !names.contains(job.LabelView(core::kMetaName));
+  });
+}
+
+// The desired state of the changed files, bound to the instance, with the secrets it adds.
+PassInputs ChangedInputs(ports::SpecChanges changes, const PassIndex& index,
+                         const ReconcileOptions& options, PassResult& result) {
+  PassInputs in;
+  in.snapshot = std::move(changes.snapshot);
+  in.owner = OwnershipFor(options.policy.owner, in.snapshot);
+  for (core::JobSpec& spec : in.snapshot.state.jobs) {
+    core::BindSpecToInstance(spec, in.owner.instance);
+  }
+  in.desired_elsewhere =
+      static_cast<int>(index.name_of_path.size()) - static_cast<int>(changes.gone.size());
+  result.spec_commit = in.snapshot.commit;
+  result.redactor = options.secrets;
+  result.redactor.Merge(index.redactor);
+  result.redactor.AddDesiredState(in.snapshot.state);
+  return in;
+}
+
+// Ray's list as a full pass reads it, when it is the list the index was taken with.
+std::optional<std::vector<core::RayJob>> UnchangedJobList(const PassIndex& index,
+                                                          const ReconcileDeps& deps,
+                                                          const ReconcileOptions& options) {
+  if (!options.digest_key) return std::nullopt;
+  deps.server->DigestListsWith(*options.digest_key);
+  core::Result<std::vector<core::RayJob>> listed = deps.server->List();
+  if (!listed.ok()) return std::nullopt;
+  if (deps.server->ListedDigest(*listed, *options.digest_key) != index.memo.ray_digest) {
+    return std::nullopt;
+  }
+  return std::move(*listed);
+}
+
+// Steps 1 to 3 of a narrow pass; nullopt when a full pass must run instead.
+std::optional<PassInputs> NarrowInputs(const PassIndex& index, const ReconcileDeps& deps,
+                                       const ReconcileOptions& options, PassResult& result) {
+  const std::optional<std::string> commit = MovedCommit(index, deps, options.ref);
+  if (!commit) return std::nullopt;
+  core::Result<std::optional<ports::SpecChanges>> changes =
+      deps.source->LoadChanges(options.ref, index.memo.spec_commit, kMaxNarrowFiles);
+  if (!changes.ok() || !changes->has_value() || (*changes)->snapshot.commit != *commit) {
+    return std::nullopt;
+  }
+  const core::DesiredState& changed = (*changes)->snapshot.state;
+  if (!changed.ClusterValid() || !changed.cluster_diagnostics.empty() || !changed.invalid.empty()) {
+    return std::nullopt;
+  }
+  std::optional<std::vector<core::RayJob>> observed = UnchangedJobList(index, deps, options);
+  if (!observed) return std::nullopt;
+  std::optional<NameSet> names = NamesToPlan(index, **changes, *observed);
+  if (!names) return std::nullopt;
+  PassInputs in = ChangedInputs(std::move(**changes), index, options, result);
+  KeepJobsOf(*names, *observed);
+  in.observed = std::move(*observed);
+  SanitizeJobs(in.observed, result.redactor);
+  if (!RunsFromNewerCommits(*deps.source, in).empty()) return std::nullopt;
+  ports::LedgerScope scope;
+  scope.instance = options.policy.owner.instance;
+  scope.ray_cluster = core::RayClusterName(*in.snapshot.state.cluster, options.ray_address);
+  core::Result<std::optional<core::Ledger>> ledger =
+      deps.store->ReadLedgerOf(scope, std::vector<std::string>(names->begin(), names->end()));
+  if (!ledger.ok() || !ledger->has_value()) return std::nullopt;
+  in.ledger = std::move(**ledger);
+  in.only = std::move(*names);
+  return in;
+}
+
+}  // namespace
+
+std::optional<PassResult> NarrowPass(const PassIndex& index, const ReconcileDeps& deps,
+                                     const ReconcileOptions& options,
+                                     const NarrowArtifacts& artifacts) {
+  if (!index.valid() || deps.store == nullptr) return std::nullopt;
+  PassResult result;
+  std::optional<PassInputs> in = NarrowInputs(index, deps, options, result);
+  if (!in) return std::nullopt;
+  result.loads = 1;
+  result.ray_digest = index.memo.ray_digest;
+  result.narrow = true;
+  result.narrow_names.assign(in->only->begin(), in->only->end());
+  result.warnings = index.warnings;
+  ReconcileDeps narrowed = deps;
+  if (artifacts) narrowed.artifacts = artifacts(in->snapshot);
+  PlanApplyRecord(narrowed, options, *in, result);
+  FinishPass(result);
+  return result;
+}
+
+}  // namespace rg::engine
