@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <map>
+#include <utility>
 
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/time_format.h"
@@ -106,10 +107,10 @@ std::string WithoutPort(const std::string& identity) {
   return host.substr(0, colon) + rest;
 }
 
-std::string CountsLine(const Ledger& ledger) {
+std::string CountsLine(const StatusMarkdownRows& rows) {
   std::map<Phase, int> counts;
-  for (const auto& [name, r] : ledger) ++counts[r.phase];
-  std::string out = std::to_string(ledger.size()) + (ledger.size() == 1 ? " job" : " jobs");
+  for (const auto& [name, row] : rows) ++counts[row.phase];
+  std::string out = std::to_string(rows.size()) + (rows.size() == 1 ? " job" : " jobs");
   const char* sep = ": ";
   for (Phase p : kAllPhases) {
     if (auto it = counts.find(p); it != counts.end()) {
@@ -151,19 +152,6 @@ std::string LinksCell(const StatusRecord& r) {
   return out;
 }
 
-std::string Row(const StatusRecord& r, const StatusMarkdownHeader& header) {
-  const std::string name = EscapeMarkdownText(r.name);
-  const std::string spec = SpecLink(r, header);
-  std::string out = "| " + (spec.empty() ? name : Link(name, spec));
-  out += " | " + std::string(PhaseName(r.phase));
-  out += " | " + (r.attempt ? std::to_string(*r.attempt) : std::string());
-  out += " | " + Code(r.submission_id);
-  out += " | " + SinceCell(r);
-  out += " | " + ShortMessage(r);
-  out += " | " + LinksCell(r);
-  return out + " |\n";
-}
-
 std::string HeaderLines(const StatusMarkdownHeader& header) {
   std::string out = "Written by ray-gitops on every change; do not edit by hand. ";
   out += "The per-job files are under `status/`.\n\n";
@@ -200,15 +188,46 @@ std::string SpecLink(const StatusRecord& record, const StatusMarkdownHeader& hea
          EncodeUrl(record.spec_path, true);
 }
 
-std::string RenderStatusMarkdown(const Ledger& ledger, const StatusMarkdownHeader& header) {
+StatusMarkdownRow StatusMarkdownRowOf(const StatusRecord& r, const StatusMarkdownHeader& header) {
+  const std::string name = EscapeMarkdownText(r.name);
+  const std::string spec = SpecLink(r, header);
+  std::string out = "| " + (spec.empty() ? name : Link(name, spec));
+  out += " | " + std::string(PhaseName(r.phase));
+  out += " | " + (r.attempt ? std::to_string(*r.attempt) : std::string());
+  out += " | " + Code(r.submission_id);
+  out += " | " + SinceCell(r);
+  out += " | " + ShortMessage(r);
+  out += " | " + LinksCell(r);
+  out += " |\n";
+  return {r.phase, std::move(out)};
+}
+
+bool SameRowHeader(const StatusMarkdownHeader& a, const StatusMarkdownHeader& b) {
+  return a.repo_url == b.repo_url && a.watched_branch == b.watched_branch &&
+         a.status_branch == b.status_branch;
+}
+
+std::string AssembleStatusMarkdown(const StatusMarkdownRows& rows,
+                                   const StatusMarkdownHeader& header) {
   std::string out = "# " + EscapeMarkdownText(header.title) + "\n\n";
-  if (ledger.empty()) return out + HeaderLines(header) + "No jobs.\n";
-  out += CountsLine(ledger) + "\n\n";
+  if (rows.empty()) return out + HeaderLines(header) + "No jobs.\n";
+  out += CountsLine(rows) + "\n\n";
   out += HeaderLines(header);
   out += "| NAME | PHASE | ATTEMPT | SUBMISSION_ID | SINCE | MESSAGE | LINKS |\n";
   out += "|---|---|---|---|---|---|---|\n";
-  for (const auto& [name, r] : ledger) out += Row(r, header);
+  size_t size = out.size();
+  for (const auto& [name, row] : rows) size += row.text.size();
+  out.reserve(size);
+  for (const auto& [name, row] : rows) out += row.text;
   return out;
+}
+
+std::string RenderStatusMarkdown(const Ledger& ledger, const StatusMarkdownHeader& header) {
+  StatusMarkdownRows rows;
+  for (const auto& [name, record] : ledger) {
+    rows.emplace_hint(rows.end(), name, StatusMarkdownRowOf(record, header));
+  }
+  return AssembleStatusMarkdown(rows, header);
 }
 
 }  // namespace rg::core

@@ -2,6 +2,7 @@
 // STATUS.md at the root of the status branch: the ledger as a Markdown table for people
 // browsing the repository on GitHub or GitLab. Pure: the caller supplies every value.
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -28,7 +29,29 @@ struct StatusMarkdownHeader {
 // branch; and the run in the Ray dashboard, the record's dashboard_url). Cell text is
 // escaped (EscapeMarkdownText) and URLs percent-encoded, so nothing in a record can break the
 // table or add markup. The output depends only on the arguments.
+// It is AssembleStatusMarkdown of the ledger's rows (StatusMarkdownRowOf).
 std::string RenderStatusMarkdown(const Ledger& ledger, const StatusMarkdownHeader& header = {});
+
+// One record's line of the table, with what the counts line needs of it.
+struct StatusMarkdownRow {
+  Phase phase = Phase::kPending;
+  std::string text;  // "| name | phase | ... |\n"
+};
+// The rows of a page by job name, in the order they appear.
+using StatusMarkdownRows = std::map<std::string, StatusMarkdownRow, std::less<>>;
+
+// The row of `record`. Of the header it depends only on repo_url, watched_branch and
+// status_branch (the NAME link: SpecLink); see SameRowHeader.
+StatusMarkdownRow StatusMarkdownRowOf(const StatusRecord& record,
+                                      const StatusMarkdownHeader& header);
+
+// Whether rows rendered with `a` are the rows rendered with `b`.
+bool SameRowHeader(const StatusMarkdownHeader& a, const StatusMarkdownHeader& b);
+
+// The page around `rows` (rendered with `header`, or one that is SameRowHeader): what
+// RenderStatusMarkdown gives for the records they were rendered from.
+std::string AssembleStatusMarkdown(const StatusMarkdownRows& rows,
+                                   const StatusMarkdownHeader& header = {});
 
 // Where NAME links to, or "" for no link:
 // - the status branch is the watched branch: the spec path itself, relative (the page is at

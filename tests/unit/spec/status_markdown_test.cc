@@ -153,5 +153,47 @@ TEST_CASE("EscapeMarkdownCell escapes pipes, folds line breaks and trims", "[sta
   CHECK(core::EscapeMarkdownCell("").empty());
 }
 
+// The status store keeps rows between writes and assembles the page from them.
+TEST_CASE("The page assembled from rows is the page rendered from the records",
+          "[status][markdown]") {
+  core::Ledger ledger;
+  ledger.emplace("b", Row("b", Phase::kRunning));
+  auto failed = Row("a", Phase::kFailed);
+  failed.message = "a | b <c>";
+  failed.attempt = 3;
+  ledger.emplace("a", failed);
+  ledger.emplace("c", Row("c", Phase::kRunning));
+  core::StatusMarkdownHeader header;
+  header.repo_url = "git@example.com:org/repo.git";
+  header.watched_branch = "main";
+  header.status_branch = "ray-gitops/status";
+  header.spec_commit = "0123456789abcdef";
+  header.instance = "ray-gitops";
+
+  core::StatusMarkdownRows rows;
+  for (const auto& [name, record] : ledger) rows[name] = core::StatusMarkdownRowOf(record, header);
+  CHECK(core::AssembleStatusMarkdown(rows, header) == core::RenderStatusMarkdown(ledger, header));
+  CHECK(rows.at("a").phase == Phase::kFailed);
+  CHECK(rows.at("a").text ==
+        "| [a](https://example.com/org/repo/blob/main/jobs/a.yaml) | Failed | 3 |  |  "
+        "| a \\| b \\<c\\> | [status](status/a.yaml) |\n");
+  CHECK(core::RenderStatusMarkdown(ledger, header).find(rows.at("a").text) != std::string::npos);
+  CHECK(core::AssembleStatusMarkdown({}, header) == core::RenderStatusMarkdown({}, header));
+
+  // Rows depend on the repository and the branches, not on the rest of the header.
+  auto other = header;
+  other.spec_commit = "fedcba9876543210";
+  other.instance = "team-b";
+  other.title = "elsewhere";
+  CHECK(core::SameRowHeader(header, other));
+  for (auto field :
+       {&core::StatusMarkdownHeader::repo_url, &core::StatusMarkdownHeader::watched_branch,
+        &core::StatusMarkdownHeader::status_branch}) {
+    auto changed = header;
+    changed.*field += "-x";
+    CHECK_FALSE(core::SameRowHeader(header, changed));
+  }
+}
+
 }  // namespace
 }  // namespace rg
