@@ -134,28 +134,80 @@ void ReadStatusEntry(const git_tree_entry* entry, const StatusDecoder& decode, S
   out.records.insert_or_assign(name, std::move(**record));
 }
 
-StatusFiles ReadStatusFiles(git_repository* repo, git_tree* tree, const StatusDecoder& decode) {
+// status/ of a tree.
+struct StatusDir {
+  bool present = false;  // the tree has an entry named status
+  bool folder = false;   // and it is a folder
+  git::Tree tree;        // that folder, when it could be read
+  // What STATUS.md rows of it are kept under (StatusRowCache::folder): its id in hex, "" when
+  // there is no status/ (as good as an empty one), nullopt when it is no folder.
+  std::optional<std::string> key;
+};
+
+StatusDir OpenStatusDir(git_repository* repo, git_tree* root) {
+  StatusDir out;
+  const git_tree_entry* entry = git_tree_entry_byname(root, std::string(spec::kStatusDir).c_str());
+  if (entry == nullptr) {
+    out.key = "";
+    return out;
+  }
+  out.present = true;
+  if (git_tree_entry_type(entry) != GIT_OBJECT_TREE) return out;
+  out.folder = true;
+  out.key = git::OidHex(*git_tree_entry_id(entry));
+  git_tree* raw = nullptr;
+  if (git_tree_lookup(&raw, repo, git_tree_entry_id(entry)) != 0) {
+    git_error_clear();
+    return out;
+  }
+  out.tree = git::Tree(raw);
+  return out;
+}
+
+// The key of status/ in the tree `tree_oid` (see StatusDir::key); nullopt when unreadable.
+std::optional<std::string> StatusDirKey(git_repository* repo, const git_oid& tree_oid) {
+  git_tree* raw = nullptr;
+  if (git_tree_lookup(&raw, repo, &tree_oid) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  git::Tree tree(raw);
+  const git_tree_entry* entry =
+      git_tree_entry_byname(tree.get(), std::string(spec::kStatusDir).c_str());
+  if (entry == nullptr) return "";
+  if (git_tree_entry_type(entry) != GIT_OBJECT_TREE) return std::nullopt;
+  return git::OidHex(*git_tree_entry_id(entry));
+}
+
+// Every entry of status/.
+StatusFiles ReadStatusFiles(const StatusDir& dir, const StatusDecoder& decode) {
   StatusFiles out;
-  git_tree_entry* raw = nullptr;
-  const std::string dir(spec::kStatusDir);
-  if (git_tree_entry_bypath(&raw, tree, dir.c_str()) != 0) {
-    git_error_clear();
+  if (!dir.present) return out;
+  if (!dir.folder) {
+    out.skipped.push_back(
+        {std::string(spec::kStatusDir), "", "not a folder; status files are status/<job>.yaml"});
     return out;
   }
-  git::TreeEntry dir_entry(raw);
-  git_object* object = nullptr;
-  if (git_tree_entry_type(dir_entry.get()) != GIT_OBJECT_TREE) {
-    out.skipped.push_back({dir, "", "not a folder; status files are status/<job>.yaml"});
-    return out;
-  }
-  if (git_tree_entry_to_object(&object, repo, dir_entry.get()) != 0) {
-    git_error_clear();
-    return out;
-  }
-  git::Tree status_tree(reinterpret_cast<git_tree*>(object));
-  const size_t count = git_tree_entrycount(status_tree.get());
+  if (!dir.tree) return out;
+  const size_t count = git_tree_entrycount(dir.tree.get());
   for (size_t i = 0; i < count; ++i) {
-    ReadStatusEntry(git_tree_entry_byindex(status_tree.get(), i), decode, out);
+    ReadStatusEntry(git_tree_entry_byindex(dir.tree.get(), i), decode, out);
+  }
+  return out;
+}
+
+// The entries status/<name>.yaml of `names` alone, looked up by name (no walk of the folder),
+// sorted as ReadStatusFiles sorts them; a name that is no job name has none. Nothing when
+// status/ is no folder that could be read.
+StatusFiles ReadStatusFilesOf(const StatusDir& dir, const std::vector<std::string>& names,
+                              const StatusDecoder& decode) {
+  StatusFiles out;
+  if (!dir.tree) return out;
+  for (const std::string& name : names) {
+    if (!core::IsValidJobName(name)) continue;
+    const std::string file = name + ".yaml";
+    const git_tree_entry* entry = git_tree_entry_byname(dir.tree.get(), file.c_str());
+    if (entry != nullptr) ReadStatusEntry(entry, decode, out);
   }
   return out;
 }
@@ -238,6 +290,21 @@ core::Error RefusedChanges(const std::vector<std::string>& refused, bool foreign
                  : core::Error::InvalidInput(std::move(message));
 }
 
+std::vector<std::string> NamesOf(const ports::StatusChanges& changes) {
+  std::vector<std::string> names;
+  names.reserve(changes.size());
+  for (const auto& [name, record] : changes) names.push_back(name);
+  return names;
+}
+
+// What a write does to the status files.
+struct PlannedChanges {
+  // Per name whose record changed: the record now in its file, or nullopt when it is gone.
+  std::vector<std::pair<std::string, std::optional<core::StatusRecord>>> updates;
+  std::vector<std::string> refused;  // why, per change left out
+  bool foreign = false;              // a file of another owner was in the way
+};
+
 // The edits of one status commit. git_tree_update points into `paths_`, a deque, so that the
 // pointers stay valid as it grows.
 class TreeEdits {
@@ -282,6 +349,85 @@ class TreeEdits {
   std::deque<std::string> paths_;
   std::vector<git_tree_update> updates_;
 };
+
+// The edits that write `changes` on `base` (STATUS.md aside), whose status files `files`
+// holds: every one (a full write), or at least those of the changed names (an incremental
+// write; both take the same decisions from them).
+core::Result<PlannedChanges> PlanChanges(const ports::StatusChanges& changes,
+                                         const StatusFiles& files, const ports::LedgerScope& scope,
+                                         git_tree* base, TreeEdits& edits) {
+  PlannedChanges out;
+  for (const auto& [name, record] : changes) {
+    if (std::string why = RefusalOf(name, record, files, scope, out.foreign); !why.empty()) {
+      out.refused.push_back(std::move(why));
+      continue;
+    }
+    std::string path = spec::StatusFilePath(name);
+    const auto existing = files.records.find(name);
+    const bool exists = existing != files.records.end();
+    if (!record) {
+      if (exists) out.updates.emplace_back(name, std::nullopt);
+      if (BlobIdAt(base, path)) edits.Remove(std::move(path));
+      continue;
+    }
+    // Another writer of this ledger (a second replica) may have recorded more since this
+    // pass read it: what either knew is kept (core::MergeRecords).
+    core::StatusRecord merged = exists ? core::MergeRecords(existing->second, *record) : *record;
+    if (exists && !core::MeaningfulChange(existing->second, merged)) continue;
+    if (auto st = edits.Upsert(std::move(path), spec::EncodeStatusYaml(merged)); !st) {
+      return st.error();
+    }
+    out.updates.emplace_back(name, std::move(merged));
+  }
+  return out;
+}
+
+core::StatusMarkdownRows RowsOf(const core::Ledger& ledger,
+                                const core::StatusMarkdownHeader& header) {
+  core::StatusMarkdownRows rows;
+  for (const auto& [name, record] : ledger) {
+    rows.emplace_hint(rows.end(), name, core::StatusMarkdownRowOf(record, header));
+  }
+  return rows;
+}
+
+// Keeps the rows of `records`, every record of the status folder `folder`, unless `cache`
+// has them already.
+void KeepRows(StatusRowCache& cache, const std::optional<std::string>& folder,
+              const core::Ledger& records, const core::StatusMarkdownHeader& header) {
+  if (!folder) return;
+  if (cache.folder == folder && core::SameRowHeader(cache.header, header)) return;
+  cache.rows = RowsOf(records, header);
+  cache.header = header;
+  cache.folder = folder;
+}
+
+// The rows of the folder a write makes, in `cache` (its folder left unset until it is known):
+// from the cached rows and the updates (incremental), or from `ledger`, every record of the
+// base, and the updates (full).
+void UpdateRows(StatusRowCache& cache, bool incremental, PlannedChanges& planned,
+                core::Ledger& ledger, const core::StatusMarkdownHeader& header) {
+  cache.folder.reset();
+  if (!incremental) {
+    for (auto& [name, record] : planned.updates) {
+      if (record) {
+        ledger.insert_or_assign(name, std::move(*record));
+      } else {
+        ledger.erase(name);
+      }
+    }
+    cache.rows = RowsOf(ledger, header);
+    cache.header = header;
+    return;
+  }
+  for (auto& [name, record] : planned.updates) {
+    if (record) {
+      cache.rows.insert_or_assign(name, core::StatusMarkdownRowOf(*record, header));
+    } else {
+      cache.rows.erase(name);
+    }
+  }
+}
 
 // A commit of `tree_oid` on top of `parent` (none: a root commit); its id in hex.
 core::Result<std::string> CreateCommit(git_repository* repo, const git_oid& tree_oid,
@@ -374,31 +520,68 @@ core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& 
   if (!tip) return tip.error();
   found_branch_ = tip->has_value();
   known_tip_ = TipId(*tip);
-  if (!tip->has_value()) return core::Ledger{};
+  const bool writes = options_.read_ref.empty();  // else no rows are needed
+  if (!tip->has_value()) {
+    if (writes) KeepRows(row_cache_, std::string(), {}, RowHeader());
+    return core::Ledger{};
+  }
   auto tree = TreeOf(tip->value().get());
   if (!tree) return tree.error();
+  const StatusDir dir = OpenStatusDir(repo, tree->get());
   // Records of this tree only are kept in memory for the next pass.
   std::unordered_map<std::string, core::StatusRecord> used;
-  StatusFiles files = ReadStatusFiles(repo, tree->get(), DecoderInto(used));
+  ++full_status_reads_;
+  StatusFiles files = ReadStatusFiles(dir, DecoderInto(used));
   decoded_ = std::move(used);
   skipped_ = std::move(files.skipped);
+  // The rows of every record, of every owner: what a full Write would render. Skipped files
+  // have no row either way.
+  if (writes) KeepRows(row_cache_, dir.key, files.records, RowHeader());
   return LedgerOfScope(std::move(files.records), scope, options_.branch);
 }
 
-core::Result<std::string> GitStatusStore::Write(const ports::StatusChanges& changes,
-                                                const ports::StatusCommit& message) {
-  const std::string text = FormatCommitMessage(message);
+core::Result<std::optional<core::Ledger>> GitStatusStore::ReadLedgerOf(
+    const ports::LedgerScope& scope, const std::vector<std::string>& names) {
+  skipped_.clear();
+  scope_ = scope;
+  git_repository* repo = workspace_->repository();
+  auto tip = ReadTip(repo, ReadRef());
+  if (!tip) return tip.error();
+  found_branch_ = tip->has_value();
+  known_tip_ = TipId(*tip);
+  if (!tip->has_value()) return std::optional<core::Ledger>(core::Ledger{});
+  auto tree = TreeOf(tip->value().get());
+  if (!tree) return tree.error();
+  const StatusDir dir = OpenStatusDir(repo, tree->get());
+  // status/ that is no folder (ReadLedger reports it) or that cannot be read.
+  if (dir.present && !dir.tree) return std::optional<core::Ledger>();
+  StatusFiles files = ReadStatusFilesOf(dir, names, NarrowDecoder());
+  if (!files.skipped.empty()) return std::optional<core::Ledger>();
+  auto ledger = LedgerOfScope(std::move(files.records), scope, options_.branch);
+  // Our instance's record of another cluster: ReadLedger's error says which and what to do.
+  if (!ledger) return std::optional<core::Ledger>();
+  return std::optional<core::Ledger>(std::move(*ledger));
+}
+
+core::StatusMarkdownHeader GitStatusStore::RowHeader() const {
   core::StatusMarkdownHeader header = options_.markdown_header;
-  if (auto it = message.trailers.find("Spec-Commit");
-      header.spec_commit.empty() && it != message.trailers.end()) {
-    header.spec_commit = it->second;
-  }
   if (header.status_branch.empty()) header.status_branch = options_.branch;
   // The watched branch as STATUS.md links to it: --ref HEAD reads the remote's default branch.
   std::string watched = header.watched_branch;
   if (watched.empty() || watched == "HEAD") watched = workspace_->remote_head();
   if (watched.starts_with("refs/heads/")) watched.erase(0, std::string_view("refs/heads/").size());
   header.watched_branch = watched;
+  return header;
+}
+
+core::Result<std::string> GitStatusStore::Write(const ports::StatusChanges& changes,
+                                                const ports::StatusCommit& message) {
+  const std::string text = FormatCommitMessage(message);
+  core::StatusMarkdownHeader header = RowHeader();
+  if (auto it = message.trailers.find("Spec-Commit");
+      header.spec_commit.empty() && it != message.trailers.end()) {
+    header.spec_commit = it->second;
+  }
   for (int attempt = 0; attempt < options_.max_push_attempts; ++attempt) {
     if (attempt > 0) {
       if (core::Status fetched = workspace_->Fetch(); !fetched) return fetched.error();
@@ -421,47 +604,42 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   auto base = tip->has_value() ? TreeOf(tip->value().get()) : EmptyTree(repo);
   if (!base) return base.error();
 
-  StatusFiles files = ReadStatusFiles(repo, base->get(), DecoderInto(decoded_));
-  core::Ledger& ledger = files.records;  // updated in place for STATUS.md, one name at a time
-  std::vector<std::string> refused;
-  bool foreign = false;
-  TreeEdits edits(repo);
-  for (const auto& [name, record] : changes) {
-    if (std::string why = RefusalOf(name, record, files, scope_, foreign); !why.empty()) {
-      refused.push_back(std::move(why));
-      continue;
-    }
-    std::string path = spec::StatusFilePath(name);
-    auto existing = ledger.find(name);
-    if (record) {
-      // Another writer of this ledger (a second replica) may have recorded more since this
-      // pass read it: what either knew is kept (core::MergeRecords).
-      const core::StatusRecord merged =
-          existing != ledger.end() ? core::MergeRecords(existing->second, *record) : *record;
-      if (existing != ledger.end() && !core::MeaningfulChange(existing->second, merged)) continue;
-      if (auto st = edits.Upsert(std::move(path), spec::EncodeStatusYaml(merged)); !st) {
-        return st.error();
-      }
-      ledger.insert_or_assign(name, merged);
-    } else {
-      if (existing != ledger.end()) ledger.erase(existing);
-      if (BlobIdAt(base->get(), path)) edits.Remove(std::move(path));
-    }
+  const StatusDir dir = OpenStatusDir(repo, base->get());
+  // The rows of this very folder are known: only the changed names' files are read.
+  const bool incremental = dir.key && row_cache_.folder == dir.key &&
+                           core::SameRowHeader(row_cache_.header, header) &&
+                           (!dir.present || dir.tree);
+  StatusFiles files = incremental ? ReadStatusFilesOf(dir, NamesOf(changes), NarrowDecoder())
+                                  : ReadStatusFiles(dir, DecoderInto(decoded_));
+  if (incremental) {
+    ++incremental_writes_;
+  } else {
+    ++full_status_reads_;
   }
+  TreeEdits edits(repo);
+  auto planned = PlanChanges(changes, files, scope_, base->get(), edits);
+  if (!planned) return planned.error();
+  UpdateRows(row_cache_, incremental, *planned, files.records, header);
   // What could not be written is reported after what could is published: one job's bad name
   // or unreadable file must not hold back every other job's status.
   const auto done = [&](std::string commit) -> core::Result<std::optional<std::string>> {
     known_tip_ = commit.empty() ? TipId(*tip) : commit;
-    if (!refused.empty()) return RefusedChanges(refused, foreign);
+    if (!planned->refused.empty()) return RefusedChanges(planned->refused, planned->foreign);
     return std::optional<std::string>(std::move(commit));
   };
-  if (edits.empty()) return done("");
-  if (auto st = edits.Upsert(options_.markdown_path, core::RenderStatusMarkdown(ledger, header));
+  if (edits.empty()) {
+    row_cache_.folder = dir.key;
+    return done("");
+  }
+  if (auto st = edits.Upsert(options_.markdown_path,
+                             core::AssembleStatusMarkdown(row_cache_.rows, header));
       !st) {
     return st.error();
   }
   auto tree_oid = edits.Apply(base->get());
   if (!tree_oid) return tree_oid.error();
+  // The rows are those of the folder just built, pushed or not (a tree id names its content).
+  row_cache_.folder = StatusDirKey(repo, *tree_oid);
   if (git_oid_equal(&*tree_oid, git_tree_id(base->get())) != 0) return done("");
   auto commit = CreateCommit(repo, *tree_oid, tip->has_value() ? tip->value().get() : nullptr,
                              options_, text);
@@ -478,9 +656,8 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
 
 std::optional<core::Result<core::StatusRecord>> GitStatusStore::DecodeStatusBlob(
     const git_oid& oid, const std::string& path,
-    std::unordered_map<std::string, core::StatusRecord>& used) {
+    std::unordered_map<std::string, core::StatusRecord>& used, ParseCache* cache) {
   const std::string blob_id = git::OidHex(oid);
-  ParseCache* cache = options_.parse_cache.get();
   if (auto it = decoded_.find(blob_id); it != decoded_.end()) {
     if (cache != nullptr) cache->KeepStatus(blob_id);
     if (&used != &decoded_) used.insert_or_assign(blob_id, it->second);
@@ -513,7 +690,13 @@ core::Result<std::optional<std::string>> GitStatusStore::Tip() {
 StatusDecoder GitStatusStore::DecoderInto(
     std::unordered_map<std::string, core::StatusRecord>& used) {
   return [this, &used](const git_oid& oid, const std::string& path) {
-    return DecodeStatusBlob(oid, path, used);
+    return DecodeStatusBlob(oid, path, used, options_.parse_cache.get());
+  };
+}
+
+StatusDecoder GitStatusStore::NarrowDecoder() {
+  return [this](const git_oid& oid, const std::string& path) {
+    return DecodeStatusBlob(oid, path, decoded_, nullptr);
   };
 }
 
@@ -568,7 +751,7 @@ core::Result<std::vector<ports::StatusHistoryEntry>> GitStatusStore::History(
     entry.subject = summary != nullptr ? summary : "";
     if (here) {
       std::unordered_map<std::string, core::StatusRecord> versions;
-      auto record = DecodeStatusBlob(*here, path, versions);
+      auto record = DecodeStatusBlob(*here, path, versions, options_.parse_cache.get());
       // A file that cannot be read tells nothing about the run.
       if (!record || !record->ok()) continue;
       entry.record = std::move(**record);

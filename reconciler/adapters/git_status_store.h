@@ -56,6 +56,16 @@ struct LocalLedgerRef {
 };
 LocalLedgerRef ChooseLocalLedgerRef(git_repository* repo, const std::string& branch);
 
+// The STATUS.md rows of one status folder, every record's of every owner (GitStatusStore keeps
+// them between writes).
+struct StatusRowCache {
+  // The folder they are of: the id in hex of status/ in a tree, "" for a tree without status/;
+  // nullopt: none.
+  std::optional<std::string> folder;
+  core::StatusMarkdownHeader header;  // rendered with it (core::SameRowHeader)
+  core::StatusMarkdownRows rows;
+};
+
 class GitStatusStore : public ports::StatusStore {
  public:
   GitStatusStore(std::shared_ptr<GitWorkspace> workspace, GitStatusStoreOptions options);
@@ -71,6 +81,12 @@ class GitStatusStore : public ports::StatusStore {
   core::Result<core::Ledger> ReadLedger(const ports::LedgerScope& scope) override;
   std::vector<ports::SkippedStatusFile> SkippedFiles() const override { return skipped_; }
 
+  // See ports::StatusStore: no fetch, and of status/ only the entries of `names`, looked up by
+  // name. Records come from the store's own map or are decoded from YAML, not from the
+  // persistent parse cache (which would be loaded whole for a few files).
+  core::Result<std::optional<core::Ledger>> ReadLedgerOf(
+      const ports::LedgerScope& scope, const std::vector<std::string>& names) override;
+
   // Builds on the tip as last fetched (ReadLedger earlier in the pass fetched it) and fetches
   // again only after a refused push. A change whose record differs from the one on the branch
   // only in bookkeeping (see core::MeaningfulChange) is left out, so passes that learn nothing
@@ -85,6 +101,11 @@ class GitStatusStore : public ports::StatusStore {
   // (for a deletion: the scope of the last ReadLedger). The other changes are still committed
   // and pushed; then the refusals are returned as one error, kConflict when a file of another
   // owner was in the way, else kInvalidInput.
+  // The store keeps STATUS.md's rows of the status folder it last read whole (ReadLedger) or
+  // wrote (StatusRowCache). When the tip's status/ is that folder (the same tree id) and the
+  // rows were rendered for the same repository and branches, only the files of the changed
+  // names are read (by path) and STATUS.md is assembled from the kept rows: the same tree as
+  // reading every file gives, at a cost in proportion to the changes.
   core::Result<std::string> Write(const ports::StatusChanges& changes,
                                   const ports::StatusCommit& message) override;
 
@@ -99,13 +120,19 @@ class GitStatusStore : public ports::StatusStore {
   std::optional<std::string> KnownTip() const override { return known_tip_; }
 
   // Forgets the records decoded so far (the persistent cache, when there is one, still has
-  // them): the daemon's memory between passes.
+  // them): the daemon's memory between passes. STATUS.md's rows are kept (about 250 bytes a
+  // job): they spare the next Write reading every file.
   void ReleaseMemory() { std::unordered_map<std::string, core::StatusRecord>().swap(decoded_); }
 
   int push_attempts() const { return push_attempts_; }
   // Status files decoded from YAML since construction; records taken from the store's own map
   // (by blob id, across passes) or from the persistent cache are not counted.
   int status_parses() const { return status_parses_; }
+  // Reads of a whole status folder since construction: every ReadLedger, and every Write
+  // attempt that could not take the incremental path.
+  int full_status_reads() const { return full_status_reads_; }
+  // Write attempts that read only the changed names' files.
+  int incremental_writes() const { return incremental_writes_; }
   // Whether the last ReadLedger or History found the branch (false: no ledger at all).
   bool found_branch() const { return found_branch_; }
 
@@ -125,18 +152,28 @@ class GitStatusStore : public ports::StatusStore {
   // The record a status blob holds: from `decoded_` or the persistent cache, else read and
   // decoded (and put into both); what is used goes into `used` too. nullopt when the blob
   // cannot be read; an error when it is not a status record.
+  // `cache` is the persistent one or null (not used).
   std::optional<core::Result<core::StatusRecord>> DecodeStatusBlob(
       const git_oid& oid, const std::string& path,
-      std::unordered_map<std::string, core::StatusRecord>& used);
+      std::unordered_map<std::string, core::StatusRecord>& used, ParseCache* cache);
   // DecodeStatusBlob with `used` bound, for reading a whole status folder.
   std::function<std::optional<core::Result<core::StatusRecord>>(const git_oid&, const std::string&)>
   DecoderInto(std::unordered_map<std::string, core::StatusRecord>& used);
+  // DecodeStatusBlob into `decoded_` without the persistent cache, for reading a few files.
+  std::function<std::optional<core::Result<core::StatusRecord>>(const git_oid&, const std::string&)>
+  NarrowDecoder();
+
+  // options_.markdown_header with the branches filled in: all that STATUS.md's rows depend on.
+  core::StatusMarkdownHeader RowHeader() const;
 
   std::shared_ptr<GitWorkspace> workspace_;
   GitStatusStoreOptions options_;
   // Records by blob id, of the status files of the last ReadLedger (and of later writes).
   std::unordered_map<std::string, core::StatusRecord> decoded_;
   int status_parses_ = 0;
+  int full_status_reads_ = 0;
+  int incremental_writes_ = 0;
+  StatusRowCache row_cache_;
   int push_attempts_ = 0;
   std::string last_refusal_;                       // why the remote refused the last push
   ports::LedgerScope scope_;                       // of the last ReadLedger

@@ -113,6 +113,12 @@ core::Result<core::Ledger> InstrumentedStatusStore::ReadLedger(const ports::Ledg
                [&] { return inner_.ReadLedger(scope); });
 }
 
+core::Result<std::optional<core::Ledger>> InstrumentedStatusStore::ReadLedgerOf(
+    const ports::LedgerScope& scope, const std::vector<std::string>& names) {
+  return Timed(metrics_, clock_, kGitHistogram, "read_ledger",
+               [&] { return inner_.ReadLedgerOf(scope, names); });
+}
+
 std::vector<ports::SkippedStatusFile> InstrumentedStatusStore::SkippedFiles() const {
   return inner_.SkippedFiles();
 }

@@ -90,6 +90,9 @@ class InstrumentedStatusStore : public ports::StatusStore {
 
   core::Result<core::Ledger> ReadLedger(const ports::LedgerScope& scope) override;
   std::vector<ports::SkippedStatusFile> SkippedFiles() const override;
+  // Timed under call=read_ledger, as ReadLedger.
+  core::Result<std::optional<core::Ledger>> ReadLedgerOf(
+      const ports::LedgerScope& scope, const std::vector<std::string>& names) override;
   core::Result<std::string> Write(const ports::StatusChanges& changes,
                                   const ports::StatusCommit& message) override;
   core::Result<std::vector<ports::StatusHistoryEntry>> History(const std::string& name) override;

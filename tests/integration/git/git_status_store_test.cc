@@ -8,13 +8,16 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/parse_cache.h"
 #include "reconciler/spec/status_codec.h"
 #include "tests/support/git_test_repo.h"
 
@@ -66,10 +69,11 @@ struct Repo : testing::TestRemote {
     person->CommitAndPush("main", "initial");
   }
 
-  std::shared_ptr<GitWorkspace> Workspace() {
+  // Workspaces of one cache folder share their clone; another folder is another clone.
+  std::shared_ptr<GitWorkspace> Workspace(const std::string& cache = "cache") {
     adapters::GitWorkspaceOptions options;
     options.repo = remote;
-    options.cache_dir = tmp.Sub("cache");
+    options.cache_dir = tmp.Sub(cache);
     auto ws = GitWorkspace::Open(options);
     if (!ws) FAIL(ws.error().ToString());
     return *ws;
@@ -681,6 +685,343 @@ TEST_CASE("An ownerless record is adopted by its first writer and then belongs t
   auto theirs = other.ReadLedger({"team-b", kClusterA});
   REQUIRE(theirs.ok());
   CHECK(theirs->empty());
+}
+
+// A narrow pass (engine/narrow_pass.h) reads the ledger of a few names only.
+TEST_CASE("ReadLedgerOf gives what ReadLedger gives for the names asked, reading only their files",
+          "[git][status][narrow]") {
+  Repo repo;
+  const auto mine =
+      Owned(Record("mine", Phase::kRunning, RayJobStatus::kRunning), "ray-gitops", kClusterA);
+  const auto legacy = Record("legacy", Phase::kSucceeded, RayJobStatus::kSucceeded);
+  const auto theirs =
+      Owned(Record("theirs", Phase::kRunning, RayJobStatus::kRunning), "team-b", kClusterB);
+  repo.person->Write("status/mine.yaml", spec::EncodeStatusYaml(mine));
+  repo.person->Write("status/legacy.yaml", LegacyYaml(legacy));
+  repo.person->Write("status/theirs.yaml", spec::EncodeStatusYaml(theirs));
+  repo.person->CommitAndPush(kBranch, "three owners");
+  const ports::LedgerScope scope{"ray-gitops", kClusterA};
+  const std::vector<std::string> names = {"mine", "legacy", "theirs", "ghost"};
+
+  GitStatusStore reader(repo.Workspace("reader"), {});
+  auto full = reader.ReadLedger(scope);
+  REQUIRE(full.ok());
+
+  auto cache = std::make_shared<adapters::ParseCache>(repo.tmp.Sub("parse-cache"), "test");
+  GitStatusStoreOptions options;
+  options.parse_cache = cache;
+  GitStatusStore store(repo.Workspace(), options);
+  auto tip = store.Tip();
+  REQUIRE(tip.ok());
+  auto narrow = store.ReadLedgerOf(scope, names);
+  REQUIRE(narrow.ok());
+  REQUIRE(narrow->has_value());
+  CHECK(**narrow == *full);  // mine and legacy (adopted); not theirs; nothing for ghost
+  CHECK((*narrow)->size() == 2);
+  CHECK(store.status_parses() == 3);  // the files of the names asked, decoded from YAML
+  CHECK(cache->size() == 0);          // the persistent cache is left alone
+  CHECK(store.full_status_reads() == 0);
+  CHECK(store.KnownTip() == **tip);
+  CHECK(store.found_branch());
+  CHECK(store.SkippedFiles().empty());
+  auto few = store.ReadLedgerOf(scope, {"legacy", "Not_A_Job", "../x"});
+  REQUIRE(few.ok());
+  REQUIRE(few->has_value());
+  CHECK((*few)->size() == 1);
+  CHECK((*few)->at("legacy") == full->at("legacy"));
+
+  // Broken files of other names are not read; those of a name asked make it say nothing.
+  repo.person->Fetch();
+  repo.person->Write("status/broken.yaml", "name: broken\nphase: [Running\n");
+  repo.person->Write("status/c.yaml",
+                     spec::EncodeStatusYaml(Record("d", Phase::kRunning, RayJobStatus::kRunning)));
+  repo.person->Write(
+      "status/elsewhere.yaml",
+      spec::EncodeStatusYaml(Owned(Record("elsewhere", Phase::kRunning, RayJobStatus::kRunning),
+                                   "ray-gitops", kClusterB)));
+  repo.person->Write("status/notes.txt", "not a status file\n");
+  repo.person->CommitAndPush(kBranch, "trouble");
+  auto stale = store.ReadLedgerOf(scope, {"broken"});  // no fetch: the tip as last fetched
+  REQUIRE(stale.ok());
+  REQUIRE(stale->has_value());
+  CHECK((*stale)->empty());
+  CHECK(store.KnownTip() == **tip);
+  REQUIRE(store.Tip().ok());
+  CHECK(store.KnownTip() == **tip);  // Tip reads nothing
+  narrow = store.ReadLedgerOf(scope, names);
+  REQUIRE(narrow.ok());
+  REQUIRE(narrow->has_value());
+  CHECK(**narrow == *full);
+  CHECK(store.KnownTip() != **tip);
+  for (const char* name : {"broken", "c", "elsewhere"}) {
+    INFO(name);
+    auto troubled = store.ReadLedgerOf(scope, {"mine", name});
+    REQUIRE(troubled.ok());
+    CHECK_FALSE(troubled->has_value());
+    CHECK(store.SkippedFiles().empty());
+  }
+  CHECK(cache->size() == 0);
+  // ReadLedger says more: the skipped files and the record of another cluster.
+  auto whole = store.ReadLedger(scope);
+  REQUIRE_FALSE(whole.ok());
+  CHECK(whole.error().kind() == core::ErrorKind::kFatal);
+  CHECK(store.SkippedFiles().size() == 3);
+  CHECK(store.ReadLedgerOf(scope, {"mine"}).ok());
+  CHECK(store.SkippedFiles().empty());
+
+  // Write refuses as after a ReadLedger of that scope: team-b may not delete ray-gitops' file.
+  REQUIRE(store.ReadLedgerOf({"team-b", kClusterB}, {"mine"}).ok());
+  auto deleted = store.Write({{"mine", std::nullopt}}, Message("mine deleted"));
+  REQUIRE_FALSE(deleted.ok());
+  CHECK(deleted.error().kind() == core::ErrorKind::kConflict);
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "status/mine.yaml") ==
+        spec::EncodeStatusYaml(mine));
+}
+
+TEST_CASE("ReadLedgerOf of a branch that does not exist is an empty ledger",
+          "[git][status][narrow]") {
+  Repo repo;
+  GitStatusStore store(repo.Workspace(), {});
+  REQUIRE(store.Tip().ok());
+  auto ledger = store.ReadLedgerOf({"ray-gitops", kClusterA}, {"a"});
+  REQUIRE(ledger.ok());
+  REQUIRE(ledger->has_value());
+  CHECK((*ledger)->empty());
+  CHECK_FALSE(store.found_branch());
+  CHECK(store.KnownTip() == std::optional<std::string>(""));
+}
+
+// Every file of the branch with its content.
+std::map<std::string, std::string> Files(const std::string& remote) {
+  std::map<std::string, std::string> out;
+  for (const std::string& path : testing::ListFiles(remote, kBranch)) {
+    out[path] = testing::ReadFileAt(remote, kBranch, path).value_or("(unreadable)");
+  }
+  return out;
+}
+
+GitStatusStoreOptions LinkedOptions() {
+  GitStatusStoreOptions options;
+  options.markdown_header.repo_url = "https://example.com/org/repo.git";
+  options.markdown_header.instance = "ray-gitops";
+  return options;
+}
+
+std::string JobName(int i) { return "job-" + std::to_string(100 + i); }
+
+// 50 records of ray-gitops on cluster A, a broken file and a record of another instance.
+void PushBase(Repo& repo) {
+  GitStatusStore setup(repo.Workspace("setup"), LinkedOptions());
+  ports::StatusChanges base;
+  for (int i = 0; i < 50; ++i) {
+    auto r = Record(JobName(i), i % 3 == 0 ? Phase::kSucceeded : Phase::kRunning,
+                    i % 3 == 0 ? RayJobStatus::kSucceeded : RayJobStatus::kRunning, i % 4);
+    r.message = "run " + std::to_string(i) + " | *said* <so>";
+    base.emplace(r.name, Owned(r, "ray-gitops", kClusterA));
+  }
+  REQUIRE(setup.Write(base, Message("base")).ok());
+  repo.person->Fetch();
+  repo.person->Write("status/broken.yaml", "name: broken\nphase: [Running\n");
+  repo.person->Write(
+      "status/theirs.yaml",
+      spec::EncodeStatusYaml(
+          Owned(Record("theirs", Phase::kRunning, RayJobStatus::kRunning), "team-b", kClusterB)));
+  repo.person->CommitAndPush(kBranch, "a broken file and another instance's record");
+}
+
+core::StatusRecord Ours(core::StatusRecord r) {
+  return Owned(std::move(r), "ray-gitops", kClusterA);
+}
+
+// Updates, a new job, deletions (one of a file that is not there), a bookkeeping-only change,
+// and refusals: a broken file, another instance's record, a name that is no job name.
+ports::StatusChanges FirstChanges() {
+  ports::StatusChanges changes;
+  for (int i : {1, 2, 4, 5, 49}) {
+    auto r = Ours(Record(JobName(i), Phase::kFailed, RayJobStatus::kFailed, 5));
+    r.end_time_ms = 1795000100000 + i;
+    r.errors = {"exit code " + std::to_string(i)};
+    changes.emplace(r.name, r);
+  }
+  auto quiet = Ours(Record(JobName(8), Phase::kRunning, RayJobStatus::kRunning, 0));
+  quiet.spec_commit = std::string(40, 'b');
+  changes.emplace(quiet.name, quiet);
+  changes.emplace("aaa-new", Ours(Record("aaa-new", Phase::kPending, RayJobStatus::kPending)));
+  changes.emplace(JobName(7), std::nullopt);
+  changes.emplace("ghost", std::nullopt);
+  changes.emplace("broken", Ours(Record("broken", Phase::kRunning, RayJobStatus::kRunning)));
+  changes.emplace("theirs", Ours(Record("theirs", Phase::kPending, RayJobStatus::kPending)));
+  changes.emplace("Bad_Name", Ours(Record("Bad_Name", Phase::kPending, RayJobStatus::kPending)));
+  return changes;
+}
+
+ports::StatusChanges SecondChanges() {
+  ports::StatusChanges changes;
+  changes.emplace(JobName(1), std::nullopt);
+  changes.emplace("aaa-new", Ours(Record("aaa-new", Phase::kRunning, RayJobStatus::kRunning, 1)));
+  changes.emplace("zzz-new", Ours(Record("zzz-new", Phase::kPending, RayJobStatus::kPending)));
+  return changes;
+}
+
+TEST_CASE("A write that reads only the changed files makes the tree a full write makes",
+          "[git][status][incremental]") {
+  Repo incremental;  // written by a store that keeps STATUS.md's rows
+  Repo full;         // the same writes, each by a fresh store that reads every file
+  PushBase(incremental);
+  PushBase(full);
+  REQUIRE(Files(incremental.remote) == Files(full.remote));
+  const ports::LedgerScope scope{"ray-gitops", kClusterA};
+
+  GitStatusStore a(incremental.Workspace(), LinkedOptions());
+  REQUIRE(a.ReadLedger(scope).ok());
+  CHECK(a.full_status_reads() == 1);
+  auto by_a = a.Write(FirstChanges(), Message("first"));
+  CHECK(a.full_status_reads() == 1);
+  CHECK(a.incremental_writes() == 1);
+  // ReadLedger's, and the broken file again (what does not decode is not kept): the changed
+  // records were decoded already.
+  CHECK(a.status_parses() == 53);
+
+  GitStatusStore b(full.Workspace(), LinkedOptions());
+  REQUIRE(b.Tip().ok());  // a fetch, no read
+  auto by_b = b.Write(FirstChanges(), Message("first"));
+  CHECK(b.full_status_reads() == 1);
+  CHECK(b.incremental_writes() == 0);
+
+  // Both refuse the same changes, and write the same tree.
+  REQUIRE_FALSE(by_a.ok());
+  REQUIRE_FALSE(by_b.ok());
+  CHECK(by_a.error().kind() == core::ErrorKind::kConflict);
+  CHECK(by_a.error().message() == by_b.error().message());
+  CHECK(by_a.error().message().find("status/broken.yaml is left as it is") != std::string::npos);
+  const auto files = Files(incremental.remote);
+  const auto expected = Files(full.remote);
+  for (const auto& [path, text] : expected) {
+    INFO(path);
+    CHECK(files.count(path) == 1);
+    if (files.count(path) == 1) CHECK(files.at(path) == text);
+  }
+  CHECK(files == expected);
+  CHECK(files.count("status/" + JobName(7) + ".yaml") == 0);
+  CHECK(files.count("status/aaa-new.yaml") == 1);
+  CHECK(files.at("STATUS.md").find("51 jobs: 1 Pending, 28 Running, 17 Succeeded, 5 Failed") !=
+        std::string::npos);
+
+  // Then from the rows of its own write, with no read in between; memory released or not.
+  a.ReleaseMemory();
+  by_a = a.Write(SecondChanges(), Message("second"));
+  REQUIRE(by_a.ok());
+  CHECK(a.full_status_reads() == 1);
+  CHECK(a.incremental_writes() == 2);
+  GitStatusStore c(full.Workspace("fresh"), LinkedOptions());
+  REQUIRE(c.Tip().ok());
+  by_b = c.Write(SecondChanges(), Message("second"));
+  REQUIRE(by_b.ok());
+  CHECK(c.incremental_writes() == 0);
+  CHECK(Files(incremental.remote) == Files(full.remote));
+
+  // A narrow pass: Tip, ReadLedgerOf, Write, and still nothing read whole.
+  REQUIRE(a.Tip().ok());
+  auto narrow = a.ReadLedgerOf(scope, {"zzz-new"});
+  REQUIRE(narrow.ok());
+  REQUIRE(narrow->has_value());
+  auto done = (*narrow)->at("zzz-new");
+  done.phase = Phase::kSucceeded;
+  done.status = RayJobStatus::kSucceeded;
+  REQUIRE(a.Write({{"zzz-new", done}}, Message("third")).ok());
+  CHECK(a.full_status_reads() == 1);
+  CHECK(a.incremental_writes() == 3);
+  GitStatusStore d(full.Workspace("fresh-2"), LinkedOptions());
+  REQUIRE(d.Tip().ok());
+  REQUIRE(d.Write({{"zzz-new", done}}, Message("third")).ok());
+  CHECK(d.incremental_writes() == 0);
+  CHECK(Files(incremental.remote) == Files(full.remote));
+}
+
+// STATUS.md as a fresh reader of the whole branch would render it for `message`.
+std::string ExpectedMarkdown(Repo& repo, const std::string& cache) {
+  GitStatusStore reader(repo.Workspace(cache), {});
+  auto ledger = reader.ReadLedger({});
+  REQUIRE(ledger.ok());
+  core::StatusMarkdownHeader header = LinkedOptions().markdown_header;
+  header.spec_commit = std::string(40, 'a');  // Message's Spec-Commit trailer
+  header.watched_branch = "main";
+  header.status_branch = kBranch;
+  return core::RenderStatusMarkdown(*ledger, header);
+}
+
+TEST_CASE("After another writer moved the status folder, a write reads it whole again",
+          "[git][status][incremental]") {
+  Repo repo;
+  testing::GitTestClone other(repo.remote, repo.tmp.Sub("other.git"));
+  int round = 0;
+  GitStatusStoreOptions options = LinkedOptions();
+  options.before_push = [&](int attempt) {
+    if (round != 3 || attempt != 0) return;
+    // A second writer records between this store's build and its push.
+    other.Fetch();
+    other.Write("status/raced.yaml",
+                spec::EncodeStatusYaml(Record("raced", Phase::kFailed, RayJobStatus::kFailed)));
+    other.CommitAndPush(kBranch, "raced");
+  };
+  GitStatusStore store(repo.Workspace(), options);
+  round = 1;
+  REQUIRE(store
+              .Write({{"a", Record("a", Phase::kRunning, RayJobStatus::kRunning)},
+                      {"b", Record("b", Phase::kPending, RayJobStatus::kPending)}},
+                     Message("first"))
+              .ok());
+  CHECK(store.full_status_reads() == 1);
+
+  // A push between two passes: the tip the next pass fetched has another status folder than
+  // the one the rows are of.
+  other.Fetch();
+  other.Write("status/b.yaml",
+              spec::EncodeStatusYaml(Record("b", Phase::kRunning, RayJobStatus::kRunning, 1)));
+  other.Write("status/other.yaml",
+              spec::EncodeStatusYaml(Record("other", Phase::kSucceeded, RayJobStatus::kSucceeded)));
+  other.CommitAndPush(kBranch, "another writer");
+  ++round;
+  REQUIRE(store.Tip().ok());
+  REQUIRE(
+      store.Write({{"c", Record("c", Phase::kPending, RayJobStatus::kPending)}}, Message("second"))
+          .ok());
+  CHECK(store.full_status_reads() == 2);
+  CHECK(store.incremental_writes() == 0);
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "STATUS.md").value_or("") ==
+        ExpectedMarkdown(repo, "r1"));
+
+  // A push refused by a race: the incremental attempt is built again on the new tip, whole.
+  ++round;
+  REQUIRE(store
+              .Write({{"a", Record("a", Phase::kSucceeded, RayJobStatus::kSucceeded)}},
+                     Message("third"))
+              .ok());
+  CHECK(store.push_attempts() == 4);
+  CHECK(store.incremental_writes() == 1);
+  CHECK(store.full_status_reads() == 3);
+  const auto markdown = testing::ReadFileAt(repo.remote, kBranch, "STATUS.md");
+  CHECK(markdown.value_or("") == ExpectedMarkdown(repo, "r2"));
+  REQUIRE(markdown.has_value());
+  CHECK(markdown->find(
+            "| [raced](https://example.com/org/repo/blob/main/jobs/raced.yaml) | Failed |") !=
+        std::string::npos);
+  CHECK(markdown->find("| [a](https://example.com/org/repo/blob/main/jobs/a.yaml) | Succeeded |") !=
+        std::string::npos);
+
+  // A person's push elsewhere on the branch (not under status/) keeps the rows usable.
+  other.Fetch();
+  other.Write("README.md", "the status branch\n");
+  other.CommitAndPush(kBranch, "a readme");
+  ++round;
+  REQUIRE(store.Tip().ok());
+  REQUIRE(
+      store.Write({{"d", Record("d", Phase::kPending, RayJobStatus::kPending)}}, Message("fourth"))
+          .ok());
+  CHECK(store.incremental_writes() == 2);
+  CHECK(store.full_status_reads() == 3);
+  CHECK(testing::ReadFileAt(repo.remote, kBranch, "STATUS.md").value_or("") ==
+        ExpectedMarkdown(repo, "r3"));
 }
 
 TEST_CASE("The commit message puts subject, body and trailers in git's layout", "[git][status]") {
