@@ -245,12 +245,10 @@ struct SpecDelta {
   std::vector<BlobAt> added;
 };
 
-bool Irregular(uint32_t mode) {
-  return mode == GIT_FILEMODE_LINK || mode == GIT_FILEMODE_COMMIT;
-}
+bool Irregular(uint32_t mode) { return mode == GIT_FILEMODE_LINK || mode == GIT_FILEMODE_COMMIT; }
 
-bool DiffJobsTrees(git_repository* repo, git_tree* before, git_tree* after,
-                   const WalkState& filter, SpecDelta& out) {
+bool DiffJobsTrees(git_repository* repo, git_tree* before, git_tree* after, const WalkState& filter,
+                   SpecDelta& out) {
   git_diff_options options = GIT_DIFF_OPTIONS_INIT;
   options.flags = GIT_DIFF_SKIP_BINARY_CHECK;
   git_diff* raw = nullptr;
@@ -558,8 +556,8 @@ core::Result<std::optional<ports::SpecChanges>> GitDesiredStateSource::LoadChang
     auto text = ReadSpecBlob(repo, blob.oid, blob.path);
     if (!text) return text.error();
     ++spec_parses_;
-    files.push_back({blob.path, spec::ParseSpecFileForDesiredState(*text, blob.path,
-                                                                    options_.jobs_dir)});
+    files.push_back(
+        {blob.path, spec::ParseSpecFileForDesiredState(*text, blob.path, options_.jobs_dir)});
     snapshot.texts.emplace(blob.path, std::move(*text));
   }
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));

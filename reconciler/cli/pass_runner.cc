@@ -187,13 +187,10 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   return run;
 }
 
-core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(const GlobalOptions& global,
-                                                         const RepoOptions& repo,
-                                                         ports::DesiredStateSource& source,
-                                                         ports::StatusStore* store,
-                                                         engine::ReconcileOptions options,
-                                                         const PassWiring& wiring,
-                                                         const engine::PassIndex& index) {
+core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
+    const GlobalOptions& global, const RepoOptions& repo, ports::DesiredStateSource& source,
+    ports::StatusStore* store, engine::ReconcileOptions options, const PassWiring& wiring,
+    const engine::PassIndex& index) {
   const std::optional<PassRun> none;
   if (!index.valid() || !index.cluster || store == nullptr || options.dry_run) return none;
   core::Result<adapters::RayClientOptions> ray = ResolveRay(global, index.cluster->address);

@@ -15,12 +15,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
-#include <utility>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_status_store.h"

@@ -610,8 +610,7 @@ class Planner {
       reason = "the plan would stop " + std::to_string(stops) + " jobs, more than --max-stops " +
                std::to_string(policy_.max_stops);
     } else if (!policy_.max_stops_explicit && desired_.jobs.empty() &&
-               policy_.desired_elsewhere == 0 && stops > 0 &&
-               stops == active_ours) {
+               policy_.desired_elsewhere == 0 && stops > 0 && stops == active_ours) {
       reason = "the desired state is empty and the plan would stop every active job (" +
                std::to_string(stops) + ")";
     }

@@ -44,7 +44,7 @@ struct PassIndex {
   std::unordered_multimap<std::string, std::string> removed_by_hash;
   std::optional<core::RayConfig> cluster;  // the cluster file as the full pass read it
   std::vector<Warning> warnings;           // the full pass's (foreign jobs only)
-  core::Redactor redactor;        // every secret the full pass knew
+  core::Redactor redactor;                 // every secret the full pass knew
 
   bool valid() const { return memo.valid; }
 };

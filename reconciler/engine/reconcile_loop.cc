@@ -25,6 +25,9 @@ void DeclareLoopMetrics(core::MetricsRegistry& m) {
   m.DeclareCounter("rg_unchanged_passes_total",
                    "Passes that stopped early: their inputs were those of the last pass, which "
                    "found nothing to do.");
+  m.DeclareCounter("rg_narrow_passes_total",
+                   "Passes that read, planned and recorded only the jobs of the spec files "
+                   "changed since the last pass at rest.");
   m.DeclareGauge("rg_jobs", "Jobs by phase after the last pass that got as far as a plan.");
   m.DeclareCounter("rg_submits_total", "Runs submitted to Ray (adoptions not included).");
   m.DeclareCounter("rg_stops_total", "Stop requests sent to Ray for active runs.");
@@ -155,10 +158,9 @@ void MergeNarrowRecords(const PassResult& result, std::vector<core::StatusRecord
   });
   const auto middle = static_cast<std::ptrdiff_t>(jobs.size());
   jobs.insert(jobs.end(), result.records.begin(), result.records.end());
-  std::inplace_merge(jobs.begin(), jobs.begin() + middle, jobs.end(),
-                     [](const core::StatusRecord& a, const core::StatusRecord& b) {
-                       return a.name < b.name;
-                     });
+  std::inplace_merge(
+      jobs.begin(), jobs.begin() + middle, jobs.end(),
+      [](const core::StatusRecord& a, const core::StatusRecord& b) { return a.name < b.name; });
 }
 
 bool ReconcileLoop::Step() {
@@ -277,6 +279,7 @@ void ReconcileLoop::RecordMetrics(const PassReport& report, double seconds, int6
   m.Observe("rg_pass_duration_seconds", seconds);
   m.Add("rg_passes_total", 1, {{"result", std::string(PassMetricResult(verdict))}});
   if (result.unchanged) m.Add("rg_unchanged_passes_total");
+  if (result.narrow) m.Add("rg_narrow_passes_total");
   for (const ActionOutcome& o : result.outcomes) {
     if (!o.ok) continue;
     if (o.action.kind == core::ActionKind::kStop) {

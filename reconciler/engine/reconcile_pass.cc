@@ -35,7 +35,6 @@ std::string OneLine(std::string text) {
   return text;
 }
 
-
 core::Error Redacted(const core::Error& e, const core::Redactor& redactor) {
   return {e.kind(), redactor.Apply(e.message())};
 }

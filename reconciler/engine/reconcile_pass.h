@@ -97,7 +97,7 @@ struct PassResult {
   // the whole set's.
   bool narrow = false;
   std::vector<std::string> narrow_names;  // sorted
-  bool planned = false;  // the pass got as far as a plan
+  bool planned = false;                   // the pass got as far as a plan
   // The view stayed older than the cluster through every reload: nothing was planned,
   // applied or recorded (`errors` says which run and commit).
   bool stale = false;

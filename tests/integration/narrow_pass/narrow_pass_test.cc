@@ -6,6 +6,8 @@
 // nothing left to do or to record. Changes a narrow view cannot decide send the daemon to a
 // full pass.
 
+#include "reconciler/engine/narrow_pass.h"
+
 #include <catch2/catch.hpp>
 #include <memory>
 #include <random>
@@ -17,7 +19,6 @@
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_status_store.h"
 #include "reconciler/adapters/git_workspace.h"
-#include "reconciler/engine/narrow_pass.h"
 #include "reconciler/engine/pass_memo.h"
 #include "reconciler/engine/reconcile_pass.h"
 #include "tests/support/fake_clock.h"
@@ -86,7 +87,8 @@ struct World {
     workspace = *opened;
     source = std::make_unique<adapters::GitDesiredStateSource>(workspace,
                                                                adapters::GitDesiredStateOptions{});
-    store = std::make_unique<adapters::GitStatusStore>(workspace, adapters::GitStatusStoreOptions{});
+    store =
+        std::make_unique<adapters::GitStatusStore>(workspace, adapters::GitStatusStoreOptions{});
   }
 
   engine::ReconcileDeps Deps() {
@@ -107,7 +109,9 @@ struct World {
     return options;
   }
 
-  PassResult Full(bool dry_run = false) { return engine::RunReconcilePass(Deps(), Options(dry_run)); }
+  PassResult Full(bool dry_run = false) {
+    return engine::RunReconcilePass(Deps(), Options(dry_run));
+  }
 
   std::optional<PassResult> Narrow(const engine::PassIndex& index, bool dry_run = false) {
     return engine::NarrowPass(index, Deps(), Options(dry_run));
@@ -168,8 +172,8 @@ void CheckNothingLeft(World& w) {
   CHECK(after.transitions.empty());
 }
 
-// One change pushed to a world at rest, planned narrow and full.
-void NarrowStep(World& w, const std::string& what) {
+// One change pushed to a world at rest, planned narrow and full; the narrow pass applied.
+PassResult NarrowStep(World& w, const std::string& what) {
   INFO(what);
   const PassResult settled = w.Settle();
   const engine::PassIndex index = engine::IndexPass(settled, w.store.get());
@@ -185,6 +189,7 @@ void NarrowStep(World& w, const std::string& what) {
   CHECK(Actions(*applied) == Actions(full));
   CHECK(applied->errors.empty());
   CheckNothingLeft(w);
+  return *applied;
 }
 
 // A change the narrow view cannot decide: a full pass must run.
@@ -225,6 +230,11 @@ TEST_CASE("narrow passes decide every kind of spec change as full passes do") {
     NarrowStep(w, "add new");
     w.repo.person->Remove("jobs/j2.yaml");
     NarrowStep(w, "remove j2");
+    w.repo.person->Write("jobs/again.yaml", Spec(1));
+    const PassResult again =
+        NarrowStep(w, "a removed job's content under a new name (renamed from)");
+    REQUIRE(again.plan.FindJob("again") != nullptr);
+    CHECK(again.plan.FindJob("again")->renamed_from == "j2");
     w.repo.person->Remove("jobs/j4.yaml");
     w.repo.person->Write("jobs/moved.yaml", Spec(1));
     NarrowStep(w, "rename j4 to moved (same content, so a new name)");
@@ -250,11 +260,20 @@ TEST_CASE("narrow passes decide every kind of spec change as full passes do") {
     w.repo.person->Write("jobs/j1.yaml", "workload: [\n");
     FullStep(w, "an invalid spec");
     w.repo.person->Write("jobs/j1.yaml", Spec(1));
-    w.Settle();
+    w.repo.person->CommitAndPush("main", "fixed");
     w.repo.person->Write("jobs/other.yaml", Spec(9, "name: j2\n"));
     FullStep(w, "a new file takes an unchanged file's name");
     w.repo.person->Remove("jobs/other.yaml");
-    w.Settle();
+    w.repo.person->CommitAndPush("main", "fixed");
+    w.repo.person->Write("jobs/pinned.yaml", Spec(1, "submission_id: pinned-run\n"));
+    w.repo.person->CommitAndPush("main", "a pinned run");
+    w.repo.person->Write("jobs/pin2.yaml", Spec(2, "submission_id: pinned-run\n"));
+    FullStep(w, "a new file pins an unchanged file's submission id");
+    w.repo.person->Remove("jobs/pin2.yaml");
+    w.repo.person->CommitAndPush("main", "fixed");
+    w.repo.person->Write("jobs/sub/deep.yaml", Spec(4));
+    NarrowStep(w, "a spec in a sub-folder");
+    CHECK(engine::IsFixpoint(w.Settle()));
   }
 }
 

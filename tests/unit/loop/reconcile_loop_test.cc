@@ -520,6 +520,7 @@ TEST_CASE("a narrow pass replaces the records of its names and keeps the others"
   CHECK(metrics.Value("rg_jobs", {{"phase", "Succeeded"}}) == 0);
   // The narrow pass saw no foreign job: the full pass's count stands.
   CHECK(metrics.Value("rg_foreign_jobs") == 2);
+  CHECK(metrics.Value("rg_narrow_passes_total") == 1);
 }
 
 TEST_CASE("after_pass runs once per pass, after the pass's result is freed", "[loop]") {

@@ -249,8 +249,7 @@ TEST_CASE("a changed spec whose old run finished submits without stopping") {
 
 TEST_CASE("the empty-desired-state guard counts the specs desired outside the part planned") {
   const std::vector<RayJob> running = {Job("gone", 0, RayJobStatus::kRunning)};
-  const Ledger ledger = {
-      {"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kRunning)})}};
+  const Ledger ledger = {{"gone", Record("gone", {Attempt("gone", 0, RayJobStatus::kRunning)})}};
   // Nothing desired at all: the guard holds the stop back.
   Plan empty = PlanActions(Desired({}), running, ledger, PlanPolicy{});
   CHECK(empty.blocked);
