@@ -204,7 +204,7 @@ git::TreeEntry EntryAt(git_tree* tree, const std::string& path) {
   git_tree_entry* raw = nullptr;
   if (git_tree_entry_bypath(&raw, tree, path.c_str()) != 0) {
     git_error_clear();
-    return git::TreeEntry(nullptr);
+    return {};
   }
   return git::TreeEntry(raw);
 }

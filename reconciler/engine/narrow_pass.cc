@@ -29,8 +29,9 @@ PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store) {
   for (const auto& [name, record] : *result.ledger) {
     if (index.path_of_name.contains(name)) continue;
     index.removed_by_hash.emplace(record.spec_hash, name);
-    for (const core::AttemptRecord& a : record.attempts)
+    for (const core::AttemptRecord& a : record.attempts) {
       index.removed_by_hash.emplace(a.spec_hash, name);
+    }
   }
   index.cluster = state.cluster;
   index.warnings = result.warnings;
