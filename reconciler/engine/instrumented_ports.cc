@@ -101,6 +101,12 @@ core::Result<std::optional<std::string>> InstrumentedDesiredStateSource::Head(
   return Timed(metrics_, clock_, kGitHistogram, "head", [&] { return inner_.Head(ref); });
 }
 
+core::Result<std::optional<ports::SpecChanges>> InstrumentedDesiredStateSource::LoadChanges(
+    const std::string& ref, const std::string& since, size_t max_files) {
+  return Timed(metrics_, clock_, kGitHistogram, "load",
+               [&] { return inner_.LoadChanges(ref, since, max_files); });
+}
+
 InstrumentedStatusStore::InstrumentedStatusStore(ports::StatusStore& inner,
                                                  core::MetricsRegistry& metrics,
                                                  ports::Clock& clock)

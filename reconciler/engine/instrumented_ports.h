@@ -60,7 +60,7 @@ class InstrumentedJobServer : public ports::JobServer {
   std::atomic<int64_t>* spent_us_;
 };
 
-// Times Load (fetch included) under call=load, Head under call=head.
+// Times Load (fetch included) and LoadChanges under call=load, Head under call=head.
 class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
  public:
   // `inner`, `metrics` and `clock` must outlive this object.
@@ -70,6 +70,10 @@ class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
   core::Result<ports::DesiredSnapshot> Load(const std::string& ref) override;
   // Timed under call=head.
   core::Result<std::optional<std::string>> Head(const std::string& ref) override;
+  // Timed under call=load, as Load.
+  core::Result<std::optional<ports::SpecChanges>> LoadChanges(const std::string& ref,
+                                                              const std::string& since,
+                                                              size_t max_files) override;
   // Not timed: answered from the local object database, no network.
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
     return inner_.Relate(commit, pass_commit);

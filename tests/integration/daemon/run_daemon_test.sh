@@ -130,6 +130,31 @@ daemon_pid=""
 log_has "$tmp/daemon2.log" 'second signal' || fail "no log line for the second signal"
 if log_has "$tmp/daemon2.log" ' stopped'; then fail "the daemon finished its pass anyway"; fi
 
+# --- a push to a world at rest is a narrow pass: only the changed spec's job is read, planned
+# and recorded; the pass after it is a full one again ---
+metric() {  # metric NAME: its value, 0 when absent
+  curl -sf "$http/metrics" | awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }'
+}
+at_rest() {
+  curl -sf -X POST -d "" "$http/api/v1/sync" >/dev/null
+  [ "$(metric rg_unchanged_passes_total)" -ge 1 ]
+}
+start_daemon "$tmp/daemon3.log"
+wait_until 30 at_rest || fail "the daemon never found the world at rest"
+beta_run() { git -C "$remote" show ray-gitops/status-daemon:status/beta.yaml | grep '^submission_id:'; }
+old_beta=$(beta_run)
+spec beta 303
+push "beta edited"
+curl -sf -X POST -d "" "$http/api/v1/sync" >/dev/null
+narrow_done() { [ "$(metric rg_narrow_passes_total)" = 1 ]; }
+wait_until 30 narrow_done || fail "the push was not a narrow pass"
+log_has "$tmp/daemon3.log" 'pass .*narrow=1.*stops=1.*submits=1' ||
+  fail "the narrow pass's log line does not say it replaced beta's run alone"
+[ "$(beta_run)" != "$old_beta" ] || fail "the narrow pass did not record beta's new run"
+kill -TERM "$daemon_pid"
+wait "$daemon_pid" || fail "the daemon did not stop cleanly"
+daemon_pid=""
+
 # --- bad flags are refused before anything starts ---
 set +e
 "$bin" run --repo "$remote" --interval 10x >/dev/null 2>"$tmp/bad.log"
