@@ -394,7 +394,7 @@ core::Result<GitDesiredStateSource::CachedCluster> GitDesiredStateSource::ParseC
 
 core::Result<std::optional<spec::Parsed<core::RayConfig>>> GitDesiredStateSource::ReadClusterFile(
     git_repository* repo, git_tree* tree, ports::DesiredSnapshot& snapshot,
-    std::map<std::string, CachedCluster>& next_cache) {
+    std::map<std::string, CachedCluster>& next_cache, bool keep) {
   std::optional<spec::Parsed<core::RayConfig>> cluster;
   git_tree_entry* raw_entry = nullptr;
   if (git_tree_entry_bypath(&raw_entry, tree, options_.cluster_file.c_str()) != 0) {
@@ -413,7 +413,7 @@ core::Result<std::optional<spec::Parsed<core::RayConfig>>> GitDesiredStateSource
     auto parsed = ParseClusterBlob(repo, oid, key);
     if (!parsed) return parsed.error();
     it = cluster_cache_.emplace(key, std::move(*parsed)).first;
-  } else if (options_.parse_cache) {
+  } else if (options_.parse_cache && keep) {
     options_.parse_cache->KeepCluster(key, options_.cluster_file);
   }
   snapshot.texts.emplace(options_.cluster_file, it->second.text);
@@ -534,7 +534,8 @@ core::Result<std::optional<ports::SpecChanges>> GitDesiredStateSource::LoadChang
   snapshot.repo_url = workspace_->recorded_url();
   snapshot.repo_aliases = workspace_->aliases();
   std::map<std::string, CachedCluster> next_cluster_cache;
-  auto cluster = ReadClusterFile(repo, after->get(), snapshot, next_cluster_cache);
+  // The persistent cache is left alone: loading it would cost more than the narrow pass.
+  auto cluster = ReadClusterFile(repo, after->get(), snapshot, next_cluster_cache, false);
   if (!cluster.ok()) return cluster.error();
   cluster_cache_ = std::move(next_cluster_cache);
 

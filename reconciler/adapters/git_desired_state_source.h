@@ -108,9 +108,10 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
 
   // The cluster file of `tree`, parsed (from the cache when its blob was read before); nullopt
   // when the tree has none. Its text goes into `snapshot`, its cache entry into `next_cache`.
+  // `keep` marks a result found in memory as used in the persistent cache (which loads it).
   core::Result<std::optional<spec::Parsed<core::RayConfig>>> ReadClusterFile(
       git_repository* repo, git_tree* tree, ports::DesiredSnapshot& snapshot,
-      std::map<std::string, CachedCluster>& next_cache);
+      std::map<std::string, CachedCluster>& next_cache, bool keep = true);
 
   std::shared_ptr<GitWorkspace> workspace_;
   GitDesiredStateOptions options_;

@@ -287,16 +287,32 @@ std::optional<PassInputs> ReadCurrentInputs(const ReconcileDeps& deps,
 
 using JobsById = std::map<std::string, core::RayJob, std::less<>>;
 
-// Ray's jobs by submission id; of a narrow pass's names only, when `only` is set.
-JobsById ById(std::vector<core::RayJob> jobs, const NameSet* only) {
+JobsById ById(std::vector<core::RayJob> jobs) {
   JobsById out;
   for (auto& job : jobs) {
     if (job.submission_id.empty()) continue;
-    if (only != nullptr && !only->contains(job.LabelView(core::kMetaName))) continue;
     std::string id = job.submission_id;
     out.insert_or_assign(std::move(id), std::move(job));
   }
   return out;
+}
+
+// A narrow pass's view after its actions: each run of its jobs it saw and each run it
+// submitted, read again one by one (a few GETs where a full pass lists every job). A run that
+// cannot be read keeps the view from before the actions; one Ray no longer has is dropped.
+void ObserveRunsAgain(ports::JobServer& server, const PassResult& result, JobsById& ray_jobs) {
+  std::set<std::string, std::less<>> ids;
+  for (const auto& [id, job] : ray_jobs) ids.insert(id);
+  for (const ActionOutcome& o : result.outcomes) ids.insert(o.action.submission_id);
+  for (const std::string& id : ids) {
+    core::Result<core::RayJob> job = server.Get(id);
+    if (job.ok()) {
+      job->message = result.redactor.SafeMessage(job->message);
+      ray_jobs.insert_or_assign(id, std::move(*job));
+    } else if (job.error().IsNotFound()) {
+      ray_jobs.erase(id);
+    }
+  }
 }
 
 // Step 5: the plan's actions, then Ray's view after them (for the records; the view from
@@ -318,10 +334,14 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
       AddError(result, Prefixed(*o.error, o.action.name + " (" + o.action.submission_id + ")"));
     }
   }
+  if (only != nullptr) {
+    ObserveRunsAgain(*deps.server, result, ray_jobs);
+    return;
+  }
   core::Result<std::vector<core::RayJob>> after = deps.server->List();
   if (after.ok()) {
     SanitizeJobs(*after, result.redactor);
-    ray_jobs = ById(std::move(*after), only);
+    ray_jobs = ById(std::move(*after));
   }
 }
 
@@ -425,7 +445,7 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   if (only == nullptr) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
 
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
-  JobsById ray_jobs = ById(std::move(in.observed), nullptr);
+  JobsById ray_jobs = ById(std::move(in.observed));
   if (!options.dry_run && !result.plan.actions.empty()) {
     ApplyAndObserve(deps, planned, snapshot, only, result, ray_jobs);
   }
