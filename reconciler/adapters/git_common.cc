@@ -10,6 +10,11 @@ namespace rg::adapters::git {
 void EnsureLibraryInitialised() {
   static const bool initialised = [] {
     git_libgit2_init();
+    // Objects are not hashed again on every read, as git itself does not: what a fetch brings
+    // is hashed by the indexer as the pack arrives, and what we write we hashed to name it.
+    // Re-hashing a 10,000-entry tree on each read was a fifth of a narrow pass
+    // (docs/performance.md).
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
     // Every network connection of libgit2 goes through the stream with deadlines.
     RegisterTimedSocketStream();
     std::atexit([] { git_libgit2_shutdown(); });

@@ -210,10 +210,10 @@ class RayHttpJobServer::Impl {
     return ray_http::ParseJobDetails(ex->body);
   }
 
-  core::Result<std::vector<core::RayJob>> List() {
+  core::Result<std::vector<core::RayJob>> List(const ports::JobServer::JobFilter& keep = {}) {
     auto ex = Retrying("GET", "/api/jobs/", "", options_.read_timeout);
     if (!ex) return ex.error();
-    core::Result<std::vector<core::RayJob>> jobs = ray_http::ParseJobList(ex->body);
+    core::Result<std::vector<core::RayJob>> jobs = ray_http::ParseJobList(ex->body, keep);
     if (digest_key_ && jobs.ok()) {
       last_digest_ = std::make_pair(*digest_key_, core::SipHash24(*digest_key_, ex->body));
     }
@@ -436,6 +436,10 @@ core::Result<std::string> RayHttpJobServer::Submit(const core::Value& body) {
 }
 core::Result<core::RayJob> RayHttpJobServer::Get(std::string_view id) { return impl_->Get(id); }
 core::Result<std::vector<core::RayJob>> RayHttpJobServer::List() { return impl_->List(); }
+
+core::Result<std::vector<core::RayJob>> RayHttpJobServer::ListWhere(const JobFilter& keep) {
+  return impl_->List(keep);
+}
 void RayHttpJobServer::DigestListsWith(const core::SipHasher::Key& key) {
   impl_->DigestListsWith(key);
 }

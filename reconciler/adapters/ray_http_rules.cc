@@ -149,6 +149,9 @@ struct FieldValue {
 // that is not JSON is reported before any job's error, as the tree reports it.
 class JobListReader {
  public:
+  JobListReader() = default;
+  explicit JobListReader(const std::function<bool(const core::RayJob&)>* keep) : keep_(keep) {}
+
   using NumberInteger = json::number_integer_t;
   using NumberUnsigned = json::number_unsigned_t;
   using NumberFloat = json::number_float_t;
@@ -372,9 +375,11 @@ class JobListReader {
     // Older Rays leave time fields at 0 rather than null before the job starts or ends.
     if (job.start_time_ms == 0) job.start_time_ms.reset();
     if (job.end_time_ms == 0) job.end_time_ms.reset();
+    if (keep_ != nullptr && *keep_ && !(*keep_)(job)) return;
     jobs_.push_back(std::move(job));
   }
 
+  const std::function<bool(const core::RayJob&)>* keep_ = nullptr;  // null: keep every job
   Where where_ = Where::kTop;
   int64_t skip_depth_ = 0;  // > 0 inside a value nobody reads
   bool is_array_ = false;
@@ -453,7 +458,12 @@ core::Result<core::RayJob> ParseJobDetails(std::string_view text) {
 }
 
 core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text) {
-  JobListReader reader;
+  return ParseJobList(text, {});
+}
+
+core::Result<std::vector<core::RayJob>> ParseJobList(
+    std::string_view text, const std::function<bool(const core::RayJob&)>& keep) {
+  JobListReader reader(&keep);
   // The NUL check is ParseJson's, for the same reason.
   if (text.find('\0') != std::string_view::npos || !json::sax_parse(text, &reader)) {
     return core::Error::Fatal("job list: not valid JSON: " + TrimBodyForMessage(text));

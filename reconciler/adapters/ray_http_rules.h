@@ -5,6 +5,7 @@
 // adapters/ and its tests.
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ core::Result<core::RayJob> ParseJobDetails(std::string_view text);
 // tree of the whole answer. Each element reads as ParseJobDetails reads it; the first element
 // that does not is the error, but only once the whole text is known to be JSON.
 core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text);
+// ParseJobList keeping only the jobs `keep` accepts (all when it is empty): the others are
+// dropped as they are read, never held together.
+core::Result<std::vector<core::RayJob>> ParseJobList(
+    std::string_view text, const std::function<bool(const core::RayJob&)>& keep);
 // The same through a JSON tree of the whole answer: the reference ParseJobList is checked
 // against, with exactly the same results and error messages for every input.
 core::Result<std::vector<core::RayJob>> ParseJobListDom(std::string_view text);

@@ -471,9 +471,10 @@ std::optional<engine::PassResult> NarrowPass(const GlobalOptions& global, const 
                                              const engine::ReconcileOptions& options,
                                              const PassWiring& wiring, DaemonPassState& state) {
   if (!state.index.valid()) return std::nullopt;
-  const engine::PassIndex index = std::exchange(state.index, engine::PassIndex());
   core::Result<std::optional<PassRun>> run =
-      RunNarrowPassOnRepo(global, flags.repo, source, store, options, wiring, index);
+      RunNarrowPassOnRepo(global, flags.repo, source, store, options, wiring, state.index);
+  // Spent. Its memory goes when the next full pass indexes the world again.
+  state.index.memo.valid = false;
   if (!run.ok() || !run->has_value()) return std::nullopt;
   state.memo = {};
   (*run)->result.snapshot.reset();

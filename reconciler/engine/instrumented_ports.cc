@@ -61,6 +61,10 @@ core::Result<std::vector<core::RayJob>> InstrumentedJobServer::List() {
   return Call("list", [&] { return inner_->List(); });
 }
 
+core::Result<std::vector<core::RayJob>> InstrumentedJobServer::ListWhere(const JobFilter& keep) {
+  return Call("list", [&] { return inner_->ListWhere(keep); });
+}
+
 core::Result<uint64_t> InstrumentedJobServer::ListDigest(const core::SipHasher::Key& key) {
   return Call("list", [&] { return inner_->ListDigest(key); });
 }

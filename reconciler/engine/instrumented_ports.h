@@ -37,6 +37,8 @@ class InstrumentedJobServer : public ports::JobServer {
   core::Result<std::string> Submit(const core::Value& body) override;
   core::Result<core::RayJob> Get(std::string_view id) override;
   core::Result<std::vector<core::RayJob>> List() override;
+  // Timed under call=list, as List.
+  core::Result<std::vector<core::RayJob>> ListWhere(const JobFilter& keep) override;
   void DigestListsWith(const core::SipHasher::Key& key) override { inner_->DigestListsWith(key); }
   // Timed as call=list: the same request.
   core::Result<uint64_t> ListDigest(const core::SipHasher::Key& key) override;

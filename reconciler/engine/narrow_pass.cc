@@ -56,49 +56,39 @@ std::optional<std::string> MovedCommit(const PassIndex& index, const ReconcileDe
   return **head;
 }
 
-// The names a narrow pass plans: the old names of the changed files, the new ones, and removed
-// jobs whose content a new job has (recorded in the ledger, or labelled on a run in Ray).
-// nullopt when a new name or pin is held by a file that did not change.
-std::optional<NameSet> NamesToPlan(const PassIndex& index, const ports::SpecChanges& changes,
-                                   const std::vector<core::RayJob>& observed) {
+// The jobs a narrow pass plans (the old names of the changed files, the new ones, and removed
+// jobs in the ledger whose content a new job has), and the spec hashes of the new jobs.
+struct Wanted {
   NameSet names;
-  const std::unordered_set<std::string> gone(changes.gone.begin(), changes.gone.end());
-  for (const std::string& path : changes.gone) {
+  std::unordered_set<std::string> new_hashes;
+};
+
+// nullopt when a new name or pin is held by a file that did not change. `desired`: the
+// changed specs, bound to the instance (their hashes are the recorded ones).
+std::optional<Wanted> WantedNames(const PassIndex& index, const core::DesiredState& desired,
+                                  const std::vector<std::string>& gone_paths) {
+  Wanted wanted;
+  const std::unordered_set<std::string> gone(gone_paths.begin(), gone_paths.end());
+  for (const std::string& path : gone_paths) {
     auto it = index.name_of_path.find(path);
     if (it == index.name_of_path.end()) return std::nullopt;
-    names.insert(it->second);
+    wanted.names.insert(it->second);
   }
-  std::unordered_set<std::string> new_hashes;
-  for (const core::JobSpec& spec : changes.snapshot.state.jobs) {
-    names.insert(spec.name);
+  for (const core::JobSpec& spec : desired.jobs) {
+    wanted.names.insert(spec.name);
     auto held = index.path_of_name.find(spec.name);
     if (held != index.path_of_name.end() && !gone.contains(held->second)) return std::nullopt;
     if (spec.submission_id) {
       auto pinned = index.path_of_pin.find(*spec.submission_id);
       if (pinned != index.path_of_pin.end() && !gone.contains(pinned->second)) return std::nullopt;
     }
-    if (held == index.path_of_name.end()) new_hashes.insert(spec.spec_hash);
+    if (held == index.path_of_name.end()) wanted.new_hashes.insert(spec.spec_hash);
   }
-  if (new_hashes.empty()) return names;
-  for (const std::string& hash : new_hashes) {
+  for (const std::string& hash : wanted.new_hashes) {
     auto [from, to] = index.removed_by_hash.equal_range(hash);
-    for (auto it = from; it != to; ++it) names.insert(it->second);
+    for (auto it = from; it != to; ++it) wanted.names.insert(it->second);
   }
-  for (const core::RayJob& job : observed) {
-    const std::string_view name = job.LabelView(core::kMetaName);
-    if (name.empty() || index.path_of_name.contains(std::string(name))) continue;
-    if (new_hashes.contains(std::string(job.LabelView(core::kMetaSpecHash)))) {
-      names.emplace(name);
-    }
-  }
-  return names;
-}
-
-// Ray's jobs of `names` (the others are left out of the narrow pass).
-void KeepJobsOf(const NameSet& names, std::vector<core::RayJob>& jobs) {
-  std::erase_if(jobs, [&names](const core::RayJob& job) {
-    return !names.contains(job.LabelView(core::kMetaName));
-  });
+  return wanted;
 }
 
 // The desired state of the changed files, bound to the instance, with the secrets it adds.
@@ -119,14 +109,27 @@ PassInputs ChangedInputs(ports::SpecChanges changes, const PassIndex& index,
   return in;
 }
 
-// Ray's list as a full pass reads it, when it is the list the index was taken with.
-std::optional<std::vector<core::RayJob>> UnchangedJobList(const PassIndex& index,
-                                                          const ReconcileDeps& deps,
-                                                          const ReconcileOptions& options) {
+// Ray's jobs of the wanted names, when Ray's list is the one the index was taken with (the
+// others are dropped as the list is read). A run of a removed job that only Ray knows has the
+// content of a new job: nullopt, for a full pass to say "renamed from" with all its runs.
+std::optional<std::vector<core::RayJob>> WantedJobs(const PassIndex& index, const Wanted& wanted,
+                                                    const ReconcileDeps& deps,
+                                                    const ReconcileOptions& options) {
   if (!options.digest_key) return std::nullopt;
   deps.server->DigestListsWith(*options.digest_key);
-  core::Result<std::vector<core::RayJob>> listed = deps.server->List();
-  if (!listed.ok()) return std::nullopt;
+  bool renamed_unknown = false;
+  core::Result<std::vector<core::RayJob>> listed =
+      deps.server->ListWhere([&](const core::RayJob& job) {
+        const std::string_view name = job.LabelView(core::kMetaName);
+        if (wanted.names.contains(name)) return true;
+        if (!name.empty() && !wanted.new_hashes.empty() &&
+            wanted.new_hashes.contains(std::string(job.LabelView(core::kMetaSpecHash))) &&
+            !index.path_of_name.contains(std::string(name))) {
+          renamed_unknown = true;
+        }
+        return false;
+      });
+  if (!listed.ok() || renamed_unknown) return std::nullopt;
   if (deps.server->ListedDigest(*listed, *options.digest_key) != index.memo.ray_digest) {
     return std::nullopt;
   }
@@ -147,23 +150,23 @@ std::optional<PassInputs> NarrowInputs(const PassIndex& index, const ReconcileDe
   if (!changed.ClusterValid() || !changed.cluster_diagnostics.empty() || !changed.invalid.empty()) {
     return std::nullopt;
   }
-  std::optional<std::vector<core::RayJob>> observed = UnchangedJobList(index, deps, options);
-  if (!observed) return std::nullopt;
-  std::optional<NameSet> names = NamesToPlan(index, **changes, *observed);
-  if (!names) return std::nullopt;
+  const std::vector<std::string> gone = (*changes)->gone;
   PassInputs in = ChangedInputs(std::move(**changes), index, options, result);
-  KeepJobsOf(*names, *observed);
+  std::optional<Wanted> wanted = WantedNames(index, in.snapshot.state, gone);
+  if (!wanted) return std::nullopt;
+  std::optional<std::vector<core::RayJob>> observed = WantedJobs(index, *wanted, deps, options);
+  if (!observed) return std::nullopt;
   in.observed = std::move(*observed);
   SanitizeJobs(in.observed, result.redactor);
   if (!RunsFromNewerCommits(*deps.source, in).empty()) return std::nullopt;
   ports::LedgerScope scope;
   scope.instance = options.policy.owner.instance;
   scope.ray_cluster = core::RayClusterName(*in.snapshot.state.cluster, options.ray_address);
-  core::Result<std::optional<core::Ledger>> ledger =
-      deps.store->ReadLedgerOf(scope, std::vector<std::string>(names->begin(), names->end()));
+  core::Result<std::optional<core::Ledger>> ledger = deps.store->ReadLedgerOf(
+      scope, std::vector<std::string>(wanted->names.begin(), wanted->names.end()));
   if (!ledger.ok() || !ledger->has_value()) return std::nullopt;
   in.ledger = std::move(**ledger);
-  in.only = std::move(*names);
+  in.only = std::move(wanted->names);
   return in;
 }
 

@@ -32,6 +32,16 @@ class JobServer {
   virtual core::Result<core::RayJob> Get(std::string_view id) = 0;
   // GET /api/jobs/ — every job, DRIVER ones included.
   virtual core::Result<std::vector<core::RayJob>> List() = 0;
+  // List, keeping only the jobs `keep` accepts (a narrow pass needs a few jobs of the list).
+  // An implementation that reads the answer as it arrives drops the others as it reads them;
+  // the digest of ListedDigest is still that of the whole answer there (the default digests
+  // the jobs kept).
+  using JobFilter = std::function<bool(const core::RayJob&)>;
+  virtual core::Result<std::vector<core::RayJob>> ListWhere(const JobFilter& keep) {
+    core::Result<std::vector<core::RayJob>> jobs = List();
+    if (jobs.ok()) std::erase_if(*jobs, [&keep](const core::RayJob& job) { return !keep(job); });
+    return jobs;
+  }
 
   // The daemon's check that Ray's answer has not changed since a pass at rest
   // (engine/pass_memo.h). ListDigest lists and digests the answer with `key`, without

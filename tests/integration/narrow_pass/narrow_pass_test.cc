@@ -68,6 +68,7 @@ struct World {
   std::unique_ptr<adapters::GitDesiredStateSource> source;
   std::unique_ptr<adapters::GitStatusStore> store;
   core::SipHasher::Key key{7, 11};
+  std::string instance;  // --instance; empty: the default
 
   static testing::FakeRayOptions Head(ports::Clock* clock) {
     testing::FakeRayOptions options = testing::FrozenHeadOptions(clock);
@@ -106,6 +107,7 @@ struct World {
     options.now_ms = clock.NowMs();
     options.digest_key = key;
     options.dry_run = dry_run;
+    if (!instance.empty()) options.policy.owner.instance = instance;
     return options;
   }
 
@@ -275,6 +277,19 @@ TEST_CASE("narrow passes decide every kind of spec change as full passes do") {
     NarrowStep(w, "a spec in a sub-folder");
     CHECK(engine::IsFixpoint(w.Settle()));
   }
+}
+
+TEST_CASE("narrow passes of a named instance plan with the instance's spec hashes") {
+  World w;
+  w.instance = "blue";
+  w.repo.person->Write("jobs/j1.yaml", Spec(2));
+  NarrowStep(w, "edit j1");
+  w.repo.person->Remove("jobs/j2.yaml");
+  NarrowStep(w, "remove j2");
+  w.repo.person->Write("jobs/again.yaml", Spec(1));
+  const PassResult again = NarrowStep(w, "j2's content under a new name");
+  REQUIRE(again.plan.FindJob("again") != nullptr);
+  CHECK(again.plan.FindJob("again")->renamed_from == "j2");
 }
 
 TEST_CASE("random pushes are planned narrow as full passes plan them") {

@@ -171,6 +171,32 @@ TEST_CASE("the streamed job list reads every recorded answer as the tree does",
   CHECK(ParseJobList(fake)->back().type == "DRIVER");
 }
 
+TEST_CASE("a filtered job list keeps exactly the jobs the filter accepts, in order",
+          "[ray_http][differential]") {
+  const std::string fake = FakeHeadList(20);
+  const core::Result<std::vector<core::RayJob>> all = ParseJobList(fake);
+  REQUIRE(all.ok());
+  auto odd = [](const core::RayJob& job) {
+    return !job.submission_id.empty() && (job.submission_id.back() - '0') % 2 == 1;
+  };
+  const core::Result<std::vector<core::RayJob>> kept = ParseJobList(fake, odd);
+  REQUIRE(kept.ok());
+  auto ids = [](const std::vector<core::RayJob>& jobs) {
+    std::vector<std::string> out;
+    for (const core::RayJob& job : jobs) out.push_back(job.submission_id + " " + job.entrypoint);
+    return out;
+  };
+  std::vector<core::RayJob> expected;
+  for (const core::RayJob& job : *all) {
+    if (odd(job)) expected.push_back(job);
+  }
+  REQUIRE_FALSE(expected.empty());
+  CHECK(ids(*kept) == ids(expected));
+  // An empty filter keeps every job; a filter does not hide a broken answer.
+  CHECK(ids(*ParseJobList(fake, {})) == ids(*all));
+  CHECK_FALSE(ParseJobList(fake.substr(0, fake.size() / 2), odd).ok());
+}
+
 TEST_CASE("the streamed job list agrees with the tree on the cases JobFromJson decides",
           "[ray_http][differential]") {
   const char* const cases[] = {
