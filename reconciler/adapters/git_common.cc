@@ -15,6 +15,10 @@ void EnsureLibraryInitialised() {
     // Re-hashing a 10,000-entry tree on each read was a fifth of a narrow pass
     // (docs/performance.md).
     git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+    // Trees of up to 10,000 and more entries stay parsed in the object cache (by default only
+    // trees under 4 KiB do): a narrow pass reads the jobs and status folders more than once.
+    // The daemon reopens the clone after each full pass, which empties the cache.
+    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, size_t{4} << 20U);
     // Every network connection of libgit2 goes through the stream with deadlines.
     RegisterTimedSocketStream();
     std::atexit([] { git_libgit2_shutdown(); });

@@ -3,6 +3,7 @@
 #include <array>
 #include <deque>
 #include <functional>
+#include <future>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -312,17 +313,23 @@ class TreeEdits {
   explicit TreeEdits(git_repository* repo) : repo_(repo) {}
 
   core::Status Upsert(std::string path, const std::string& content) {
-    git_tree_update update{};
-    if (int rc = git_blob_create_from_buffer(&update.id, repo_, content.data(), content.size());
-        rc != 0) {
+    git_oid id;
+    if (int rc = git_blob_create_from_buffer(&id, repo_, content.data(), content.size()); rc != 0) {
       return git::LastError(rc, "cannot write " + path);
     }
+    UpsertId(std::move(path), id);
+    return core::OkStatus();
+  }
+
+  // A blob already written.
+  void UpsertId(std::string path, const git_oid& id) {
+    git_tree_update update{};
+    update.id = id;
     paths_.push_back(std::move(path));
     update.action = GIT_TREE_UPDATE_UPSERT;
     update.filemode = GIT_FILEMODE_BLOB;
     update.path = paths_.back().c_str();
     updates_.push_back(update);
-    return core::OkStatus();
   }
 
   void Remove(std::string path) {
@@ -427,6 +434,46 @@ void UpdateRows(StatusRowCache& cache, bool incremental, PlannedChanges& planned
       cache.rows.erase(name);
     }
   }
+}
+
+// Writes `content` as a blob through a repository handle of its own (libgit2 wants one per
+// thread), for a thread that writes beside the one building trees in `repo_path`.
+core::Result<git_oid> WriteBlobApart(const std::string& repo_path, const std::string& content) {
+  git_repository* raw = nullptr;
+  if (int rc = git_repository_open(&raw, repo_path.c_str()); rc != 0) {
+    return git::LastError(rc, "cannot open " + repo_path);
+  }
+  git::Repository repo(raw);
+  git_oid id;
+  if (int rc = git_blob_create_from_buffer(&id, repo.get(), content.data(), content.size());
+      rc != 0) {
+    return git::LastError(rc, "cannot write a blob");
+  }
+  return id;
+}
+
+// The tree `edits` make of `base`, then the same with `path` set to `content`. The blob of
+// `content` (STATUS.md: megabytes at 10,000 jobs) is written on another thread while the
+// edits are applied (the status folder's tree, as large).
+core::Result<git_oid> ApplyWithFile(git_repository* repo, git_tree* base, TreeEdits& edits,
+                                    const std::string& path, const std::string& content) {
+  std::future<core::Result<git_oid>> blob =
+      std::async(std::launch::async, WriteBlobApart, std::string(git_repository_path(repo)),
+                 std::cref(content));
+  core::Result<git_oid> edited = edits.Apply(base);
+  core::Result<git_oid> written = blob.get();
+  if (!edited) return edited.error();
+  if (!written)
+    return core::Error(written.error().kind(),
+                       "cannot write " + path + ": " + written.error().message());
+  git_tree* raw = nullptr;
+  if (int rc = git_tree_lookup(&raw, repo, &*edited); rc != 0) {
+    return git::LastError(rc, "cannot read the status tree");
+  }
+  git::Tree tree(raw);
+  TreeEdits file(repo);
+  file.UpsertId(path, *written);
+  return file.Apply(tree.get());
 }
 
 // A commit of `tree_oid` on top of `parent` (none: a root commit); its id in hex.
@@ -631,12 +678,8 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
     row_cache_.folder = dir.key;
     return done("");
   }
-  if (auto st = edits.Upsert(options_.markdown_path,
-                             core::AssembleStatusMarkdown(row_cache_.rows, header));
-      !st) {
-    return st.error();
-  }
-  auto tree_oid = edits.Apply(base->get());
+  const std::string markdown = core::AssembleStatusMarkdown(row_cache_.rows, header);
+  auto tree_oid = ApplyWithFile(repo, base->get(), edits, options_.markdown_path, markdown);
   if (!tree_oid) return tree_oid.error();
   // The rows are those of the folder just built, pushed or not (a tree id names its content).
   row_cache_.folder = StatusDirKey(repo, *tree_oid);
