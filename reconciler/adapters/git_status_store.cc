@@ -463,9 +463,10 @@ core::Result<git_oid> ApplyWithFile(git_repository* repo, git_tree* base, TreeEd
   core::Result<git_oid> edited = edits.Apply(base);
   core::Result<git_oid> written = blob.get();
   if (!edited) return edited.error();
-  if (!written)
+  if (!written) {
     return core::Error(written.error().kind(),
                        "cannot write " + path + ": " + written.error().message());
+  }
   git_tree* raw = nullptr;
   if (int rc = git_tree_lookup(&raw, repo, &*edited); rc != 0) {
     return git::LastError(rc, "cannot read the status tree");
