@@ -119,6 +119,17 @@ int64_t NowMs() {
       .count();
 }
 
+// What every pass takes from the command line's repository and Ray options: the process's
+// secrets (logged redacted from now on), the time, whose runs are ours, the head's address.
+void CompleteOptions(const RepoOptions& repo, const adapters::RayClientOptions& ray,
+                     engine::ReconcileOptions& options) {
+  options.secrets.Merge(ProcessSecrets(ray, &repo));
+  AddLogSecrets(options.secrets);
+  if (options.now_ms == 0) options.now_ms = NowMs();
+  SetOwner(repo, options.policy.owner);
+  options.ray_address = ray.address;
+}
+
 }  // namespace
 
 core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
@@ -168,17 +179,13 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
     if (!sink) LogEvent("debug", "no submission artifacts", {{"reason", why_none}});
   }
   LoadedSnapshotSource source(std::move(loaded_snapshot), repo_source);
-  options.secrets.Merge(ProcessSecrets(ray_options, &repo));
-  AddLogSecrets(options.secrets);
-  if (options.now_ms == 0) options.now_ms = NowMs();
+  CompleteOptions(repo, ray_options, options);
   engine::ReconcileDeps deps;
   deps.source = &source;
   deps.server = server.get();
   deps.server_factory = make_server;
   deps.store = store;
   deps.artifacts = sink.get();
-  SetOwner(repo, options.policy.owner);
-  options.ray_address = ray_options.address;
   run.result = engine::RunReconcilePass(deps, options);
   run.make_server = make_server;
   // A pass that loaded again planned from a newer commit: show that one.
@@ -209,16 +216,12 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
                               std::move(secrets), &why_none);
     return sink.get();
   };
-  options.secrets.Merge(ProcessSecrets(*ray, &repo));
-  AddLogSecrets(options.secrets);
-  if (options.now_ms == 0) options.now_ms = NowMs();
+  CompleteOptions(repo, *ray, options);
   engine::ReconcileDeps deps;
   deps.source = &source;
   deps.server = server.get();
   deps.server_factory = make_server;
   deps.store = store;
-  SetOwner(repo, options.policy.owner);
-  options.ray_address = ray->address;
   std::optional<engine::PassResult> result = engine::NarrowPass(index, deps, options, artifacts);
   if (!result) return none;
   PassRun run;
