@@ -9,8 +9,9 @@
 // - every 10th pass, a person pushes a commit that changes a file outside jobs/;
 // - every 50th pass, one spec's entrypoint changes (the old run is stopped, a new one submitted);
 // - every 25th pass, one run ends in Ray (SUCCEEDED), which the status branch records.
+// A push that finds the world at rest is a narrow pass, as in the daemon (engine/narrow_pass.h).
 //
-// Usage: daemon_soak [--passes N] [--max-growth-kb K]
+// Usage: daemon_soak [--passes N] [--max-growth-kb K] [--no-narrow]
 
 #include <malloc.h>
 #include <sys/wait.h>
@@ -29,6 +30,7 @@
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/metrics.h"
 #include "reconciler/engine/instrumented_ports.h"
+#include "reconciler/engine/narrow_pass.h"
 #include "reconciler/engine/reconcile_loop.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/git_test_repo.h"
@@ -62,14 +64,21 @@ std::string Spec(int job, int version) {
 struct Args {
   int passes = 2000;
   long max_growth_kb = -1;
+  bool narrow = true;  // --no-narrow: every pass a full one
 };
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--no-narrow") {
+      args.narrow = false;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (flag == "--passes") args.passes = std::atoi(argv[i + 1]);
     if (flag == "--max-growth-kb") args.max_growth_kb = std::atol(argv[i + 1]);
+    ++i;
   }
   if (args.passes < 10) args.passes = 10;
   return args;
@@ -210,9 +219,22 @@ int Run(const Args& args) {
   wiring.decorate = decorate;
   wiring.ray_call_attempts = 1;
   int failed = 0;
-  auto pass = [&](const engine::ReconcileOptions& options) {
-    core::Result<cli::PassRun> run =
-        cli::RunPassOnRepo(global, repo, source, &store, options, wiring);
+  int narrow = 0;
+  engine::PassIndex index;  // as the daemon keeps it: a push after a pass at rest is narrow
+  auto pass = [&](const engine::ReconcileOptions& loop_options) {
+    engine::ReconcileOptions options = loop_options;
+    options.digest_key = core::SipHasher::Key{3, 5};
+    core::Result<std::optional<cli::PassRun>> narrowed =
+        cli::RunNarrowPassOnRepo(global, repo, source, &store, options, wiring, index);
+    index.memo.valid = false;
+    core::Result<cli::PassRun> run = core::Error::NotFound("no pass yet");
+    if (narrowed.ok() && narrowed->has_value()) {
+      ++narrow;
+      run = std::move(**narrowed);
+    } else {
+      run = cli::RunPassOnRepo(global, repo, source, &store, options, wiring);
+      if (run.ok() && args.narrow) index = engine::IndexPass(run->result, &store);
+    }
     malloc_trim(0);  // as the daemon does after every pass
     engine::PassResult result;
     if (run.ok()) result = std::move(run->result);
@@ -257,8 +279,8 @@ int Run(const Args& args) {
   }
   const long growth = StatusKb() - warm_kb;
   world.Stop();
-  std::printf("growth after warm-up (pass %d to %d): %ld KB; failed passes: %d\n", warm_up,
-              args.passes, growth, failed);
+  std::printf("growth after warm-up (pass %d to %d): %ld KB; failed passes: %d; narrow: %d\n",
+              warm_up, args.passes, growth, failed, narrow);
   if (failed > 0) return 1;
   return (args.max_growth_kb >= 0 && growth > args.max_growth_kb) ? 1 : 0;
 }
