@@ -449,6 +449,12 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Read(const std::stri
   snapshot.repo_url = workspace_->recorded_url();
   snapshot.repo_aliases = workspace_->aliases();
 
+  if (options_.parse_cache) {
+    for (const PendingSpec& p : pending_specs_) {
+      options_.parse_cache->PutSpec(p.blob_id, p.path, options_.jobs_dir, p.text, *p.loaded);
+    }
+  }
+  pending_specs_.clear();
   std::map<std::string, CachedCluster> next_cluster_cache;
   auto cluster = ReadClusterFile(repo, tree.get(), snapshot, next_cluster_cache);
   if (!cluster.ok()) return cluster.error();
@@ -557,8 +563,12 @@ core::Result<std::optional<ports::SpecChanges>> GitDesiredStateSource::LoadChang
     auto text = ReadSpecBlob(repo, blob.oid, blob.path);
     if (!text) return text.error();
     ++spec_parses_;
-    files.push_back(
-        {blob.path, spec::ParseSpecFileForDesiredState(*text, blob.path, options_.jobs_dir)});
+    std::shared_ptr<const spec::LoadedJobSpec> loaded =
+        spec::ParseSpecFileForDesiredState(*text, blob.path, options_.jobs_dir);
+    if (options_.parse_cache) {
+      pending_specs_.push_back({git::OidHex(blob.oid), blob.path, *text, loaded});
+    }
+    files.push_back({blob.path, std::move(loaded)});
     snapshot.texts.emplace(blob.path, std::move(*text));
   }
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));

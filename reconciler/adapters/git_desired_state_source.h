@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/core/spec_model.h"
@@ -52,7 +53,7 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // The spec files that changed since `since`, from the local copy as the last Head or Load
   // left it (ports::DesiredStateSource::LoadChanges). The changed files are parsed here, not
   // looked up in the persistent cache (a narrow pass reads a few files; the cache file is
-  // large), and counted as parses.
+  // large), and counted as parses; the next Read puts them there.
   core::Result<std::optional<ports::SpecChanges>> LoadChanges(const std::string& ref,
                                                               const std::string& since,
                                                               size_t max_files) override;
@@ -123,6 +124,15 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   int cluster_parses_ = 0;
   // Commits Relate found outside the view -> the workspace's fetch count at that time.
   std::map<std::string, int> outside_view_since_;
+  // Specs LoadChanges parsed, for the persistent cache: put there by the next Read, which
+  // loads the cache anyway (a narrow pass does not).
+  struct PendingSpec {
+    std::string blob_id;
+    std::string path;
+    std::string text;
+    std::shared_ptr<const spec::LoadedJobSpec> loaded;
+  };
+  std::vector<PendingSpec> pending_specs_;
 };
 
 }  // namespace rg::adapters

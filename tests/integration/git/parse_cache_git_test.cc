@@ -143,6 +143,33 @@ TEST_CASE(
   CHECK(repo.Cache()->size() == 23);  // 21 specs and the cluster file now, 1 older version
 }
 
+TEST_CASE("What a narrow load parsed goes into the cache with the next full load, unparsed",
+          "[git][parse_cache]") {
+  Repo repo;
+  repo.PushSpecs(5);
+  auto cache = repo.Cache();
+  auto source = repo.Source(cache);
+  auto first = source->Load("main");
+  REQUIRE(first.ok());
+  const int parsed = source->spec_parses();
+  repo.person->Write("jobs/job-2.yaml", Spec("echo narrow"));
+  repo.person->CommitAndPush("main", "one change");
+  REQUIRE(source->Head("main").ok());
+  auto changes = source->LoadChanges("main", first->commit, 64);
+  REQUIRE(changes.ok());
+  REQUIRE(changes->has_value());
+  CHECK((*changes)->gone == std::vector<std::string>{"jobs/job-2.yaml"});
+  REQUIRE((*changes)->snapshot.state.jobs.size() == 1);
+  CHECK((*changes)->snapshot.state.jobs[0].name == "job-2");
+  CHECK(source->spec_parses() == parsed + 1);
+  // The full load that follows finds the changed file in the cache: parsed once in all.
+  auto full = source->Load("main");
+  REQUIRE(full.ok());
+  CHECK(source->spec_parses() == parsed + 1);
+  CHECK(full->texts.at("jobs/job-2.yaml") == Spec("echo narrow"));
+  RequireSameSnapshot(*full, *repo.Source(nullptr)->Load("main"));
+}
+
 TEST_CASE("A damaged cache file is rebuilt and the source reads correctly meanwhile",
           "[git][parse_cache]") {
   Repo repo;
