@@ -124,6 +124,14 @@ class GitStatusStore : public ports::StatusStore {
   // job): they spare the next Write reading every file.
   void ReleaseMemory() { std::unordered_map<std::string, core::StatusRecord>().swap(decoded_); }
 
+  // Copies the STATUS.md rows kept across passes into allocations of the calling thread: the
+  // daemon calls it from its loop's thread after a full pass, so that they do not pin pages
+  // of the pass thread's arena (docs/daemon.md, "Memory").
+  void CompactMemory() {
+    StatusRowCache copy = row_cache_;
+    row_cache_ = std::move(copy);
+  }
+
   int push_attempts() const { return push_attempts_; }
   // Status files decoded from YAML since construction; records taken from the store's own map
   // (by blob id, across passes) or from the persistent cache are not counted.

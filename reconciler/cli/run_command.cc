@@ -348,6 +348,9 @@ struct DaemonPassState {
   engine::PassMemo memo;
   // What a narrow pass needs of the last full pass, when that found the world at rest.
   engine::PassIndex index;
+  // Set by a full pass that made an index: the loop's thread copies it and the status store's
+  // rows out of the pass thread's arena (docs/daemon.md, "Memory").
+  bool compact_due = false;
   core::SipHasher::Key digest_key = engine::RandomDigestKey();
   std::unique_ptr<ports::JobServer> checker;  // lists Ray for the early check
   std::string checker_address;
@@ -481,6 +484,38 @@ std::optional<engine::PassResult> NarrowPass(const GlobalOptions& global, const 
   return std::move((*run)->result);
 }
 
+// After a full pass: what the next pass compares its inputs with, the client it checks Ray
+// with, and the head's address for the status page.
+void RememberFullPass(const PassRun& run, const ports::StatusStore* store,
+                      const std::string& dashboard_url, const LoopSlot& slot,
+                      DaemonPassState& state) {
+  state.memo = engine::RememberPass(run.result, store);
+  if (run.make_server && run.ray_address != state.checker_address) {
+    state.checker = run.make_server();
+    state.checker_address = run.ray_address;
+  }
+  if (!run.ray_address.empty()) {
+    slot.loop->SetRayAddress(run.ray_address,
+                             dashboard_url.empty() ? run.ray_address : dashboard_url);
+  }
+}
+
+// Runs each pass on the daemon's pass thread. After a full pass that made an index, the
+// loop's thread copies what the daemon keeps of it (the index, the status store's rows) out of
+// the pass thread's arena, whose pages then go back whole (docs/daemon.md, "Memory").
+engine::PassFunction OnPassThread(const std::shared_ptr<DaemonPassState>& state,
+                                  const RepoHandles& repo, engine::PassFunction pass) {
+  return [state, &repo, pass = std::move(pass)](const engine::ReconcileOptions& pass_options) {
+    engine::PassResult result;
+    state->thread.Run([&]() { result = pass(pass_options); });
+    if (std::exchange(state->compact_due, false)) {
+      state->index = engine::PassIndex(state->index);
+      if (repo.store) repo.store->CompactMemory();
+    }
+    return result;
+  };
+}
+
 engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& flags,
                                 ports::DesiredStateSource& source, ports::StatusStore* store,
                                 const RepoHandles& repo, core::MetricsRegistry& metrics,
@@ -517,22 +552,17 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
       return std::move(*narrow);
     }
     core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store, options, wiring);
-    if (run.ok()) state->index = engine::IndexPass(run->result, store);
+    if (run.ok()) {
+      state->index = engine::IndexPass(run->result, store);
+      state->compact_due = state->index.valid();
+    }
     ReleaseParsedFiles(repo);
     if (!run.ok()) {
       state->memo = {};
       accounting.Record();
       return FailedBeforePass(run.error());
     }
-    state->memo = engine::RememberPass(run->result, store);
-    if (run->make_server && run->ray_address != state->checker_address) {
-      state->checker = run->make_server();
-      state->checker_address = run->ray_address;
-    }
-    if (!run->ray_address.empty()) {
-      const std::string& dashboard = pass_options.dashboard_url;
-      slot.loop->SetRayAddress(run->ray_address, dashboard.empty() ? run->ray_address : dashboard);
-    }
+    RememberFullPass(*run, store, pass_options.dashboard_url, slot, *state);
     accounting.Record();
     // Nobody downstream reads the desired state the pass planned from: let it go now.
     run->result.snapshot.reset();
@@ -540,11 +570,7 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     state->trim_due = true;
     return std::move(run->result);
   };
-  return [state, pass = std::move(pass)](const engine::ReconcileOptions& pass_options) {
-    engine::PassResult result;
-    state->thread.Run([&]() { result = pass(pass_options); });
-    return result;
-  };
+  return OnPassThread(state, repo, std::move(pass));
 }
 
 void LogStarted(const RunFlags& flags, const Timings& timings, const engine::LoopOptions& options,
