@@ -3,8 +3,8 @@
 //
 // Builds link jemalloc (CMake option RG_JEMALLOC, on; docs/performance.md, "The allocator"):
 // a pass allocates and frees hundreds of thousands of small objects, and jemalloc does both
-// markedly faster than glibc's malloc. Sanitizer and fuzz builds keep the C library's allocator, which the
-// sanitizers replace.
+// markedly faster than glibc's malloc. Sanitizer and fuzz builds keep the C library's allocator,
+// which the sanitizers replace.
 
 #include <string_view>
 
