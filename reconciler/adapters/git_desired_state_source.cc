@@ -6,6 +6,7 @@
 
 #include "reconciler/adapters/git_common.h"
 #include "reconciler/adapters/parse_cache.h"
+#include "reconciler/core/identity.h"
 #include "reconciler/spec/spec_entry.h"
 
 namespace rg::adapters {
@@ -347,15 +348,28 @@ core::Result<GitDesiredStateSource::CachedSpec> GitDesiredStateSource::ParseSpec
   ParseCache* cache = options_.parse_cache.get();
   if (cache != nullptr) {
     if (std::optional<CachedSpecFile> hit = cache->FindSpec(blob_id, path, options_.jobs_dir)) {
-      return CachedSpec{std::move(hit->text), std::move(hit->loaded)};
+      return CachedSpec{std::move(hit->loaded)};
     }
   }
   auto text = ReadSpecBlob(repo, oid, path);
   if (!text) return text.error();
   ++spec_parses_;
   auto loaded = spec::ParseSpecFileForDesiredState(*text, path, options_.jobs_dir);
-  if (cache != nullptr) cache->PutSpec(blob_id, path, options_.jobs_dir, *text, *loaded);
-  return CachedSpec{std::move(*text), std::move(loaded)};
+  if (cache != nullptr) cache->PutSpec(blob_id, path, options_.jobs_dir, *loaded);
+  return CachedSpec{std::move(loaded)};
+}
+
+std::shared_ptr<const spec::LoadedJobSpec> GitDesiredStateSource::ForPass(
+    std::shared_ptr<const spec::LoadedJobSpec> loaded, bool lean) const {
+  if (!lean || !options_.lean_instance || !loaded || !loaded->parsed.value) return loaded;
+  std::shared_ptr<spec::LoadedJobSpec> own =
+      loaded.use_count() == 1 ? std::const_pointer_cast<spec::LoadedJobSpec>(std::move(loaded))
+                              : std::make_shared<spec::LoadedJobSpec>(*loaded);
+  core::JobSpec& spec = *own->parsed.value;
+  core::BindSpecToInstance(spec, *options_.lean_instance);  // needs the document
+  spec.document = core::Value();
+  spec.positions.clear();
+  return own;
 }
 
 core::Result<GitDesiredStateSource::CachedSpec> GitDesiredStateSource::SpecFile(
@@ -370,6 +384,7 @@ core::Result<GitDesiredStateSource::CachedSpec> GitDesiredStateSource::SpecFile(
   if (it == spec_cache_.end()) {
     auto parsed = ParseSpecBlob(repo, oid, blob_id, path);
     if (!parsed) return parsed.error();
+    parsed->loaded = ForPass(std::move(parsed->loaded), true);
     it = spec_cache_.emplace(key, std::move(*parsed)).first;
   }
   next_cache.insert(*it);
@@ -427,6 +442,15 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Load(const std::stri
 }
 
 core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Read(const std::string& ref) {
+  return ReadCommit(ref, true);
+}
+
+core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadWhole(const std::string& ref) {
+  return ReadCommit(ref, false);
+}
+
+core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadCommit(const std::string& ref,
+                                                                       bool lean) {
   auto resolved = Resolve(ref);
   if (!resolved) return resolved.error();
 
@@ -451,7 +475,7 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Read(const std::stri
 
   if (options_.parse_cache) {
     for (const PendingSpec& p : pending_specs_) {
-      options_.parse_cache->PutSpec(p.blob_id, p.path, options_.jobs_dir, p.text, *p.loaded);
+      options_.parse_cache->PutSpec(p.blob_id, p.path, options_.jobs_dir, *p.loaded);
     }
   }
   pending_specs_.clear();
@@ -466,13 +490,16 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::Read(const std::stri
   for (const RejectedAt& entry : walk->rejected) {
     files.push_back(spec::RejectedSpecEntry(entry.path, options_.jobs_dir, entry.kind));
   }
+  // A whole read of a lean source leaves its own map alone: the map holds lean specs.
+  const bool own_map = lean || !options_.lean_instance;
   for (const BlobAt& blob : walk->blobs) {
-    core::Result<CachedSpec> spec = SpecFile(repo, blob.oid, blob.path, next_spec_cache);
+    core::Result<CachedSpec> spec =
+        own_map ? SpecFile(repo, blob.oid, blob.path, next_spec_cache)
+                : ParseSpecBlob(repo, blob.oid, git::OidHex(blob.oid), blob.path);
     if (!spec) return spec.error();
-    files.push_back({blob.path, std::move(spec->loaded)});
-    snapshot.texts.emplace(blob.path, std::move(spec->text));
+    files.push_back({blob.path, ForPass(std::move(spec->loaded), lean)});
   }
-  spec_cache_ = std::move(next_spec_cache);
+  if (own_map) spec_cache_ = std::move(next_spec_cache);
   cluster_cache_ = std::move(next_cluster_cache);
 
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
@@ -565,15 +592,55 @@ core::Result<std::optional<ports::SpecChanges>> GitDesiredStateSource::LoadChang
     ++spec_parses_;
     std::shared_ptr<const spec::LoadedJobSpec> loaded =
         spec::ParseSpecFileForDesiredState(*text, blob.path, options_.jobs_dir);
-    if (options_.parse_cache) {
-      pending_specs_.push_back({git::OidHex(blob.oid), blob.path, *text, loaded});
-    }
-    files.push_back({blob.path, std::move(loaded)});
+    if (options_.parse_cache) pending_specs_.push_back({git::OidHex(blob.oid), blob.path, loaded});
+    files.push_back({blob.path, ForPass(std::move(loaded), true)});
     snapshot.texts.emplace(blob.path, std::move(*text));
   }
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
   changes.gone = std::move(delta.gone);
   return std::optional(std::move(changes));
+}
+
+namespace {
+
+// The blob at `path` in commit `commit`; nullopt when there is none (or not a regular file).
+std::optional<git_oid> BlobAtPath(git_repository* repo, const std::string& commit,
+                                  const std::string& path) {
+  std::optional<git::Tree> tree = CommitTree(repo, commit);
+  git_tree_entry* raw = nullptr;
+  if (!tree || git_tree_entry_bypath(&raw, tree->get(), path.c_str()) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  git::TreeEntry entry(raw);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB || IrregularKind(entry.get())) {
+    return std::nullopt;
+  }
+  return *git_tree_entry_id(entry.get());
+}
+
+}  // namespace
+
+std::string GitDesiredStateSource::SpecText(const ports::DesiredSnapshot& snapshot,
+                                            const std::string& path) {
+  if (auto it = snapshot.texts.find(path); it != snapshot.texts.end()) return it->second;
+  git_repository* repo = workspace_->repository();
+  std::optional<git_oid> oid = BlobAtPath(repo, snapshot.commit, path);
+  if (!oid) return "";
+  core::Result<std::string> text = ReadSpecBlob(repo, *oid, path);
+  return text.ok() ? std::move(*text) : std::string();
+}
+
+core::Result<std::optional<core::JobSpec>> GitDesiredStateSource::ReadWholeSpec(
+    const std::string& commit, const std::string& path) {
+  git_repository* repo = workspace_->repository();
+  std::optional<git_oid> oid = BlobAtPath(repo, commit, path);
+  if (!oid) return std::optional<core::JobSpec>();
+  core::Result<CachedSpec> spec = ParseSpecBlob(repo, *oid, git::OidHex(*oid), path);
+  if (!spec) return spec.error();
+  const spec::Parsed<core::JobSpec>& parsed = spec->loaded->parsed;
+  if (!parsed.diagnostics.empty() || !parsed.value) return std::optional<core::JobSpec>();
+  return std::optional(*parsed.value);
 }
 
 }  // namespace rg::adapters

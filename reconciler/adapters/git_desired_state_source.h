@@ -36,6 +36,11 @@ struct GitDesiredStateOptions {
   // Parse results kept on disk across runs (adapters/parse_cache.h), looked up when a blob is
   // not in this source's own map; null: none.
   std::shared_ptr<ParseCache> parse_cache;
+  // Set: the specs Load, Read and LoadChanges give are a pass's, bound to this instance's
+  // identity (core::BindSpecToInstance) and without what only `diff` and the field diffs of
+  // `plan` need: the parsed document and each field's position. At 50,000 specs those are
+  // 100 MB. ReadWhole and ReadWholeSpec still give them. Unset: specs as parsed.
+  std::optional<std::string> lean_instance;
 };
 
 class GitDesiredStateSource : public ports::DesiredStateSource {
@@ -61,6 +66,16 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // As Load, from the local copy as it is: no fetch. For reading older commits after a Load
   // (the spec a run was submitted from).
   core::Result<ports::DesiredSnapshot> Read(const std::string& ref);
+  // As Read, with every spec whole (documents and positions kept, whatever lean_instance
+  // says), not bound to an instance.
+  core::Result<ports::DesiredSnapshot> ReadWhole(const std::string& ref);
+  // The spec file at `path` in commit `commit` (a full hex id), parsed whole and not bound to
+  // an instance; nullopt when there is no such file or it is not a valid spec.
+  core::Result<std::optional<core::JobSpec>> ReadWholeSpec(const std::string& commit,
+                                                           const std::string& path);
+
+  // A spec's text read from the snapshot's commit: full snapshots hold none.
+  std::string SpecText(const ports::DesiredSnapshot& snapshot, const std::string& path) override;
 
   // Ancestry by libgit2 in the clone. A commit that was not included in the view (missing,
   // or a descendant) and still is not after a later Fetch is no longer on the branch (a force
@@ -86,7 +101,6 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   core::Result<ResolvedRef> Resolve(const std::string& ref);
 
   struct CachedSpec {
-    std::string text;
     std::shared_ptr<const spec::LoadedJobSpec> loaded;
   };
   struct CachedCluster {
@@ -104,6 +118,10 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   core::Result<CachedSpec> SpecFile(git_repository* repo, const git_oid& oid,
                                     const std::string& path,
                                     std::map<std::string, CachedSpec>& next_cache);
+  // A spec as a pass keeps it when lean_instance is set (and `lean`), else as given.
+  std::shared_ptr<const spec::LoadedJobSpec> ForPass(
+      std::shared_ptr<const spec::LoadedJobSpec> loaded, bool lean) const;
+  core::Result<ports::DesiredSnapshot> ReadCommit(const std::string& ref, bool lean);
   core::Result<CachedCluster> ParseClusterBlob(git_repository* repo, const git_oid& oid,
                                                const std::string& blob_id);
 
@@ -129,7 +147,6 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   struct PendingSpec {
     std::string blob_id;
     std::string path;
-    std::string text;
     std::shared_ptr<const spec::LoadedJobSpec> loaded;
   };
   std::vector<PendingSpec> pending_specs_;

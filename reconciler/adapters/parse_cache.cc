@@ -298,7 +298,6 @@ std::optional<CachedSpecFile> ParseCache::FindSpec(std::string_view blob_id, std
   if (e == nullptr) return std::nullopt;
   spec::ByteReader r(Payload(*e));
   CachedSpecFile out;
-  out.text = r.String();
   auto loaded = std::make_shared<spec::LoadedJobSpec>();
   spec::DecodeFrom(r, *loaded);
   if (!r.ok() || !r.at_end()) {
@@ -342,9 +341,8 @@ std::optional<core::StatusRecord> ParseCache::FindStatus(std::string_view blob_i
 }
 
 void ParseCache::PutSpec(std::string_view blob_id, std::string_view path, std::string_view jobs_dir,
-                         std::string_view text, const spec::LoadedJobSpec& loaded) {
+                         const spec::LoadedJobSpec& loaded) {
   spec::ByteWriter w;
-  w.String(text);
   spec::EncodeTo(w, loaded);
   std::lock_guard lock(mu_);
   EnsureLoaded();

@@ -54,10 +54,9 @@ namespace rg::adapters {
 // is named by its absolute path the same way. Empty cache_dir: DefaultGitCacheDir().
 std::string ParseCachePath(const std::string& cache_dir, std::string_view repo_url);
 
-// A JobSpec file as the cache gives it back: its text (as the source read it) and what it
-// parsed to.
+// A JobSpec file as the cache gives it back: what it parsed to. (Its text is not kept: a
+// pass needs the texts of the specs it submits only, and reads those from Git.)
 struct CachedSpecFile {
-  std::string text;
   std::shared_ptr<const spec::LoadedJobSpec> loaded;
 };
 
@@ -86,7 +85,7 @@ class ParseCache {
   std::optional<core::StatusRecord> FindStatus(std::string_view blob_id);
 
   void PutSpec(std::string_view blob_id, std::string_view path, std::string_view jobs_dir,
-               std::string_view text, const spec::LoadedJobSpec& loaded);
+               const spec::LoadedJobSpec& loaded);
   void PutCluster(std::string_view blob_id, std::string_view path, std::string_view text,
                   const spec::Parsed<core::RayConfig>& parsed);
   void PutStatus(std::string_view blob_id, const core::StatusRecord& record);

@@ -42,6 +42,9 @@ class LoadedSnapshotSource : public ports::DesiredStateSource {
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
     return inner_.Relate(commit, pass_commit);
   }
+  std::string SpecText(const ports::DesiredSnapshot& snapshot, const std::string& path) override {
+    return inner_.SpecText(snapshot, path);
+  }
 
  private:
   ports::DesiredSnapshot snapshot_;

@@ -1,6 +1,8 @@
 #include "reconciler/cli/plan_changes.h"
 
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "reconciler/core/identity.h"
 #include "reconciler/core/plan_format.h"
@@ -17,7 +19,7 @@ class CommitStates {
   const core::DesiredState* At(const std::string& commit) {
     auto [it, fresh] = states_.try_emplace(commit);
     if (fresh) {
-      core::Result<ports::DesiredSnapshot> read = source_.Read(commit);
+      core::Result<ports::DesiredSnapshot> read = source_.ReadWhole(commit);
       if (read.ok()) {
         for (core::JobSpec& spec : read->state.jobs) core::BindSpecToInstance(spec, instance_);
         it->second = std::move(read->state);
@@ -32,6 +34,8 @@ class CommitStates {
   std::map<std::string, std::optional<core::DesiredState>> states_;
 };
 
+// The job called `name` in `state`, else the one at `path`. (Once per replaced job, in an old
+// commit's state.)
 const core::JobSpec* FindSpec(const core::DesiredState& state, std::string_view name,
                               std::string_view path) {
   const core::JobSpec* by_path = nullptr;
@@ -46,12 +50,26 @@ const core::RayConfig* ClusterOf(const core::DesiredState& state) {
   return state.cluster ? &*state.cluster : nullptr;
 }
 
-std::optional<core::JobDiff> ReplacedJobChange(CommitStates& states, const core::JobPlan& jp,
+// The job's spec now, whole: the pass's specs are lean (no document to diff).
+std::optional<core::JobSpec> SpecNow(adapters::GitDesiredStateSource& source,
+                                     const std::string& commit, const core::JobPlan& jp,
+                                     const std::string& instance) {
+  core::Result<std::optional<core::JobSpec>> now = source.ReadWholeSpec(commit, jp.spec_path);
+  if (!now.ok() || !*now || (*now)->name != jp.name) return std::nullopt;
+  core::BindSpecToInstance(**now, instance);
+  return std::move(*now);
+}
+
+std::optional<core::JobDiff> ReplacedJobChange(adapters::GitDesiredStateSource& source,
+                                               CommitStates& states, const core::JobPlan& jp,
                                                const core::DesiredState& desired,
+                                               const std::string& commit,
                                                const core::StatusRecord& record,
                                                const std::string& instance) {
-  const core::JobSpec* now = FindSpec(desired, jp.name, jp.spec_path);
-  if (now == nullptr || record.spec_commit.empty()) return std::nullopt;
+  if (record.spec_commit.empty()) return std::nullopt;
+  const std::optional<core::JobSpec> whole = SpecNow(source, commit, jp, instance);
+  const core::JobSpec* now = whole ? &*whole : nullptr;
+  if (now == nullptr) return std::nullopt;
   const core::DesiredState* then = states.At(record.spec_commit);
   const core::JobSpec* old = then != nullptr ? FindSpec(*then, jp.name, record.spec_path) : nullptr;
   if (old == nullptr) {
@@ -77,6 +95,8 @@ PlanChanges ComputePlanChanges(adapters::GitDesiredStateSource& source, const co
                                const core::Ledger& ledger, const std::string& instance) {
   PlanChanges out;
   CommitStates states(source, instance);
+  std::unordered_map<std::string_view, const core::JobSpec*> by_name;
+  for (const core::JobSpec& spec : desired.jobs) by_name.emplace(spec.name, &spec);
   // Active runs submitted from another commit, by that commit: whom a cluster change reaches.
   std::map<std::string, std::vector<const core::JobSpec*>> kept_by_commit;
   for (const core::JobPlan& jp : plan.jobs) {
@@ -84,13 +104,14 @@ PlanChanges ComputePlanChanges(adapters::GitDesiredStateSource& source, const co
     if (record == ledger.end()) continue;
     const std::string action = core::JobActionName(plan, jp);
     if (action == "replace" || (action == "submit" && jp.spec_changed)) {
-      if (auto change = ReplacedJobChange(states, jp, desired, record->second, instance)) {
+      if (auto change =
+              ReplacedJobChange(source, states, jp, desired, commit, record->second, instance)) {
         out.jobs.emplace(jp.name, std::move(*change));
       }
     } else if (ActiveAndKept(plan, jp) && !record->second.spec_commit.empty() &&
                record->second.spec_commit != commit) {
-      if (const core::JobSpec* spec = FindSpec(desired, jp.name, jp.spec_path)) {
-        kept_by_commit[record->second.spec_commit].push_back(spec);
+      if (auto spec = by_name.find(jp.name); spec != by_name.end()) {
+        kept_by_commit[record->second.spec_commit].push_back(spec->second);
       }
     }
   }

@@ -58,6 +58,7 @@ core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::st
   src.cluster_file = options.cluster_file;
   src.jobs_dir = options.jobs_dir;
   src.parse_cache = h.parse_cache;
+  src.lean_instance = options.instance;
   h.source = std::make_unique<adapters::GitDesiredStateSource>(h.workspace, src);
   adapters::GitStatusStoreOptions st = StoreOptions(options, *h.workspace);
   st.parse_cache = h.parse_cache;  // by blob id: origin's status files too

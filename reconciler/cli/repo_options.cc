@@ -157,6 +157,7 @@ core::Result<RepoHandles> OpenRepo(const RepoOptions& options) {
   src.cluster_file = options.cluster_file;
   src.jobs_dir = options.jobs_dir;
   src.parse_cache = h.parse_cache;
+  src.lean_instance = options.instance;
   if (SameBranch(options.ref, options.status_branch)) src.excluded_dir = "status";
   h.source = std::make_unique<adapters::GitDesiredStateSource>(h.workspace, src);
   adapters::GitStatusStoreOptions st;

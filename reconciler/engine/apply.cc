@@ -26,14 +26,25 @@ class LockedSink : public ports::ArtifactSink {
   std::mutex mu_;
 };
 
+// The specs are sorted by path (core::DesiredState): a binary search, not a scan per submit.
 const core::JobSpec* FindSpec(const core::DesiredState& state, const std::string& path) {
-  for (const auto& spec : state.jobs) {
+  auto it = std::lower_bound(
+      state.jobs.begin(), state.jobs.end(), path,
+      [](const core::JobSpec& spec, const std::string& p) { return spec.path < p; });
+  if (it != state.jobs.end() && it->path == path) return &*it;
+  for (const auto& spec : state.jobs) {  // not sorted after all (a test's hand-made state)
     if (spec.path == path) return &spec;
   }
   return nullptr;
 }
 
-std::string TextOf(const ports::DesiredSnapshot& snapshot, const std::string& path) {
+std::string TextOf(const ports::DesiredSnapshot& snapshot, const ApplyOptions& options,
+                   const std::string& path) {
+  if (options.spec_texts != nullptr) {
+    if (auto it = options.spec_texts->find(path); it != options.spec_texts->end()) {
+      return it->second;
+    }
+  }
   auto it = snapshot.texts.find(path);
   return it == snapshot.texts.end() ? std::string() : it->second;
 }
@@ -70,8 +81,8 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   context.commit = snapshot.commit;
   context.repo_url = snapshot.repo_url;
   SubmitArtifactInputs inputs;
-  inputs.ray_config_text = TextOf(snapshot, snapshot.state.cluster->path);
-  inputs.jobspec_text = TextOf(snapshot, spec->path);
+  inputs.ray_config_text = TextOf(snapshot, options, snapshot.state.cluster->path);
+  inputs.jobspec_text = TextOf(snapshot, options, spec->path);
   inputs.ray_address = options.ray_address;
   core::Result<SubmitAttemptResult> submitted = SubmitAttempt(
       server, artifacts, *spec, *snapshot.state.cluster, context, inputs, &options.owner);

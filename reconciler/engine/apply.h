@@ -5,6 +5,7 @@
 // the others go on.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,9 @@ struct ApplyOptions {
   std::string ray_address;  // recorded in the artifacts
   // Consulted before each action starts; once it returns true no further action starts.
   std::function<bool()> stop_requested;
+  // Texts of the specs submitted, by path, for the artifacts (read before the submits start,
+  // by DesiredStateSource::SpecText); a path absent here is looked up in the snapshot's texts.
+  const std::map<std::string, std::string, std::less<>>* spec_texts = nullptr;
 };
 
 using ActionOutcome = core::ActionOutcome;

@@ -80,6 +80,10 @@ class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
     return inner_.Relate(commit, pass_commit);
   }
+  // Not timed: a blob read from the local object database, no network.
+  std::string SpecText(const ports::DesiredSnapshot& snapshot, const std::string& path) override {
+    return inner_.SpecText(snapshot, path);
+  }
 
  private:
   ports::DesiredStateSource& inner_;

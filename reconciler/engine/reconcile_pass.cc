@@ -325,6 +325,16 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
   apply.parallelism = options.parallelism;
   apply.ray_address = options.ray_address;
   apply.stop_requested = options.stop_requested;
+  // Read here, on the pass's thread: the submits run on several, and the source is not
+  // thread-safe.
+  std::map<std::string, std::string, std::less<>> texts;
+  if (deps.artifacts != nullptr && deps.source != nullptr) {
+    for (const core::Action& action : result.plan.actions) {
+      if (action.kind != core::ActionKind::kSubmit || texts.contains(action.spec_path)) continue;
+      texts.emplace(action.spec_path, deps.source->SpecText(snapshot, action.spec_path));
+    }
+    apply.spec_texts = &texts;
+  }
   result.outcomes =
       ApplyPlan(result.plan, snapshot, *deps.server, deps.server_factory, deps.artifacts, apply);
   result.actions_not_started =

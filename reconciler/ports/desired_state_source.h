@@ -23,7 +23,9 @@ struct DesiredSnapshot {
   // its origin gives repo_url).
   std::vector<std::string> repo_aliases;
   core::DesiredState state;
-  // File texts by repo-relative path (cluster file and every spec), for artifacts and diffs.
+  // File texts by repo-relative path, for artifacts: the cluster file's, and the specs' when
+  // the source reads them up front. A source that does not (the Git source keeps no spec
+  // text in a full snapshot: at 50,000 specs they are 35 MB) gives them by SpecText.
   std::map<std::string, std::string, std::less<>> texts;
 };
 
@@ -93,6 +95,14 @@ class DesiredStateSource {
     (void)since;
     (void)max_files;
     return std::optional<SpecChanges>();
+  }
+
+  // The text of the spec file at `path` in `snapshot` (one this source loaded), for the
+  // artifacts of its submission: from snapshot.texts when it is there, else read now. Empty
+  // when it cannot be read. The default has only snapshot.texts.
+  virtual std::string SpecText(const DesiredSnapshot& snapshot, const std::string& path) {
+    auto it = snapshot.texts.find(path);
+    return it == snapshot.texts.end() ? std::string() : it->second;
   }
 
   // How `commit` stands to `pass_commit` (both full hex ids), as far as the local copy knows;

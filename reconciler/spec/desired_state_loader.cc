@@ -324,6 +324,7 @@ core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConf
   CheckUniqueNamesAndPins(set);
   if (state.cluster) CheckSharedRootUses(*state.cluster, set);
 
+  state.jobs.reserve(set.loaded.size());  // a JobSpec is large: no doubling slack
   for (size_t i = 0; i < set.loaded.size(); ++i) {
     LoadedJobSpec& spec = set.loaded[i];
     if (spec.parsed.diagnostics.empty() && spec.parsed.value) {

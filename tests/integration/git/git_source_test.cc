@@ -12,6 +12,8 @@
 
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/parse_cache.h"
+#include "reconciler/core/identity.h"
 #include "tests/support/git_test_repo.h"
 
 namespace rg {
@@ -56,6 +58,78 @@ std::vector<std::string> JobNames(const core::DesiredState& state) {
   return names;
 }
 
+// What a pass keeps of a spec: its fields and hashes bound to the instance, not its document
+// or positions; the whole spec is still there for `plan`'s field diffs.
+void RequireLeanOf(const core::JobSpec& lean, const core::JobSpec& whole,
+                   const std::string& instance) {
+  core::JobSpec bound = whole;
+  core::BindSpecToInstance(bound, instance);
+  CHECK(lean.document.is_null());
+  CHECK(lean.positions.empty());
+  CHECK(lean.spec_hash == bound.spec_hash);
+  CHECK(lean.legacy_spec_hashes == bound.legacy_spec_hashes);
+  CHECK(lean.entrypoint == whole.entrypoint);
+  CHECK(lean.name == whole.name);
+  CHECK(whole.document.is_object());
+  CHECK_FALSE(whole.positions.empty());
+}
+
+TEST_CASE("A lean source gives a pass bound specs without documents, whole reads keep them",
+          "[git][source]") {
+  Repo repo;
+  const std::string first = repo.PushInitial();
+  for (const bool with_cache : {false, true}) {
+    DYNAMIC_SECTION((with_cache ? "with" : "without") << " a parse cache") {
+      GitDesiredStateOptions options;
+      options.lean_instance = "team-b";
+      if (with_cache) {
+        options.parse_cache = std::make_shared<adapters::ParseCache>(
+            repo.tmp.Sub("cache") + "/specs.parse-cache", "test");
+      }
+      GitDesiredStateSource source(repo.Workspace(), options);
+      auto lean = source.Load("main");
+      REQUIRE(lean.ok());
+      // Twice: a lean source's own map (or the cache) must not hand a whole read lean specs.
+      for (int round = 0; round < 2; ++round) {
+        auto whole = source.ReadWhole(first);
+        REQUIRE(whole.ok());
+        REQUIRE(whole->state.jobs.size() == 3);
+        REQUIRE(lean->state.jobs.size() == 3);
+        for (size_t i = 0; i < 3; ++i) {
+          RequireLeanOf(lean->state.jobs[i], whole->state.jobs[i], "team-b");
+        }
+        auto one = source.ReadWholeSpec(first, "jobs/smoke/hello.yaml");
+        REQUIRE(one.ok());
+        REQUIRE(one->has_value());
+        CHECK(**one == whole->state.jobs[1]);  // by path: bye, hello, sft
+        lean = source.Load("main");
+        REQUIRE(lean.ok());
+      }
+      auto missing = source.ReadWholeSpec(first, "jobs/smoke/none.yaml");
+      REQUIRE(missing.ok());
+      CHECK_FALSE(missing->has_value());
+
+      repo.person->Write("jobs/smoke/hello.yaml", CustomSpec("echo changed"));
+      const std::string second = repo.person->CommitAndPush("main", "one change");
+      REQUIRE(source.Head("main").ok());
+      auto changes = source.LoadChanges("main", first, 64);
+      REQUIRE(changes.ok());
+      REQUIRE(changes->has_value());
+      REQUIRE((*changes)->snapshot.state.jobs.size() == 1);
+      auto whole = source.ReadWholeSpec(second, "jobs/smoke/hello.yaml");
+      REQUIRE(whole.ok());
+      REQUIRE(whole->has_value());
+      RequireLeanOf((*changes)->snapshot.state.jobs[0], **whole, "team-b");
+      // The next full load takes the changed file from what the narrow load parsed, whole.
+      auto full = source.ReadWhole(second);
+      REQUIRE(full.ok());
+      CHECK(full->state.jobs[1] == **whole);
+      repo.person->Write("jobs/smoke/hello.yaml", CustomSpec("echo hello"));
+      repo.person->CommitAndPush("main", "back");
+    }
+  }
+}
+
 TEST_CASE("Load reads the cluster file and every spec from the tip of the branch",
           "[git][source]") {
   Repo repo;
@@ -72,7 +146,10 @@ TEST_CASE("Load reads the cluster file and every spec from the tip of the branch
   CHECK(JobNames(snapshot->state) ==
         std::vector<std::string>{"smoke-bye", "smoke-hello", "train-sft"});
   CHECK(snapshot->state.invalid.empty());
-  CHECK(snapshot->texts.at("jobs/smoke/hello.yaml") == CustomSpec("echo hello"));
+  // A full snapshot holds the cluster file's text only; a spec's is read when asked for.
+  CHECK(snapshot->texts.count("jobs/smoke/hello.yaml") == 0);
+  CHECK(source.SpecText(*snapshot, "jobs/smoke/hello.yaml") == CustomSpec("echo hello"));
+  CHECK(source.SpecText(*snapshot, "jobs/smoke/none.yaml").empty());
   CHECK(snapshot->texts.at("cluster.yaml") == kCluster);
   CHECK(snapshot->texts.count("README.md") == 0);
   CHECK(snapshot->texts.count("jobs/notes.txt") == 0);

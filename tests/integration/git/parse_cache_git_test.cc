@@ -131,7 +131,7 @@ TEST_CASE(
   REQUIRE(warm.ok());
   CHECK(source->spec_parses() == 1);
   CHECK(source->cluster_parses() == 0);
-  CHECK(warm->texts.at("jobs/job-3.yaml") == Spec("echo changed"));
+  CHECK(source->SpecText(*warm, "jobs/job-3.yaml") == Spec("echo changed"));
   auto cold = repo.Source(nullptr)->Load("main");
   REQUIRE(cold.ok());
   RequireSameSnapshot(*warm, *cold);
@@ -166,7 +166,7 @@ TEST_CASE("What a narrow load parsed goes into the cache with the next full load
   auto full = source->Load("main");
   REQUIRE(full.ok());
   CHECK(source->spec_parses() == parsed + 1);
-  CHECK(full->texts.at("jobs/job-2.yaml") == Spec("echo narrow"));
+  CHECK(source->SpecText(*full, "jobs/job-2.yaml") == Spec("echo narrow"));
   RequireSameSnapshot(*full, *repo.Source(nullptr)->Load("main"));
 }
 

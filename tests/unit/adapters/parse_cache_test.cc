@@ -76,7 +76,7 @@ ino_t Inode(const std::string& path) {
 // A cache file with one spec, one cluster file and one status record.
 std::string SaveThree(const std::string& path) {
   ParseCache cache(path, kVersion);
-  cache.PutSpec(BlobId(1), SpecPath(1), "jobs", SpecText(1), *Parse(1));
+  cache.PutSpec(BlobId(1), SpecPath(1), "jobs", *Parse(1));
   spec::Parsed<core::RayConfig> cluster = spec::LoadRayConfig("address: http://h:8265\n", "c.yaml");
   cache.PutCluster(BlobId(2), "c.yaml", "address: http://h:8265\n", cluster);
   cache.PutStatus(BlobId(3), Record(3));
@@ -89,7 +89,6 @@ void RequireThreeFound(const std::string& path) {
   CHECK(cache.load_problem().empty());
   std::optional<CachedSpecFile> spec = cache.FindSpec(BlobId(1), SpecPath(1), "jobs");
   REQUIRE(spec);
-  CHECK(spec->text == SpecText(1));
   CHECK(*spec->loaded == *Parse(1));
   std::optional<CachedClusterFile> cluster = cache.FindCluster(BlobId(2), "c.yaml");
   REQUIRE(cluster);
@@ -158,7 +157,7 @@ TEST_CASE("a damaged file is never trusted: the run goes on without it and it is
       CHECK_FALSE(cache.FindStatus(BlobId(3)));
       if (!bytes.empty()) CHECK_FALSE(cache.load_problem().empty());
       // Rebuilt by the run that parses again.
-      cache.PutSpec(BlobId(1), SpecPath(1), "jobs", SpecText(1), *Parse(1));
+      cache.PutSpec(BlobId(1), SpecPath(1), "jobs", *Parse(1));
       spec::Parsed<core::RayConfig> cluster =
           spec::LoadRayConfig("address: http://h:8265\n", "c.yaml");
       cache.PutCluster(BlobId(2), "c.yaml", "address: http://h:8265\n", cluster);
@@ -241,7 +240,7 @@ TEST_CASE("a save that only adds entries appends them, and a new process finds t
     ParseCache cache(path, kVersion);
     cache.PutStatus(BlobId(4), Record(4));
     REQUIRE(cache.Save().ok());
-    cache.PutSpec(BlobId(5), SpecPath(5), "jobs", SpecText(5), *Parse(5));
+    cache.PutSpec(BlobId(5), SpecPath(5), "jobs", *Parse(5));
     REQUIRE(cache.Save().ok());
     CHECK(cache.saves() == 2);
   }
@@ -389,8 +388,7 @@ TEST_CASE("saving leaves no temporary file, and writers racing never leave a tor
   ParseCache cache_b(path, kVersion);
   auto writer = [&](ParseCache& cache, int base) {
     for (int i = 0; i < 30; ++i) {
-      cache.PutSpec(BlobId(base + i), SpecPath(base + i), "jobs", SpecText(base + i),
-                    *Parse(base + i));
+      cache.PutSpec(BlobId(base + i), SpecPath(base + i), "jobs", *Parse(base + i));
       REQUIRE(cache.Save().ok());
     }
   };
@@ -449,7 +447,7 @@ TEST_CASE("loading 10,000 specs from the cache", "[.bench]") {
   {
     ParseCache cache(path, kVersion);
     for (int i = 0; i < kSpecs; ++i) {
-      cache.PutSpec(BlobId(i), SpecPath(i), "jobs", SpecText(i), *Parse(i));
+      cache.PutSpec(BlobId(i), SpecPath(i), "jobs", *Parse(i));
     }
     REQUIRE(cache.Save().ok());
   }
