@@ -59,6 +59,7 @@ std::string ErrnoText(std::string_view what, const std::string& path) {
 struct FileBytes {
   std::string bytes;
   uint64_t inode = 0;  // 0 when there is no file
+  int fd = -1;         // the file, open for reading; the caller closes it
 };
 
 // The whole file, or an error; a missing file is an empty string and no error.
@@ -86,9 +87,22 @@ core::Result<FileBytes> ReadWholeFile(const std::string& path) {
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
-  ::close(fd);
   out.resize(done);  // a file cut meanwhile reads short and fails its checksum
-  return FileBytes{std::move(out), static_cast<uint64_t>(st.st_ino)};
+  return FileBytes{std::move(out), static_cast<uint64_t>(st.st_ino), fd};
+}
+
+// `size` bytes at `offset` of `fd` into `out`; false when fewer could be read.
+bool ReadAt(int fd, size_t offset, size_t size, std::string& out) {
+  out.resize(size);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n =
+        ::pread(fd, out.data() + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 uint64_t InodeOf(const std::string& path) {
@@ -165,7 +179,9 @@ void ParseCache::Load() {
     rewrite_ = true;
     return;
   }
+  CloseFile();
   buffer_ = std::move(read->bytes);
+  file_fd_ = read->fd;
   file_inode_ = read->inode;
   file_bytes_ = buffer_.size();
   base_bytes_ = 0;
@@ -194,13 +210,28 @@ void ParseCache::Load() {
   if (!load_problem_.empty()) {
     entries_.clear();
     buffer_.clear();
+    CloseFile();
     dirty_ = true;
     rewrite_ = true;
     return;
   }
   base_bytes_ = kHeaderBytes + body.size();
   LoadSegments(base_bytes_);
+  // The payloads are read from the file again when looked up: the index is all that stays in
+  // memory (at 50,000 specs the file is 80 MB). The file is held open, so a rewrite by another
+  // process (a new file renamed into place) or an append changes nothing of what it reads.
+  for (auto& [key, e] : entries_) {
+    if (e.where == Entry::kBuffer) e.where = Entry::kFile;
+  }
+  std::string().swap(buffer_);
 }
+
+void ParseCache::CloseFile() {
+  if (file_fd_ >= 0) ::close(file_fd_);
+  file_fd_ = -1;
+}
+
+ParseCache::~ParseCache() { CloseFile(); }
 
 bool ParseCache::LoadEntries(spec::ByteReader& r, bool replace) {
   if (r.StringView() != program_version_) {
@@ -260,9 +291,18 @@ void ParseCache::LoadSegments(size_t at) {
   }
 }
 
-std::string_view ParseCache::Payload(const Entry& e) const {
-  if (!e.in_buffer) return e.owned;
-  return std::string_view(buffer_).substr(e.offset, e.size);
+std::string_view ParseCache::Payload(const Entry& e, std::string& scratch) const {
+  switch (e.where) {
+    case Entry::kOwned:
+      return e.owned;
+    case Entry::kBuffer:
+      return std::string_view(buffer_).substr(e.offset, e.size);
+    case Entry::kFile:
+      break;
+  }
+  // Cut short (the file was truncated under us): an empty payload, which does not decode.
+  if (file_fd_ < 0 || !ReadAt(file_fd_, e.offset, e.size, scratch)) return {};
+  return scratch;
 }
 
 ParseCache::Entry* ParseCache::Use(const std::string& key) {
@@ -274,7 +314,7 @@ ParseCache::Entry* ParseCache::Use(const std::string& key) {
 
 void ParseCache::Put(std::string key, std::string payload) {
   Entry e;
-  e.in_buffer = false;
+  e.where = Entry::kOwned;
   e.unsaved = true;
   e.owned = std::move(payload);
   e.size = e.owned.size();
@@ -296,7 +336,7 @@ std::optional<CachedSpecFile> ParseCache::FindSpec(std::string_view blob_id, std
   EnsureLoaded();
   const Entry* e = Use(key);
   if (e == nullptr) return std::nullopt;
-  spec::ByteReader r(Payload(*e));
+  spec::ByteReader r(Payload(*e, scratch_));
   CachedSpecFile out;
   auto loaded = std::make_shared<spec::LoadedJobSpec>();
   spec::DecodeFrom(r, *loaded);
@@ -315,7 +355,7 @@ std::optional<CachedClusterFile> ParseCache::FindCluster(std::string_view blob_i
   EnsureLoaded();
   const Entry* e = Use(key);
   if (e == nullptr) return std::nullopt;
-  spec::ByteReader r(Payload(*e));
+  spec::ByteReader r(Payload(*e, scratch_));
   CachedClusterFile out;
   out.text = r.String();
   spec::DecodeFrom(r, out.parsed);
@@ -332,7 +372,7 @@ std::optional<core::StatusRecord> ParseCache::FindStatus(std::string_view blob_i
   EnsureLoaded();
   const Entry* e = Use(key);
   if (e == nullptr) return std::nullopt;
-  core::Result<core::StatusRecord> record = spec::DecodeStatusRecord(Payload(*e));
+  core::Result<core::StatusRecord> record = spec::DecodeStatusRecord(Payload(*e, scratch_));
   if (!record.ok()) {
     Drop(key);
     return std::nullopt;
@@ -405,13 +445,15 @@ std::string ParseCache::Serialize() {
   w.U64(0);  // the body size, patched below
   w.String(program_version_);
   w.U64(generation_);
-  w.U32(static_cast<uint32_t>(used.size()));
+  const size_t count_at = w.size();
+  w.U32(0);  // the count, patched below
   std::unordered_map<std::string, Entry> kept;
   kept.reserve(used.size());
   for (const auto& [key, e] : used) {
+    const std::string_view payload = Payload(*e, scratch_);
+    if (payload.empty() && e->where == Entry::kFile) continue;  // the file was cut under us
     w.String(*key);
     w.U64(e->last_used);
-    const std::string_view payload = Payload(*e);
     w.U32(static_cast<uint32_t>(payload.size()));
     Entry moved;
     moved.offset = w.size();
@@ -420,6 +462,7 @@ std::string ParseCache::Serialize() {
     w.Bytes(payload);
     kept.emplace(*key, std::move(moved));
   }
+  w.PatchU32(count_at, static_cast<uint32_t>(kept.size()));
   const std::string_view body = std::string_view(w.bytes()).substr(kHeaderBytes);
   const uint64_t checksum = spec::Hash64(body);
   const uint64_t body_size = body.size();
@@ -440,6 +483,8 @@ void ParseCache::Release() {
   std::lock_guard lock(mu_);
   if (dirty_ || !loaded_) return;
   std::string().swap(buffer_);
+  std::string().swap(scratch_);
+  CloseFile();
   std::unordered_map<std::string, Entry>().swap(entries_);
   loaded_ = false;
 }
@@ -465,7 +510,7 @@ core::Result<bool> ParseCache::Append() {
     if (!e.unsaved) continue;
     body.String(key);
     body.U64(e.last_used);
-    body.String(Payload(e));
+    body.String(Payload(e, scratch_));
   }
   spec::ByteWriter segment;
   segment.Bytes(kSegmentMagic);
@@ -514,6 +559,7 @@ core::Status ParseCache::Save() {
   std::string bytes = Serialize();
   core::Status written = ReplaceFile(path_, bytes);
   buffer_ = std::move(bytes);
+  CloseFile();  // every entry is in buffer_ now
   if (!written.ok()) {
     rewrite_ = true;
     return written;

@@ -70,11 +70,13 @@ class ParseCache {
   // Older entries kept beyond those used since the last Save (see the bound above).
   static constexpr size_t kSpareEntries = 1000;
 
-  // Reads the file at `path` whole; entries are decoded only when looked up. A file that
+  // Reads the file at `path` whole and keeps its index; entries are read again and decoded only
+  // when looked up. A file that
   // cannot be used gives an empty cache, and load_problem() says why. `program_version`
   // identifies the build whose parsers made the entries (a version string, plus whatever tells
   // two builds of one version apart).
   ParseCache(std::string path, std::string program_version);
+  ~ParseCache();
   ParseCache(const ParseCache&) = delete;
   ParseCache& operator=(const ParseCache&) = delete;
 
@@ -116,8 +118,11 @@ class ParseCache {
 
  private:
   struct Entry {
-    bool in_buffer = true;  // the payload is buffer_[offset, offset + size), else `owned`
-    bool unsaved = false;   // put since the file was last read or written
+    // Where the payload is: buffer_[offset, offset + size), the file as read (at offset,
+    // read again when looked up), or `owned`.
+    enum Where : uint8_t { kBuffer, kFile, kOwned };
+    Where where = kBuffer;
+    bool unsaved = false;  // put since the file was last read or written
     size_t offset = 0;
     size_t size = 0;
     std::string owned;
@@ -133,7 +138,10 @@ class ParseCache {
   void LoadSegments(size_t at);
   void EnsureLoaded();  // after Release: reads the file again (mu_ held)
   bool LoadBody(std::string_view body);
-  std::string_view Payload(const Entry& e) const;
+  // The entry's payload; `scratch` holds it when it is read from the file. Empty when the file
+  // reads short.
+  std::string_view Payload(const Entry& e, std::string& scratch) const;
+  void CloseFile();
   // The entry at `key`, marked used; nullptr on a miss.
   Entry* Use(const std::string& key);
   void Put(std::string key, std::string payload);
@@ -149,7 +157,9 @@ class ParseCache {
   const std::string path_;
   const std::string program_version_;
   mutable std::mutex mu_;
-  std::string buffer_;  // the file as read, or as last written
+  std::string buffer_;   // the file as last written (while it loads: as read)
+  int file_fd_ = -1;     // the file as read, while entries are read from it
+  std::string scratch_;  // a payload read from the file
   std::unordered_map<std::string, Entry> entries_;
   uint64_t generation_ = 1;  // of this Save period; entries used in it carry it
   bool dirty_ = false;

@@ -510,6 +510,10 @@ void ByteWriter::String(std::string_view s) {
   out_.append(s);
 }
 
+void ByteWriter::PatchU32(size_t offset, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out_[offset + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
 void ByteWriter::PatchU64(size_t offset, uint64_t v) {
   for (int i = 0; i < 8; ++i) out_[offset + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
 }

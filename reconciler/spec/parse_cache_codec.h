@@ -47,6 +47,7 @@ class ByteWriter {
   std::string Take() { return std::move(out_); }
   size_t size() const { return out_.size(); }
   // Overwrites 8 bytes at `offset` (for a checksum written after what it covers).
+  void PatchU32(size_t offset, uint32_t v);
   void PatchU64(size_t offset, uint64_t v);
 
  private:

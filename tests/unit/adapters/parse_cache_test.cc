@@ -112,6 +112,46 @@ TEST_CASE("what one process saves, the next finds by blob id, path and jobs fold
   CHECK_FALSE(cache.FindStatus(BlobId(1)));  // a spec's blob id is no status record
 }
 
+TEST_CASE("payloads are read from the file as loaded: a rewrite by another process changes none") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("cache/repo.parse-cache");
+  SaveThree(path);
+  ParseCache cache(path, kVersion);
+  REQUIRE(cache.load_problem().empty());
+  // Another process replaces the file (a temporary file renamed into place) with other entries.
+  {
+    ParseCache other(path + ".other", kVersion);
+    other.PutSpec(BlobId(7), SpecPath(7), "jobs", *Parse(7));
+    REQUIRE(other.Save().ok());
+  }
+  REQUIRE(::rename((path + ".other").c_str(), path.c_str()) == 0);
+  std::optional<CachedSpecFile> spec = cache.FindSpec(BlobId(1), SpecPath(1), "jobs");
+  REQUIRE(spec);
+  CHECK(*spec->loaded == *Parse(1));
+  CHECK_FALSE(cache.FindSpec(BlobId(7), SpecPath(7), "jobs"));
+}
+
+TEST_CASE("a file truncated under a loaded cache gives misses, never a bad entry") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("cache/repo.parse-cache");
+  SaveThree(path);
+  ParseCache cache(path, kVersion);
+  REQUIRE(cache.load_problem().empty());
+  REQUIRE(::truncate(path.c_str(), 0) == 0);
+  CHECK_FALSE(cache.FindSpec(BlobId(1), SpecPath(1), "jobs"));
+  CHECK_FALSE(cache.FindStatus(BlobId(3)));
+  // Dropped, so the next save writes a whole file again, which the next process can use.
+  cache.PutStatus(BlobId(4), Record(4));
+  REQUIRE(cache.Save().ok());
+  ParseCache next(path, kVersion);
+  CHECK(next.load_problem().empty());
+  CHECK(next.FindStatus(BlobId(4)));
+  // The cluster file's entry was in the cut file too: left out of the new one, not written
+  // empty.
+  CHECK_FALSE(next.FindCluster(BlobId(2), "c.yaml"));
+  CHECK(next.size() == 1);
+}
+
 TEST_CASE("a file written by another build is not used and is rebuilt") {
   testing::TempDir tmp;
   const std::string path = tmp.Sub("repo.parse-cache");
