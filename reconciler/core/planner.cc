@@ -166,7 +166,7 @@ class Planner {
   void SetLatestKnown(const std::string& name, JobPlan& jp) const {
     if (auto it = by_name_.find(name); it != by_name_.end()) {
       if (const RayJob* latest = Latest(it->second)) {
-        jp.observed = *latest;
+        jp.observed.emplace(*latest);
         jp.submission_id = latest->submission_id;
         jp.attempt = AttemptOf(*latest, "");
         if (jp.spec_path.empty()) jp.spec_path = latest->Label(kMetaSpecPath);
@@ -350,7 +350,7 @@ class Planner {
       jp.phase = Phase::kConflict;
       jp.message = conflict;
       jp.submission_id = base;
-      if (auto it = by_id_.find(base); it != by_id_.end()) jp.observed = *it->second;
+      if (auto it = by_id_.find(base); it != by_id_.end()) jp.observed.emplace(*it->second);
       plan_.jobs.push_back(std::move(jp));
       return;  // no stop of the older run either: the person has to resolve the conflict
     }
@@ -401,7 +401,7 @@ class Planner {
     if (job == nullptr && remembered == nullptr) return;
     jp.submission_id = job != nullptr ? job->submission_id : remembered->submission_id;
     jp.attempt = latest;
-    if (job != nullptr) jp.observed = *job;
+    if (job != nullptr) jp.observed.emplace(*job);
     const RayJobStatus status = job != nullptr ? job->status : remembered->status;
     const std::string message = job != nullptr ? job->message : remembered->message;
     const bool lost = job == nullptr && IsActive(status);
@@ -562,7 +562,7 @@ class Planner {
         if (IsActive(job->status)) active.push_back(job);
       }
       if (const RayJob* latest = Latest(it->second)) {
-        jp.observed = *latest;
+        jp.observed.emplace(*latest);
         jp.submission_id = latest->submission_id;
         jp.attempt = AttemptOf(*latest, "");
       }

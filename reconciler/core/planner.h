@@ -63,6 +63,16 @@ struct ActionOutcome {
   std::string artifact_error;  // the submission stands; the artifacts could not be written
 };
 
+// What a plan keeps of Ray's view of a job's latest attempt: its status and message. (Ray's whole
+// job, with its entrypoint and labels, is in the pass's listing; a copy per job was a tenth of
+// a pass's memory at 50,000 jobs.)
+struct ObservedRun {
+  RayJobStatus status = RayJobStatus::kUnknown;
+  std::string message;
+
+  explicit ObservedRun(const RayJob& job) : status(job.status), message(job.message) {}
+};
+
 // What the planner concluded about one job name.
 struct JobPlan {
   std::string name;
@@ -72,8 +82,8 @@ struct JobPlan {
   // The attempt this job is about after the actions: the one to submit, else the latest one.
   std::string submission_id;
   std::optional<int> attempt;
-  std::optional<RayJob> observed;  // Ray's view of the latest attempt, when Ray has it
-  bool spec_changed = false;       // the ledger knew an older spec hash for this name
+  std::optional<ObservedRun> observed;  // Ray's view of the latest attempt, when Ray has it
+  bool spec_changed = false;            // the ledger knew an older spec hash for this name
   std::string previous_spec_hash;
   // A new job whose spec hash is that of a removed job's run (an unnamed spec file moved, so
   // its derived name changed): the old name and spec path. Empty otherwise.
