@@ -236,7 +236,8 @@ void PrintText(const std::vector<Reported>& reported, const ValidateOptions& opt
 
 int RunValidate(const ValidateOptions& options) {
   const core::DesiredState state =
-      spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
+      spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir,
+                                          /*keep_documents=*/false);
   const Selection selection = Select(state, options);
   std::set<std::string> failed;
   const std::vector<Reported> reported = Collect(state, selection, options, failed);

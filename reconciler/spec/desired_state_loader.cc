@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <system_error>
 #include <utility>
 
@@ -129,7 +130,17 @@ std::optional<Parsed<core::RayConfig>> ReadClusterFromDirectory(const fs::path& 
 struct JobsListing {
   std::vector<LoadedSpecFile> files;        // parsed specs and rejected entries
   std::optional<core::Diagnostic> problem;  // the folder itself is a link, a file, or unlistable
+  bool keep_documents = true;               // else each spec's parsed document is let go
 };
+
+// The spec as parsed, its document let go when `keep` is false (held by nobody else yet).
+std::shared_ptr<const LoadedJobSpec> KeepDocument(std::shared_ptr<const LoadedJobSpec> loaded,
+                                                  bool keep) {
+  if (keep || !loaded || !loaded->parsed.value || loaded.use_count() != 1) return loaded;
+  std::shared_ptr<LoadedJobSpec> own = std::const_pointer_cast<LoadedJobSpec>(std::move(loaded));
+  own->parsed.value->document = core::Value();
+  return own;
+}
 
 // One entry met by the walk of the jobs folder: parsed, rejected, or skipped.
 void AddJobsEntry(const fs::directory_entry& entry, const std::string& relative,
@@ -151,7 +162,9 @@ void AddJobsEntry(const fs::directory_entry& entry, const std::string& relative,
     out.files.push_back(RejectedSpecEntry(relative, jobs_dir, EntryKind::kNotRegular));
   } else if (std::optional<std::string> content =
                  ReadRegularFileBounded(entry.path(), kMaxSpecFileBytes)) {
-    out.files.push_back({relative, ParseSpecFileForDesiredState(*content, relative, jobs_dir)});
+    out.files.push_back(
+        {relative, KeepDocument(ParseSpecFileForDesiredState(*content, relative, jobs_dir),
+                                out.keep_documents)});
   } else {
     out.files.push_back(InvalidEntry(relative, jobs_dir, "cannot read the file"));
   }
@@ -172,8 +185,9 @@ core::DesiredState Assemble(const std::string& cluster_path,
 
 // Every entry under <root>/<jobs_dir> but the cluster file (which may sit there) and hidden ones.
 JobsListing ListJobsDirectory(const fs::path& root, std::string_view jobs_dir,
-                              const std::string& cluster_file) {
+                              const std::string& cluster_file, bool keep_documents) {
   JobsListing out;
+  out.keep_documents = keep_documents;
   const std::string dir(TrimSlashes(jobs_dir));
   if (std::string link = FirstLinkAlong(root, dir); !link.empty()) {
     out.problem = {link, 0, 0, EntryMessage(EntryKind::kSymlink, EntryRole::kJobsDir)};
@@ -397,11 +411,11 @@ Parsed<core::RayConfig> RejectedClusterEntry(const std::string& path, EntryKind 
 
 core::DesiredState LoadDesiredStateFromDirectory(const std::string& repo_dir,
                                                  const std::string& cluster_file,
-                                                 const std::string& jobs_dir) {
+                                                 const std::string& jobs_dir, bool keep_documents) {
   const fs::path root(repo_dir);
   const std::optional<Parsed<core::RayConfig>> cluster =
       ReadClusterFromDirectory(root, cluster_file);
-  JobsListing listing = ListJobsDirectory(root, jobs_dir, cluster_file);
+  JobsListing listing = ListJobsDirectory(root, jobs_dir, cluster_file, keep_documents);
   core::DesiredState state = CheckDesiredStateSet(cluster, cluster_file, std::move(listing.files));
   if (listing.problem) state.cluster_diagnostics.push_back(std::move(*listing.problem));
   return state;

@@ -222,6 +222,22 @@ TEST_CASE("a directory is read recursively, hidden folders and other files skipp
   CHECK(state.jobs[2].name == "pinned-smoke");
 }
 
+TEST_CASE("a directory read without documents gives the same specs, documents let go") {
+  const std::string repo = std::string(RG_SOURCE_DIR) + "/tests/data/spec/valid-repo";
+  const core::DesiredState whole = LoadDesiredStateFromDirectory(repo);
+  const core::DesiredState lean =
+      LoadDesiredStateFromDirectory(repo, "cluster.yaml", "jobs", /*keep_documents=*/false);
+  REQUIRE(lean.jobs.size() == whole.jobs.size());
+  REQUIRE_FALSE(whole.jobs.empty());
+  for (size_t i = 0; i < lean.jobs.size(); ++i) {
+    core::JobSpec expected = whole.jobs[i];
+    CHECK(expected.document.is_object());
+    CHECK(lean.jobs[i].document.is_null());
+    expected.document = core::Value();
+    CHECK(lean.jobs[i] == expected);  // positions, fields and hashes all kept
+  }
+}
+
 TEST_CASE("a directory without its cluster file reports it under the name asked for") {
   const std::string repo = std::string(RG_SOURCE_DIR) + "/tests/data/spec/valid-repo";
   const core::DesiredState state = LoadDesiredStateFromDirectory(repo, "ray/cluster.yaml", "jobs");
