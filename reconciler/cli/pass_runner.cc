@@ -197,11 +197,20 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
 core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
     const GlobalOptions& global, const RepoOptions& repo, ports::DesiredStateSource& source,
     ports::StatusStore* store, engine::ReconcileOptions options, const PassWiring& wiring,
-    const engine::PassIndex& index) {
+    const engine::PassIndex& index, std::string* why_not) {
   const std::optional<PassRun> none;
-  if (!index.valid() || !index.cluster || store == nullptr || options.dry_run) return none;
+  const auto say = [why_not](std::string why) {
+    if (why_not != nullptr) *why_not = std::move(why);
+  };
+  if (!index.valid() || !index.cluster || store == nullptr || options.dry_run) {
+    say("no index of a full pass at rest, or a dry run");
+    return none;
+  }
   core::Result<adapters::RayClientOptions> ray = ResolveRay(global, index.cluster->address);
-  if (!ray.ok()) return none;  // the full pass reports it
+  if (!ray.ok()) {
+    say("no Ray address");  // the full pass reports it
+    return none;
+  }
   if (wiring.ray_call_attempts > 0) ray->max_attempts = wiring.ray_call_attempts;
   auto make_server = ServerFactory(*ray, wiring.decorate);
   std::unique_ptr<ports::JobServer> server = make_server();
@@ -222,7 +231,8 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
   deps.server = server.get();
   deps.server_factory = make_server;
   deps.store = store;
-  std::optional<engine::PassResult> result = engine::NarrowPass(index, deps, options, artifacts);
+  std::optional<engine::PassResult> result =
+      engine::NarrowPass(index, deps, options, artifacts, why_not);
   if (!result) return none;
   PassRun run;
   run.result = std::move(*result);

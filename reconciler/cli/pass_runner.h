@@ -114,11 +114,12 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
 
 // A narrow pass (engine/narrow_pass.h) over what changed since `index` was taken, wired as
 // RunPassOnRepo wires a full one (the Ray client of the cluster file's address, artifacts with
-// every secret known); nullopt when a full pass must run instead.
+// every secret known); nullopt when a full pass must run instead, and then `why_not` (when
+// given) says why.
 core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
     const GlobalOptions& global, const RepoOptions& repo, ports::DesiredStateSource& source,
     ports::StatusStore* store, engine::ReconcileOptions options, const PassWiring& wiring,
-    const engine::PassIndex& index);
+    const engine::PassIndex& index, std::string* why_not = nullptr);
 
 // The secrets this process holds for `ray` and `repo` (may be null): the Ray token, the
 // --ray-header values and the Git token; the one redaction step (docs/security.md) is fed with

@@ -474,11 +474,16 @@ std::optional<engine::PassResult> NarrowPass(const GlobalOptions& global, const 
                                              const engine::ReconcileOptions& options,
                                              const PassWiring& wiring, DaemonPassState& state) {
   if (!state.index.valid()) return std::nullopt;
-  core::Result<std::optional<PassRun>> run =
-      RunNarrowPassOnRepo(global, flags.repo, source, store, options, wiring, state.index);
+  std::string why_not;
+  core::Result<std::optional<PassRun>> run = RunNarrowPassOnRepo(
+      global, flags.repo, source, store, options, wiring, state.index, &why_not);
   // Spent. Its memory goes when the next full pass indexes the world again.
   state.index.memo.valid = false;
-  if (!run.ok() || !run->has_value()) return std::nullopt;
+  if (!run.ok() || !run->has_value()) {
+    if (!run.ok()) why_not = run.error().message();
+    LogEvent("debug", "a full pass, not a narrow one", {{"reason", why_not}});
+    return std::nullopt;
+  }
   state.memo = {};
   (*run)->result.snapshot.reset();
   return std::move((*run)->result);

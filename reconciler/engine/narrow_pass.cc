@@ -42,15 +42,26 @@ PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store) {
 namespace {
 
 // The commit `ref` names now, when it moved on from the index's (fast-forward) while the
-// status branch stayed where the index left it; nullopt otherwise.
+// status branch stayed where the index left it; nullopt otherwise, and `why` says why not.
 std::optional<std::string> MovedCommit(const PassIndex& index, const ReconcileDeps& deps,
-                                       const std::string& ref) {
+                                       const std::string& ref, std::string& why) {
   core::Result<std::optional<std::string>> head = deps.source->Head(ref);
-  if (!head.ok() || !head->has_value() || **head == index.memo.spec_commit) return std::nullopt;
+  if (!head.ok() || !head->has_value()) {
+    why = "the watched branch cannot be read";
+    return std::nullopt;
+  }
+  if (**head == index.memo.spec_commit) {
+    why = "the watched branch has not moved (Ray's jobs or the status branch did)";
+    return std::nullopt;
+  }
   core::Result<std::optional<std::string>> tip = deps.store->Tip();
-  if (!tip.ok() || !tip->has_value() || **tip != index.memo.ledger_tip) return std::nullopt;
+  if (!tip.ok() || !tip->has_value() || **tip != index.memo.ledger_tip) {
+    why = "the status branch moved";
+    return std::nullopt;
+  }
   if (deps.source->Relate(index.memo.spec_commit, **head) !=
       ports::CommitRelation::kAncestorOrSame) {
+    why = "the watched branch's history was rewritten";
     return std::nullopt;
   }
   return **head;
@@ -66,21 +77,30 @@ struct Wanted {
 // nullopt when a new name or pin is held by a file that did not change. `desired`: the
 // changed specs, bound to the instance (their hashes are the recorded ones).
 std::optional<Wanted> WantedNames(const PassIndex& index, const core::DesiredState& desired,
-                                  const std::vector<std::string>& gone_paths) {
+                                  const std::vector<std::string>& gone_paths, std::string& why) {
   Wanted wanted;
   const std::unordered_set<std::string> gone(gone_paths.begin(), gone_paths.end());
   for (const std::string& path : gone_paths) {
     auto it = index.name_of_path.find(path);
-    if (it == index.name_of_path.end()) return std::nullopt;
+    if (it == index.name_of_path.end()) {
+      why = path + " changed and was not a valid spec at the last full pass";
+      return std::nullopt;
+    }
     wanted.names.insert(it->second);
   }
   for (const core::JobSpec& spec : desired.jobs) {
     wanted.names.insert(spec.name);
     auto held = index.path_of_name.find(spec.name);
-    if (held != index.path_of_name.end() && !gone.contains(held->second)) return std::nullopt;
+    if (held != index.path_of_name.end() && !gone.contains(held->second)) {
+      why = spec.path + " takes the name " + spec.name + " of " + held->second;
+      return std::nullopt;
+    }
     if (spec.submission_id) {
       auto pinned = index.path_of_pin.find(*spec.submission_id);
-      if (pinned != index.path_of_pin.end() && !gone.contains(pinned->second)) return std::nullopt;
+      if (pinned != index.path_of_pin.end() && !gone.contains(pinned->second)) {
+        why = spec.path + " pins the submission id of " + pinned->second;
+        return std::nullopt;
+      }
     }
     if (held == index.path_of_name.end()) wanted.new_hashes.insert(spec.spec_hash);
   }
@@ -114,8 +134,12 @@ PassInputs ChangedInputs(ports::SpecChanges changes, const PassIndex& index,
 // content of a new job: nullopt, for a full pass to say "renamed from" with all its runs.
 std::optional<std::vector<core::RayJob>> WantedJobs(const PassIndex& index, const Wanted& wanted,
                                                     const ReconcileDeps& deps,
-                                                    const ReconcileOptions& options) {
-  if (!options.digest_key) return std::nullopt;
+                                                    const ReconcileOptions& options,
+                                                    std::string& why) {
+  if (!options.digest_key) {
+    why = "no key to digest Ray's job list with";
+    return std::nullopt;
+  }
   deps.server->DigestListsWith(*options.digest_key);
   bool renamed_unknown = false;
   core::Result<std::vector<core::RayJob>> listed =
@@ -129,8 +153,16 @@ std::optional<std::vector<core::RayJob>> WantedJobs(const PassIndex& index, cons
         }
         return false;
       });
-  if (!listed.ok() || renamed_unknown) return std::nullopt;
+  if (!listed.ok()) {
+    why = "cannot list Ray's jobs: " + listed.error().message();
+    return std::nullopt;
+  }
+  if (renamed_unknown) {
+    why = "a run of a removed job that only Ray knows has a new spec's content";
+    return std::nullopt;
+  }
   if (deps.server->ListedDigest(*listed, *options.digest_key) != index.memo.ray_digest) {
+    why = "Ray's job list changed since the last full pass";
     return std::nullopt;
   }
   return std::move(*listed);
@@ -138,33 +170,50 @@ std::optional<std::vector<core::RayJob>> WantedJobs(const PassIndex& index, cons
 
 // Steps 1 to 3 of a narrow pass; nullopt when a full pass must run instead.
 std::optional<PassInputs> NarrowInputs(const PassIndex& index, const ReconcileDeps& deps,
-                                       const ReconcileOptions& options, PassResult& result) {
-  const std::optional<std::string> commit = MovedCommit(index, deps, options.ref);
+                                       const ReconcileOptions& options, PassResult& result,
+                                       std::string& why) {
+  const std::optional<std::string> commit = MovedCommit(index, deps, options.ref, why);
   if (!commit) return std::nullopt;
   core::Result<std::optional<ports::SpecChanges>> changes =
       deps.source->LoadChanges(options.ref, index.memo.spec_commit, kMaxNarrowFiles);
-  if (!changes.ok() || !changes->has_value() || (*changes)->snapshot.commit != *commit) {
+  if (!changes.ok() || !changes->has_value()) {
+    why = changes.ok() ? "more than spec files changed (the cluster file, a link, a submodule, "
+                         "the jobs folder), or more than " +
+                             std::to_string(kMaxNarrowFiles) + " of them"
+                       : "cannot compare the commits: " + changes.error().message();
+    return std::nullopt;
+  }
+  if ((*changes)->snapshot.commit != *commit) {
+    why = "the watched branch moved again while the pass read it";
     return std::nullopt;
   }
   const core::DesiredState& changed = (*changes)->snapshot.state;
   if (!changed.ClusterValid() || !changed.cluster_diagnostics.empty() || !changed.invalid.empty()) {
+    why = "a changed spec is invalid";
     return std::nullopt;
   }
   const std::vector<std::string> gone = (*changes)->gone;
   PassInputs in = ChangedInputs(std::move(**changes), index, options, result);
-  std::optional<Wanted> wanted = WantedNames(index, in.snapshot.state, gone);
+  std::optional<Wanted> wanted = WantedNames(index, in.snapshot.state, gone, why);
   if (!wanted) return std::nullopt;
-  std::optional<std::vector<core::RayJob>> observed = WantedJobs(index, *wanted, deps, options);
+  std::optional<std::vector<core::RayJob>> observed =
+      WantedJobs(index, *wanted, deps, options, why);
   if (!observed) return std::nullopt;
   in.observed = std::move(*observed);
   SanitizeJobs(in.observed, result.redactor);
-  if (!RunsFromNewerCommits(*deps.source, in).empty()) return std::nullopt;
+  if (!RunsFromNewerCommits(*deps.source, in).empty()) {
+    why = "a run of a changed job comes from a newer commit";
+    return std::nullopt;
+  }
   ports::LedgerScope scope;
   scope.instance = options.policy.owner.instance;
   scope.ray_cluster = core::RayClusterName(*in.snapshot.state.cluster, options.ray_address);
   core::Result<std::optional<core::Ledger>> ledger = deps.store->ReadLedgerOf(
       scope, std::vector<std::string>(wanted->names.begin(), wanted->names.end()));
-  if (!ledger.ok() || !ledger->has_value()) return std::nullopt;
+  if (!ledger.ok() || !ledger->has_value()) {
+    why = "a status file of a changed job cannot be read as a record of this cluster";
+    return std::nullopt;
+  }
   in.ledger = std::move(**ledger);
   in.only = std::move(wanted->names);
   return in;
@@ -174,11 +223,19 @@ std::optional<PassInputs> NarrowInputs(const PassIndex& index, const ReconcileDe
 
 std::optional<PassResult> NarrowPass(const PassIndex& index, const ReconcileDeps& deps,
                                      const ReconcileOptions& options,
-                                     const NarrowArtifacts& artifacts) {
-  if (!index.valid() || deps.store == nullptr) return std::nullopt;
+                                     const NarrowArtifacts& artifacts, std::string* why_not) {
+  std::string why;
+  const auto cannot = [&]() {
+    if (why_not != nullptr) *why_not = why;
+    return std::optional<PassResult>();
+  };
+  if (!index.valid() || deps.store == nullptr) {
+    why = index.valid() ? "no status store" : "no index of a full pass at rest";
+    return cannot();
+  }
   PassResult result;
-  std::optional<PassInputs> in = NarrowInputs(index, deps, options, result);
-  if (!in) return std::nullopt;
+  std::optional<PassInputs> in = NarrowInputs(index, deps, options, result, why);
+  if (!in) return cannot();
   result.loads = 1;
   result.ray_digest = index.memo.ray_digest;
   result.narrow = true;

@@ -59,10 +59,12 @@ PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store);
 using NarrowArtifacts = std::function<ports::ArtifactSink*(const ports::DesiredSnapshot& changed)>;
 
 // A narrow pass over what changed since `index` was taken, or nullopt when a full pass must
-// run instead (see the file comment). Reads Ray's job list once, as a full pass does. The
-// result's redactor holds the index's secrets, the changed specs' and options.secrets.
+// run instead (see the file comment), and then `why_not` (when given) says why, for the
+// daemon's debug log. Reads Ray's job list once, as a full pass does. The result's redactor
+// holds the index's secrets, the changed specs' and options.secrets.
 std::optional<PassResult> NarrowPass(const PassIndex& index, const ReconcileDeps& deps,
                                      const ReconcileOptions& options,
-                                     const NarrowArtifacts& artifacts = {});
+                                     const NarrowArtifacts& artifacts = {},
+                                     std::string* why_not = nullptr);
 
 }  // namespace rg::engine

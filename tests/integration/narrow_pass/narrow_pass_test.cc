@@ -115,8 +115,9 @@ struct World {
     return engine::RunReconcilePass(Deps(), Options(dry_run));
   }
 
-  std::optional<PassResult> Narrow(const engine::PassIndex& index, bool dry_run = false) {
-    return engine::NarrowPass(index, Deps(), Options(dry_run));
+  std::optional<PassResult> Narrow(const engine::PassIndex& index, bool dry_run = false,
+                                   std::string* why_not = nullptr) {
+    return engine::NarrowPass(index, Deps(), Options(dry_run), {}, why_not);
   }
 
   // Lets the runs move on (started, stopped).
@@ -194,14 +195,16 @@ PassResult NarrowStep(World& w, const std::string& what) {
   return *applied;
 }
 
-// A change the narrow view cannot decide: a full pass must run.
-void FullStep(World& w, const std::string& what) {
+// A change the narrow view cannot decide: a full pass must run, and `why` says why.
+void FullStep(World& w, const std::string& what, const std::string& why) {
   INFO(what);
   const PassResult settled = w.Settle();
   const engine::PassIndex index = engine::IndexPass(settled, w.store.get());
   REQUIRE(index.valid());
   w.repo.person->CommitAndPush("main", what);
-  CHECK_FALSE(w.Narrow(index, /*dry_run=*/true).has_value());
+  std::string why_not;
+  CHECK_FALSE(w.Narrow(index, /*dry_run=*/true, &why_not).has_value());
+  CHECK(why_not == why);
 }
 
 TEST_CASE("a narrow pass plans a changed spec as a full pass does, and reads one file") {
@@ -258,24 +261,40 @@ TEST_CASE("narrow passes decide every kind of spec change as full passes do") {
   }
   SECTION("changes a narrow view cannot decide") {
     w.repo.person->Write("cluster.yaml", "address: http://127.0.0.1:1\n# moved\n");
-    FullStep(w, "the cluster file");
+    FullStep(w, "the cluster file",
+             "more than spec files changed (the cluster file, a link, a submodule, the jobs "
+             "folder), or more than 64 of them");
     w.repo.person->Write("jobs/j1.yaml", "workload: [\n");
-    FullStep(w, "an invalid spec");
+    FullStep(w, "an invalid spec", "a changed spec is invalid");
     w.repo.person->Write("jobs/j1.yaml", Spec(1));
     w.repo.person->CommitAndPush("main", "fixed");
     w.repo.person->Write("jobs/other.yaml", Spec(9, "name: j2\n"));
-    FullStep(w, "a new file takes an unchanged file's name");
+    FullStep(w, "a new file takes an unchanged file's name",
+             "jobs/other.yaml takes the name j2 of jobs/j2.yaml");
     w.repo.person->Remove("jobs/other.yaml");
     w.repo.person->CommitAndPush("main", "fixed");
     w.repo.person->Write("jobs/pinned.yaml", Spec(1, "submission_id: pinned-run\n"));
     w.repo.person->CommitAndPush("main", "a pinned run");
     w.repo.person->Write("jobs/pin2.yaml", Spec(2, "submission_id: pinned-run\n"));
-    FullStep(w, "a new file pins an unchanged file's submission id");
+    FullStep(w, "a new file pins an unchanged file's submission id",
+             "jobs/pin2.yaml pins the submission id of jobs/pinned.yaml");
     w.repo.person->Remove("jobs/pin2.yaml");
     w.repo.person->CommitAndPush("main", "fixed");
     w.repo.person->Write("jobs/sub/deep.yaml", Spec(4));
     NarrowStep(w, "a spec in a sub-folder");
     CHECK(engine::IsFixpoint(w.Settle()));
+  }
+  SECTION("a run that ended since the index was taken") {
+    const PassResult settled = w.Settle();
+    const engine::PassIndex index = engine::IndexPass(settled, w.store.get());
+    REQUIRE(index.valid());
+    REQUIRE_FALSE(settled.plan.jobs.empty());
+    REQUIRE(w.ray.SetStatus(settled.plan.jobs[0].submission_id, core::RayJobStatus::kFailed));
+    w.repo.person->Write("jobs/j3.yaml", Spec(33));
+    w.repo.person->CommitAndPush("main", "j3 edited");
+    std::string why_not;
+    CHECK_FALSE(w.Narrow(index, /*dry_run=*/true, &why_not).has_value());
+    CHECK(why_not == "Ray's job list changed since the last full pass");
   }
 }
 
