@@ -37,6 +37,9 @@ struct GitStatusStoreOptions {
   // The ref the ledger is read from, when not the branch itself (refs/heads/<branch>): e.g.
   // refs/remotes/origin/<branch> in a checkout read in place. Such a store is only read.
   std::string read_ref;
+  // A store that is only read (`plan`, `history`): it keeps neither the STATUS.md rows nor the
+  // decoded records a later write or pass would reuse (at 50,000 jobs, about 90 MB).
+  bool read_only = false;
   // Test hook, not for production use: called after a commit is built and before it is pushed,
   // with the 0-based attempt number, so a test can move the remote branch at exactly that
   // moment and exercise the retry deterministically.
@@ -158,15 +161,15 @@ class GitStatusStore : public ports::StatusStore {
                                                      const std::string& text, int attempt);
 
   // The record a status blob holds: from `decoded_` or the persistent cache, else read and
-  // decoded (and put into both); what is used goes into `used` too. nullopt when the blob
-  // cannot be read; an error when it is not a status record.
+  // decoded (and put into both); what is used goes into `used` too, unless it is null.
+  // nullopt when the blob cannot be read; an error when it is not a status record.
   // `cache` is the persistent one or null (not used).
   std::optional<core::Result<core::StatusRecord>> DecodeStatusBlob(
       const git_oid& oid, const std::string& path,
-      std::unordered_map<std::string, core::StatusRecord>& used, ParseCache* cache);
+      std::unordered_map<std::string, core::StatusRecord>* used, ParseCache* cache);
   // DecodeStatusBlob with `used` bound, for reading a whole status folder.
   std::function<std::optional<core::Result<core::StatusRecord>>(const git_oid&, const std::string&)>
-  DecoderInto(std::unordered_map<std::string, core::StatusRecord>& used);
+  DecoderInto(std::unordered_map<std::string, core::StatusRecord>* used);
   // DecodeStatusBlob into `decoded_` without the persistent cache, for reading a few files.
   std::function<std::optional<core::Result<core::StatusRecord>>(const git_oid&, const std::string&)>
   NarrowDecoder();

@@ -45,12 +45,13 @@ core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::st
   *ledger_from = options.status_branch;
   if (!adapters::IsLocalRepo(options.repo) || options.ref == options.status_branch ||
       options.ref == "refs/heads/" + options.status_branch) {
-    return OpenRepo(options);
+    return OpenRepo(options, /*read_only=*/true);
   }
   core::Result<std::shared_ptr<adapters::GitWorkspace>> opened =
       adapters::GitWorkspace::OpenInPlace(options.repo);
   if (!opened.ok()) return opened.error();
-  if ((*opened)->workdir().empty()) return OpenRepo(options);  // a bare repository
+  if ((*opened)->workdir().empty())
+    return OpenRepo(options, /*read_only=*/true);  // a bare repository
   RepoHandles h;
   h.workspace = *opened;
   h.parse_cache = OpenParseCache(options, *h.workspace);
@@ -62,6 +63,7 @@ core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::st
   h.source = std::make_unique<adapters::GitDesiredStateSource>(h.workspace, src);
   adapters::GitStatusStoreOptions st = StoreOptions(options, *h.workspace);
   st.parse_cache = h.parse_cache;  // by blob id: origin's status files too
+  st.read_only = true;
   if (std::shared_ptr<adapters::GitWorkspace> origin =
           FetchOriginLedger(options, h.workspace->repository())) {
     *ledger_from = options.status_branch + " fetched from origin (" + origin->url() + ")";

@@ -142,7 +142,7 @@ void AddRepoOptions(CLI::App* cmd, RepoOptions* o, bool with_ref, bool with_arti
   }
 }
 
-core::Result<RepoHandles> OpenRepo(const RepoOptions& options) {
+core::Result<RepoHandles> OpenRepo(const RepoOptions& options, bool read_only) {
   adapters::GitWorkspaceOptions ws;
   ws.repo = options.repo;
   ws.cache_dir = options.cache_dir;
@@ -166,6 +166,7 @@ core::Result<RepoHandles> OpenRepo(const RepoOptions& options) {
   st.markdown_header.repo_url = h.workspace->recorded_url();
   st.markdown_header.instance = options.instance;
   st.markdown_header.watched_branch = options.ref;  // "HEAD": the store asks the remote
+  st.read_only = read_only;
   h.store = std::make_unique<adapters::GitStatusStore>(h.workspace, st);
   return h;
 }

@@ -106,7 +106,8 @@ struct RepoHandles {
   std::unique_ptr<adapters::GitStatusStore> store;
   std::shared_ptr<adapters::ParseCache> parse_cache;
 };
-core::Result<RepoHandles> OpenRepo(const RepoOptions& options);
+// `read_only`: the store is never written (adapters::GitStatusStoreOptions::read_only).
+core::Result<RepoHandles> OpenRepo(const RepoOptions& options, bool read_only = false);
 
 // For a one-shot command that is done with the repository: saves the parse cache, then leaves
 // the handles (and what their source and store hold) to the process's exit (leave_to_exit.h).

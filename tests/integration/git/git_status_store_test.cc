@@ -687,6 +687,37 @@ TEST_CASE("An ownerless record is adopted by its first writer and then belongs t
   CHECK(theirs->empty());
 }
 
+// `plan` and `history` only read: their store keeps nothing for a later pass or write.
+TEST_CASE("a read-only store reads the same ledger and keeps no decoded records", "[git][status]") {
+  Repo repo;
+  const auto mine =
+      Owned(Record("mine", Phase::kRunning, RayJobStatus::kRunning), "ray-gitops", kClusterA);
+  const auto theirs =
+      Owned(Record("theirs", Phase::kRunning, RayJobStatus::kRunning), "team-b", kClusterA);
+  repo.person->Write("status/mine.yaml", spec::EncodeStatusYaml(mine));
+  repo.person->Write("status/theirs.yaml", spec::EncodeStatusYaml(theirs));
+  repo.person->CommitAndPush(kBranch, "two owners");
+  const ports::LedgerScope scope{"ray-gitops", kClusterA};
+
+  GitStatusStore writer(repo.Workspace("writer"), {});
+  GitStatusStoreOptions options;
+  options.read_only = true;
+  GitStatusStore reader(repo.Workspace("reader"), options);
+  auto written = writer.ReadLedger(scope);
+  auto read = reader.ReadLedger(scope);
+  REQUIRE(written.ok());
+  REQUIRE(read.ok());
+  CHECK(*read == *written);
+  CHECK(read->size() == 1);  // theirs is another instance's
+  CHECK(writer.status_parses() == 2);
+  CHECK(reader.status_parses() == 2);
+  // Read again: the writer's records of the last read answer; the reader kept none.
+  REQUIRE(writer.ReadLedger(scope).ok());
+  REQUIRE(reader.ReadLedger(scope).ok());
+  CHECK(writer.status_parses() == 2);
+  CHECK(reader.status_parses() == 4);
+}
+
 // A narrow pass (engine/narrow_pass.h) reads the ledger of a few names only.
 TEST_CASE("ReadLedgerOf gives what ReadLedger gives for the names asked, reading only their files",
           "[git][status][narrow]") {
