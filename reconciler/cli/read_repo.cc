@@ -50,8 +50,9 @@ core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::st
   core::Result<std::shared_ptr<adapters::GitWorkspace>> opened =
       adapters::GitWorkspace::OpenInPlace(options.repo);
   if (!opened.ok()) return opened.error();
-  if ((*opened)->workdir().empty())
+  if ((*opened)->workdir().empty()) {
     return OpenRepo(options, /*read_only=*/true);  // a bare repository
+  }
   RepoHandles h;
   h.workspace = *opened;
   h.parse_cache = OpenParseCache(options, *h.workspace);
