@@ -362,9 +362,9 @@ core::Result<GitDesiredStateSource::CachedSpec> GitDesiredStateSource::ParseSpec
 std::shared_ptr<const spec::LoadedJobSpec> GitDesiredStateSource::ForPass(
     std::shared_ptr<const spec::LoadedJobSpec> loaded, bool lean) const {
   if (!lean || !options_.lean_instance || !loaded || !loaded->parsed.value) return loaded;
-  std::shared_ptr<spec::LoadedJobSpec> own =
-      loaded.use_count() == 1 ? std::const_pointer_cast<spec::LoadedJobSpec>(std::move(loaded))
-                              : std::make_shared<spec::LoadedJobSpec>(*loaded);
+  // Lean already (this source's own map keeps lean specs): nothing to bind or let go.
+  if (!loaded->parsed.value->document.is_object()) return loaded;
+  std::shared_ptr<spec::LoadedJobSpec> own = spec::OwnLoadedSpec(std::move(loaded));
   core::JobSpec& spec = *own->parsed.value;
   core::BindSpecToInstance(spec, *options_.lean_instance);  // needs the document
   spec.document = core::Value();

@@ -71,10 +71,9 @@ class ParseCache {
   static constexpr size_t kSpareEntries = 1000;
 
   // Reads the file at `path` whole and keeps its index; entries are read again and decoded only
-  // when looked up. A file that
-  // cannot be used gives an empty cache, and load_problem() says why. `program_version`
-  // identifies the build whose parsers made the entries (a version string, plus whatever tells
-  // two builds of one version apart).
+  // when looked up. A file that cannot be used gives an empty cache, and load_problem() says
+  // why. `program_version` identifies the build whose parsers made the entries (a version
+  // string, plus whatever tells two builds of one version apart).
   ParseCache(std::string path, std::string program_version);
   ~ParseCache();
   ParseCache(const ParseCache&) = delete;

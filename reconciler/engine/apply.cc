@@ -31,11 +31,7 @@ const core::JobSpec* FindSpec(const core::DesiredState& state, const std::string
   auto it = std::lower_bound(
       state.jobs.begin(), state.jobs.end(), path,
       [](const core::JobSpec& spec, const std::string& p) { return spec.path < p; });
-  if (it != state.jobs.end() && it->path == path) return &*it;
-  for (const auto& spec : state.jobs) {  // not sorted after all (a test's hand-made state)
-    if (spec.path == path) return &spec;
-  }
-  return nullptr;
+  return it != state.jobs.end() && it->path == path ? &*it : nullptr;
 }
 
 std::string TextOf(const ports::DesiredSnapshot& snapshot, const ApplyOptions& options,

@@ -133,11 +133,11 @@ struct JobsListing {
   bool keep_documents = true;               // else each spec's parsed document is let go
 };
 
-// The spec as parsed, its document let go when `keep` is false (held by nobody else yet).
+// The spec as parsed, its document let go when `keep` is false.
 std::shared_ptr<const LoadedJobSpec> KeepDocument(std::shared_ptr<const LoadedJobSpec> loaded,
                                                   bool keep) {
-  if (keep || !loaded || !loaded->parsed.value || loaded.use_count() != 1) return loaded;
-  std::shared_ptr<LoadedJobSpec> own = std::const_pointer_cast<LoadedJobSpec>(std::move(loaded));
+  if (keep || !loaded || !loaded->parsed.value) return loaded;
+  std::shared_ptr<LoadedJobSpec> own = OwnLoadedSpec(std::move(loaded));
   own->parsed.value->document = core::Value();
   return own;
 }
@@ -235,6 +235,11 @@ std::string FirstLinkAlong(const std::filesystem::path& root, std::string_view r
     }
   }
   return "";
+}
+
+std::shared_ptr<LoadedJobSpec> OwnLoadedSpec(std::shared_ptr<const LoadedJobSpec> loaded) {
+  if (loaded.use_count() == 1) return std::const_pointer_cast<LoadedJobSpec>(std::move(loaded));
+  return std::make_shared<LoadedJobSpec>(*loaded);
 }
 
 std::shared_ptr<const LoadedJobSpec> ParseSpecFileForDesiredState(std::string_view text,

@@ -46,7 +46,7 @@ class ByteWriter {
   const std::string& bytes() const { return out_; }
   std::string Take() { return std::move(out_); }
   size_t size() const { return out_.size(); }
-  // Overwrites 8 bytes at `offset` (for a checksum written after what it covers).
+  // Overwrite 4 and 8 bytes at `offset` (a count or a checksum written after what it covers).
   void PatchU32(size_t offset, uint32_t v);
   void PatchU64(size_t offset, uint64_t v);
 

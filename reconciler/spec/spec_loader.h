@@ -58,7 +58,7 @@ core::DesiredState LoadDesiredState(const std::optional<SourceFile>& cluster_fil
 
 // For callers that cache per-file parse results (e.g. by Git blob id): one JobSpec file parsed
 // as LoadDesiredState parses it, keeping what the checks across files need (see
-// loaded_job_spec.h). Immutable once made, so one result can serve many passes.
+// loaded_job_spec.h). Immutable once shared, so one result can serve many passes.
 struct LoadedJobSpec;
 struct LoadedSpecFile {
   std::string path;
@@ -67,6 +67,9 @@ struct LoadedSpecFile {
 std::shared_ptr<const LoadedJobSpec> ParseSpecFileForDesiredState(std::string_view text,
                                                                   const std::string& path,
                                                                   std::string_view jobs_dir);
+// A parsed spec to change before it is shared (a pass that lets go of its document): `loaded`
+// itself when nothing else holds it, else a copy.
+std::shared_ptr<LoadedJobSpec> OwnLoadedSpec(std::shared_ptr<const LoadedJobSpec> loaded);
 
 // The half of LoadDesiredState that parses nothing: takes the parsed cluster file (nullopt:
 // missing, reported against `cluster_path`) and parsed specs, and runs the checks across files

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "reconciler/cli/repo_options.h"
@@ -108,6 +110,33 @@ TEST_CASE("a one-shot pass saves the parse cache though its repository is left t
     cache_files += entry.path().extension() == ".parse-cache" ? 1 : 0;
   }
   CHECK(cache_files == 1);  // written before the handles were left to the exit
+}
+
+// A full snapshot of the Git source holds no spec texts: the artifacts of a submission read
+// the submitted spec's text from the commit.
+TEST_CASE("a pass's submission artifacts hold the spec file and the cluster file as committed") {
+  Setup s;
+  s.repo.no_artifacts = false;
+  s.repo.artifacts_root = s.remote.tmp.Sub("artifacts");
+  core::Result<cli::RepoHandles> handles = cli::OpenRepo(s.repo);
+  REQUIRE(handles.ok());
+  engine::ReconcileOptions options;
+  options.ref = s.repo.ref;
+  cli::PassWiring wiring;
+  wiring.artifacts = true;
+  core::Result<cli::PassRun> run =
+      cli::RunPassOnRepo(s.global, s.repo, *handles->source, nullptr, options, wiring);
+  REQUIRE(run.ok());
+  REQUIRE(run->result.outcomes.size() == 1);
+  CHECK(run->result.outcomes[0].artifact_error.empty());
+  const std::filesystem::path config = std::filesystem::path(s.repo.artifacts_root) / "jobs" /
+                                       run->result.outcomes[0].action.submission_id / "config";
+  auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  CHECK(read(config / "jobspec.yaml") == "workload: custom\nentrypoint: python train.py\n");
+  CHECK(read(config / "ray_config.yaml") == "address: " + s.ray.address() + "\n");
 }
 
 }  // namespace
