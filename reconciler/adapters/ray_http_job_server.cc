@@ -367,7 +367,7 @@ class RayHttpJobServer::Impl {
       return ex;
     }
     ex.status = res->status;
-    ex.body = res->body;
+    ex.body = std::move(res->body);  // a job list can be 50 MB: never held twice
     return ex;
   }
 

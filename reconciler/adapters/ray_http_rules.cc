@@ -156,6 +156,8 @@ class JobListReader {
   using NumberUnsigned = json::number_unsigned_t;
   using NumberFloat = json::number_float_t;
 
+  void Reserve(size_t jobs) { jobs_.reserve(jobs); }
+
   // Valid after a parse that succeeded.
   core::Result<std::vector<core::RayJob>> TakeResult() {
     if (!is_array_) return core::Error::Fatal("job list: not a JSON array");
@@ -461,9 +463,25 @@ core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text) {
   return ParseJobList(text, {});
 }
 
+namespace {
+
+size_t CountOf(std::string_view text, std::string_view needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string_view::npos;
+       at = text.find(needle, at + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
 core::Result<std::vector<core::RayJob>> ParseJobList(
     std::string_view text, const std::function<bool(const core::RayJob&)>& keep) {
   JobListReader reader(&keep);
+  // Every job has one "submission_id" key: reserved for all, the list is never grown (which
+  // held the old and the new buffer at once) nor shrunk. A filter keeps few: shrunk after.
+  if (!keep) reader.Reserve(CountOf(text, "\"submission_id\""));
   // The NUL check is ParseJson's, for the same reason.
   if (text.find('\0') != std::string_view::npos || !json::sax_parse(text, &reader)) {
     return core::Error::Fatal("job list: not valid JSON: " + TrimBodyForMessage(text));

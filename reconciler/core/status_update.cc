@@ -309,14 +309,16 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
   return update;
 }
 
-StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger) {
+StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger,
+                             DiffRecords records) {
   StatusDiff diff;
-  // update.records is ordered by name: so are the lines and items.
+  // update.records is ordered by name: so are the names, lines and items.
   for (const auto& [name, rec] : update.records) {
     auto old = ledger.find(name);
     const StatusRecord* before = old == ledger.end() ? nullptr : &old->second;
     if (before != nullptr && !MeaningfulChange(*before, rec)) continue;
-    diff.changes[name] = rec;
+    diff.changed.push_back(name);
+    if (records == DiffRecords::kCopy) diff.changes.emplace_hint(diff.changes.end(), name, rec);
     for (std::string& line : ChangeLines(before, &rec)) diff.transitions.push_back(std::move(line));
     diff.subject_items.push_back(SubjectItem(before, &rec));
   }

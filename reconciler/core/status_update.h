@@ -56,11 +56,16 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in);
 // commit's body (ChangeLines: one per transition of each attempt) and its item of the
 // commit's subject (SubjectItem).
 struct StatusDiff {
-  RecordChanges changes;
+  std::vector<std::string> changed;  // the names of the changed records, in name order
+  RecordChanges changes;             // their records (left empty by kNamesOnly)
   std::vector<std::string> transitions;
   std::vector<std::string> subject_items;
 };
-StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger);
+// kNamesOnly fills everything but `changes`: a caller that holds the update lends its records
+// to the write instead of copying them (engine/reconcile_pass.cc).
+enum class DiffRecords { kCopy, kNamesOnly };
+StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger,
+                             DiffRecords records = DiffRecords::kCopy);
 
 // <address>/#/jobs/<submission_id>, credentials stripped; empty when either is empty.
 std::string DashboardUrl(const std::string& ray_address, const std::string& submission_id);

@@ -367,7 +367,27 @@ std::optional<core::ClusterResources> PendingRunResources(const ReconcileDeps& d
   return std::move(*read);
 }
 
-// Step 6: every planned job's record, redacted; a commit when one changed meaningfully.
+// The changed records lent to the store's write, then given back: never copied.
+void WriteChanges(const ReconcileDeps& deps, const ports::DesiredSnapshot& snapshot,
+                  const std::string& address, core::StatusUpdate& update, core::StatusDiff& diff,
+                  PassResult& result) {
+  for (const std::string& name : diff.changed) {
+    auto it = update.records.find(name);
+    diff.changes.emplace_hint(diff.changes.end(), name, std::move(it->second));
+  }
+  core::Result<std::string> written =
+      deps.store->Write(diff.changes, MakeStatusCommit(diff, snapshot.commit, address));
+  for (auto& [name, record] : diff.changes) update.records.find(name)->second = std::move(*record);
+  diff.changes.clear();
+  if (written.ok()) {
+    result.status_commit = *written;
+  } else {
+    AddError(result, Prefixed(written.error(), "cannot record status"));
+  }
+}
+
+// Step 6: every planned job's record, redacted; a commit when one changed meaningfully. Each
+// record is built once and moved into the result.
 void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
             const ports::DesiredSnapshot& snapshot, const core::Ledger& ledger, JobsById ray_jobs,
             PassResult& result) {
@@ -385,25 +405,24 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   in.now_ms = options.now_ms;
   in.cluster_resources = PendingRunResources(deps, result.plan, in.ray_jobs);
   core::StatusUpdate update = core::BuildStatusUpdate(in);
+  in = {};
   for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);
-  result.records.reserve(update.records.size());
-  for (const auto& [name, record] : update.records) result.records.push_back(record);
   // A job frozen by its unreadable status file is shown, never written: a record built
   // without the file's history would replace it, and the next pass could take a finished run
   // for a new one.
-  for (const auto& [name, why] : options.policy.frozen_jobs) update.records.erase(name);
-  const core::StatusDiff diff = core::DiffAgainstLedger(update, ledger);
-  result.transitions = diff.transitions;
-  if (options.dry_run || !options.record_status || deps.store == nullptr || diff.changes.empty()) {
-    return;
+  std::map<std::string, core::StatusRecord, std::less<>> frozen;
+  for (const auto& [name, why] : options.policy.frozen_jobs) {
+    auto node = update.records.extract(name);
+    if (!node.empty()) frozen.insert(std::move(node));
   }
-  core::Result<std::string> written =
-      deps.store->Write(diff.changes, MakeStatusCommit(diff, snapshot.commit, address));
-  if (written.ok()) {
-    result.status_commit = *written;
-  } else {
-    AddError(result, Prefixed(written.error(), "cannot record status"));
+  core::StatusDiff diff = core::DiffAgainstLedger(update, ledger, core::DiffRecords::kNamesOnly);
+  if (!options.dry_run && options.record_status && deps.store != nullptr && !diff.changed.empty()) {
+    WriteChanges(deps, snapshot, address, update, diff, result);
   }
+  result.transitions = std::move(diff.transitions);
+  update.records.merge(frozen);
+  result.records.reserve(update.records.size());
+  for (auto& [name, record] : update.records) result.records.push_back(std::move(record));
 }
 
 int ExitStatusOf(const PassResult& r) {

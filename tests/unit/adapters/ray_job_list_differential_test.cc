@@ -225,6 +225,9 @@ TEST_CASE("the streamed job list agrees with the tree on the cases JobFromJson d
       "[{\"x\": 1e400}]",
       "[{\"submission_id\": \"a\"}, 1e400]",
       "[{\"status\": 3}, {]",
+      // The key the list is reserved by, also inside values and as a bare string.
+      R"([{"submission_id": "a", "message": "\"submission_id\" twice"}, "submission_id"])",
+      R"([{"submission_id": "a", "metadata": {"\"submission_id\"": "x"}}, {}])",
       // Elements that are not objects, and where they sit.
       "[1]",
       "[null]",

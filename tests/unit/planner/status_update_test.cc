@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/render.h"
@@ -77,6 +78,26 @@ TEST_CASE("an ownerless ledger record is stamped, which makes a one-time commit"
   // Once stamped, the same pass again changes nothing.
   x.ledger["a"] = *diff.changes.at("a");
   CHECK(DiffAgainstLedger(BuildStatusUpdate(x.in), x.ledger).changes.empty());
+}
+
+TEST_CASE("a diff by names only gives the same names, lines and items without copying records",
+          "[status_update]") {
+  Inputs x;
+  x.plan.jobs = {Planned("a", Phase::kRunning), Planned("b", Phase::kRunning),
+                 Planned("c", Phase::kRunning)};
+  const auto first = BuildStatusUpdate(x.in);
+  x.ledger["b"] = first.records.at("b");  // b unchanged; a and c new
+  const auto update = BuildStatusUpdate(x.in);
+  const StatusDiff copied = DiffAgainstLedger(update, x.ledger);
+  const StatusDiff named = DiffAgainstLedger(update, x.ledger, DiffRecords::kNamesOnly);
+  CHECK(copied.changed == std::vector<std::string>{"a", "c"});
+  CHECK(named.changed == copied.changed);
+  CHECK(named.changes.empty());
+  REQUIRE(copied.changes.size() == 2);
+  CHECK(copied.changes.at("c").has_value());
+  CHECK(named.transitions == copied.transitions);
+  CHECK(named.subject_items == copied.subject_items);
+  CHECK(named.transitions.size() == 2);
 }
 
 TEST_CASE("a Conflict over an id held by a run not ours records nothing of that run",
