@@ -579,10 +579,13 @@ core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& 
   auto tree = TreeOf(tip->value().get());
   if (!tree) return tree.error();
   const StatusDir dir = OpenStatusDir(repo, tree->get());
-  // Records of this tree only are kept in memory for the next pass.
+  // Records of this tree only are kept in memory for the next pass, when no parse cache
+  // keeps them: with one, a second copy of every record would only spare the write decoding
+  // the few it changes (from the cache too).
   std::unordered_map<std::string, core::StatusRecord> used;
   ++full_status_reads_;
-  StatusFiles files = ReadStatusFiles(dir, DecoderInto(writes ? &used : nullptr));
+  const bool keep = writes && options_.parse_cache == nullptr;
+  StatusFiles files = ReadStatusFiles(dir, DecoderInto(keep ? &used : nullptr));
   decoded_ = std::move(used);
   skipped_ = std::move(files.skipped);
   // The rows of every record, of every owner: what a full Write would render. Skipped files
@@ -660,8 +663,8 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   const bool incremental = dir.key && row_cache_.folder == dir.key &&
                            core::SameRowHeader(row_cache_.header, header) &&
                            (!dir.present || dir.tree);
-  StatusFiles files = incremental ? ReadStatusFilesOf(dir, NamesOf(changes), NarrowDecoder())
-                                  : ReadStatusFiles(dir, DecoderInto(&decoded_));
+  StatusFiles files = incremental ? ReadStatusFilesOf(dir, NamesOf(changes), WriteDecoder())
+                                  : ReadStatusFiles(dir, WriteDecoder());
   if (incremental) {
     ++incremental_writes_;
   } else {
@@ -738,6 +741,15 @@ StatusDecoder GitStatusStore::DecoderInto(
     std::unordered_map<std::string, core::StatusRecord>* used) {
   return [this, used](const git_oid& oid, const std::string& path) {
     return DecodeStatusBlob(oid, path, used, options_.parse_cache.get());
+  };
+}
+
+StatusDecoder GitStatusStore::WriteDecoder() {
+  // A cache let go of (the daemon at rest, then a narrow pass) is not read back for a few files.
+  ParseCache* cache = options_.parse_cache.get();
+  if (cache != nullptr && !cache->held()) cache = nullptr;
+  return [this, cache](const git_oid& oid, const std::string& path) {
+    return DecodeStatusBlob(oid, path, cache == nullptr ? &decoded_ : nullptr, cache);
   };
 }
 

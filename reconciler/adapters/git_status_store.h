@@ -139,6 +139,8 @@ class GitStatusStore : public ports::StatusStore {
   // Status files decoded from YAML since construction; records taken from the store's own map
   // (by blob id, across passes) or from the persistent cache are not counted.
   int status_parses() const { return status_parses_; }
+  // Records held decoded for a later write or pass (none with a held parse cache).
+  size_t held_records() const { return decoded_.size(); }
   // Reads of a whole status folder since construction: every ReadLedger, and every Write
   // attempt that could not take the incremental path.
   int full_status_reads() const { return full_status_reads_; }
@@ -170,6 +172,10 @@ class GitStatusStore : public ports::StatusStore {
   // DecodeStatusBlob with `used` bound, for reading a whole status folder.
   std::function<std::optional<core::Result<core::StatusRecord>>(const git_oid&, const std::string&)>
   DecoderInto(std::unordered_map<std::string, core::StatusRecord>* used);
+  // For a write's reads: through the persistent cache when there is one and it is held (not
+  // let go of since the pass read the ledger), else into `decoded_`.
+  std::function<std::optional<core::Result<core::StatusRecord>>(const git_oid&, const std::string&)>
+  WriteDecoder();
   // DecodeStatusBlob into `decoded_` without the persistent cache, for reading a few files.
   std::function<std::optional<core::Result<core::StatusRecord>>(const git_oid&, const std::string&)>
   NarrowDecoder();
@@ -179,7 +185,8 @@ class GitStatusStore : public ports::StatusStore {
 
   std::shared_ptr<GitWorkspace> workspace_;
   GitStatusStoreOptions options_;
-  // Records by blob id, of the status files of the last ReadLedger (and of later writes).
+  // Records by blob id, of the status files of the last ReadLedger (and of later writes) when
+  // there is no parse cache; with one, only those the narrow reads decoded.
   std::unordered_map<std::string, core::StatusRecord> decoded_;
   int status_parses_ = 0;
   int full_status_reads_ = 0;

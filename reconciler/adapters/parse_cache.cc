@@ -489,6 +489,11 @@ void ParseCache::Release() {
   loaded_ = false;
 }
 
+bool ParseCache::held() const {
+  std::lock_guard lock(mu_);
+  return loaded_;
+}
+
 bool ParseCache::MustRewrite() const {
   if (rewrite_ || file_inode_ == 0 || base_bytes_ == 0) return true;
   size_t used = 0;

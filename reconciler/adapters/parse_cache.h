@@ -107,6 +107,9 @@ class ParseCache {
   // next lookup reads the file again. The daemon calls it between passes: at rest it holds
   // its jobs' records, not every spec it ever parsed.
   void Release();
+  // False after Release until the next use: a caller reading a few entries can then do
+  // without, rather than read the whole file back.
+  bool held() const;
 
   const std::string& path() const { return path_; }
   // Why the file as found was not used ("" when it was, or there was none).
