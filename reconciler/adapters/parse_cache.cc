@@ -105,12 +105,6 @@ bool ReadAt(int fd, size_t offset, size_t size, std::string& out) {
   return true;
 }
 
-uint64_t InodeOf(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_ino);
-}
-
 bool WriteAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
@@ -129,33 +123,80 @@ void SyncFolder(const fs::path& folder) {
   ::close(fd);
 }
 
-// Writes `bytes` to `path` through a temporary file in the same folder: fsync, then rename.
-core::Status ReplaceFile(const std::string& path, std::string_view bytes) {
+// A new file beside `path`, to be renamed over it (InstallFile).
+struct TempFile {
+  std::string path;
+  int fd = -1;
+};
+
+core::Result<TempFile> CreateTempBeside(const std::string& path) {
   static std::atomic<uint64_t> counter{0};
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  const std::string tmp =
+  TempFile tmp;
+  tmp.path =
       path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return core::Error::Transient(ErrnoText("cannot create", tmp));
-  const bool written = WriteAll(fd, bytes) && ::fsync(fd) == 0;
-  const std::string why = written ? "" : ErrnoText("cannot write", tmp);
-  ::close(fd);
-  if (!written) {
-    ::unlink(tmp.c_str());
-    return core::Error::Transient(why);
+  tmp.fd = ::open(tmp.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (tmp.fd < 0) return core::Error::Transient(ErrnoText("cannot create", tmp.path));
+  return tmp;
+}
+
+// Gives up a temporary file: closed and removed.
+core::Status Discard(TempFile& tmp, core::Error why) {
+  ::close(tmp.fd);
+  tmp.fd = -1;
+  ::unlink(tmp.path.c_str());
+  return why;
+}
+
+// fsync, then rename over `path` (never a torn file); the descriptor stays open, on the
+// installed file. On failure the temporary file is closed and removed.
+core::Status InstallFile(TempFile& tmp, const std::string& path) {
+  if (::fsync(tmp.fd) != 0) {
+    return Discard(tmp, core::Error::Transient(ErrnoText("cannot write", tmp.path)));
   }
+  const fs::path target(path);
+  std::error_code ec;
   // An empty folder in the file's place is taken away; anything else there makes rename fail.
   if (fs::is_directory(target, ec)) fs::remove(target, ec);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string failed = ErrnoText("cannot rename " + tmp + " to", path);
-    ::unlink(tmp.c_str());
-    return core::Error::Transient(failed);
+  if (::rename(tmp.path.c_str(), path.c_str()) != 0) {
+    const std::string failed = ErrnoText("cannot rename " + tmp.path + " to", path);
+    return Discard(tmp, core::Error::Transient(failed));
   }
   SyncFolder(target.has_parent_path() ? target.parent_path() : fs::path("."));
   return core::OkStatus();
 }
+
+// Writes to a file through a buffer, keeping the offset and the checksum of what it is told
+// to hash: a file of any size is written without being held in memory.
+class BufferedFileWriter {
+ public:
+  explicit BufferedFileWriter(int fd) : fd_(fd) {}
+
+  bool Write(std::string_view bytes, bool hashed = true) {
+    if (hashed) hasher_.Update(bytes);
+    offset_ += bytes.size();
+    if (buffer_.size() + bytes.size() > kBufferBytes && !Flush()) return false;
+    if (bytes.size() >= kBufferBytes) return WriteAll(fd_, bytes);
+    buffer_.append(bytes);
+    return true;
+  }
+  bool Flush() {
+    const bool written = WriteAll(fd_, buffer_);
+    buffer_.clear();
+    return written;
+  }
+  size_t offset() const { return offset_; }
+  uint64_t checksum() const { return hasher_.Final(); }
+
+ private:
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
+  int fd_;
+  std::string buffer_;
+  size_t offset_ = 0;
+  spec::Hasher64 hasher_;
+};
 
 }  // namespace
 
@@ -420,7 +461,7 @@ void ParseCache::KeepStatus(std::string_view blob_id) {
   Use(key);
 }
 
-std::string ParseCache::Serialize() {
+std::vector<std::pair<const std::string*, ParseCache::Entry*>> ParseCache::EntriesToKeep() {
   // Every entry used in this period, then the most recently used others up to the bound.
   std::vector<std::pair<const std::string*, Entry*>> used;
   std::vector<std::pair<const std::string*, Entry*>> others;
@@ -437,39 +478,71 @@ std::string ParseCache::Serialize() {
   used.insert(used.end(), others.begin(), others.begin() + static_cast<std::ptrdiff_t>(spare));
   std::sort(used.begin(), used.end(),
             [](const auto& a, const auto& b) { return *a.first < *b.first; });
+  // What the file as loaded no longer holds whole (cut under us) is left out.
+  struct stat st {};
+  const size_t readable =
+      file_fd_ >= 0 && ::fstat(file_fd_, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
+  std::erase_if(used, [readable](const auto& kept) {
+    return kept.second->where == Entry::kFile && kept.second->offset + kept.second->size > readable;
+  });
+  return used;
+}
 
+core::Status ParseCache::Rewrite() {
+  const std::vector<std::pair<const std::string*, Entry*>> keep = EntriesToKeep();
+  core::Result<TempFile> tmp = CreateTempBeside(path_);
+  if (!tmp.ok()) return tmp.error();
+  BufferedFileWriter out(tmp->fd);
+  spec::ByteWriter head;
+  head.Bytes(kMagic);
+  head.U32(spec::kParseCacheFormatVersion);
+  head.U64(0);  // the checksum, written last
+  head.U64(0);  // the body size, written last
+  bool ok = out.Write(head.bytes(), /*hashed=*/false);
   spec::ByteWriter w;
-  w.Bytes(kMagic);
-  w.U32(spec::kParseCacheFormatVersion);
-  w.U64(0);  // the checksum, patched below
-  w.U64(0);  // the body size, patched below
   w.String(program_version_);
   w.U64(generation_);
-  const size_t count_at = w.size();
-  w.U32(0);  // the count, patched below
+  w.U32(static_cast<uint32_t>(keep.size()));
+  ok = ok && out.Write(w.bytes());
   std::unordered_map<std::string, Entry> kept;
-  kept.reserve(used.size());
-  for (const auto& [key, e] : used) {
+  kept.reserve(keep.size());
+  for (const auto& [key, e] : keep) {
+    if (!ok) break;
     const std::string_view payload = Payload(*e, scratch_);
-    if (payload.empty() && e->where == Entry::kFile) continue;  // the file was cut under us
-    w.String(*key);
-    w.U64(e->last_used);
-    w.U32(static_cast<uint32_t>(payload.size()));
+    if (payload.size() != e->size) {
+      return Discard(*tmp, core::Error::Transient(path_ + " was cut while it was rewritten"));
+    }
+    spec::ByteWriter entry;
+    entry.String(*key);
+    entry.U64(e->last_used);
+    entry.U32(static_cast<uint32_t>(payload.size()));
+    ok = out.Write(entry.bytes());
     Entry moved;
-    moved.offset = w.size();
+    moved.where = Entry::kFile;
+    moved.offset = out.offset();
     moved.size = payload.size();
     moved.last_used = e->last_used;
-    w.Bytes(payload);
+    ok = ok && out.Write(payload);
     kept.emplace(*key, std::move(moved));
   }
-  w.PatchU32(count_at, static_cast<uint32_t>(kept.size()));
-  const std::string_view body = std::string_view(w.bytes()).substr(kHeaderBytes);
-  const uint64_t checksum = spec::Hash64(body);
-  const uint64_t body_size = body.size();
-  w.PatchU64(kChecksumOffset, checksum);
-  w.PatchU64(kChecksumOffset + 8, body_size);
+  spec::ByteWriter sums;
+  sums.U64(out.checksum());
+  sums.U64(out.offset() - kHeaderBytes);
+  ok = ok && out.Flush() &&
+       ::pwrite(tmp->fd, sums.bytes().data(), sums.size(), kChecksumOffset) ==
+           static_cast<ssize_t>(sums.size());
+  if (!ok) return Discard(*tmp, core::Error::Transient(ErrnoText("cannot write", tmp->path)));
+  if (core::Status installed = InstallFile(*tmp, path_); !installed.ok()) return installed;
+  // The entries now point into the new file, held open like a loaded one.
+  CloseFile();
+  file_fd_ = tmp->fd;
+  std::string().swap(buffer_);
   entries_ = std::move(kept);
-  return w.Take();
+  struct stat st {};
+  file_inode_ = ::fstat(file_fd_, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+  file_bytes_ = out.offset();
+  base_bytes_ = out.offset();
+  return core::OkStatus();
 }
 
 void ParseCache::EnsureLoaded() {
@@ -559,19 +632,12 @@ core::Status ParseCache::Save() {
       return core::OkStatus();
     }
   }
-  // Serialize re-points the entries into the new bytes, so they are kept even when the write
-  // fails (the cache stays dirty and is saved again later).
-  std::string bytes = Serialize();
-  core::Status written = ReplaceFile(path_, bytes);
-  buffer_ = std::move(bytes);
-  CloseFile();  // every entry is in buffer_ now
-  if (!written.ok()) {
+  // Written afresh; when that fails the entries stay as they were, and the cache stays dirty
+  // to be saved again later.
+  if (core::Status written = Rewrite(); !written.ok()) {
     rewrite_ = true;
     return written;
   }
-  file_inode_ = InodeOf(path_);
-  file_bytes_ = buffer_.size();
-  base_bytes_ = buffer_.size();
   dirty_ = false;
   rewrite_ = false;
   ++generation_;

@@ -39,6 +39,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "reconciler/core/result.h"
 #include "reconciler/core/spec_model.h"
@@ -148,8 +150,13 @@ class ParseCache {
   Entry* Use(const std::string& key);
   void Put(std::string key, std::string payload);
   void Drop(const std::string& key);
-  // The file's bytes: what Save writes, the entries to keep re-pointed into it.
-  std::string Serialize();
+  // The entries a rewrite keeps, by key: every one used since the last save, then the most
+  // recently used others up to the bound; none the file as loaded no longer holds whole.
+  std::vector<std::pair<const std::string*, Entry*>> EntriesToKeep();
+  // Writes the file afresh through a temporary file and a small buffer (the checksum computed
+  // on the way, written into the header last), then renames it into place; the entries then
+  // point into it, held open. On failure nothing changes.
+  core::Status Rewrite();
   // True when a save must rewrite the file rather than append to it (see the file comment).
   bool MustRewrite() const;
   // Appends the unsaved entries as one segment; false when the file is not the one this cache

@@ -470,23 +470,6 @@ uint64_t MergeRound(uint64_t acc, uint64_t val) {
   return acc * kPrime1 + kPrime4;
 }
 
-// The 32-byte stripes of an input of at least 32 bytes; advances `p`.
-uint64_t Stripes(const char*& p, const char* end) {
-  uint64_t v1 = kPrime1 + kPrime2;
-  uint64_t v2 = kPrime2;
-  uint64_t v3 = 0;
-  uint64_t v4 = 0 - kPrime1;
-  for (; end - p >= 32; p += 32) {
-    v1 = Round(v1, LoadLE64(p));
-    v2 = Round(v2, LoadLE64(p + 8));
-    v3 = Round(v3, LoadLE64(p + 16));
-    v4 = Round(v4, LoadLE64(p + 24));
-  }
-  uint64_t h = std::rotl(v1, 1) + std::rotl(v2, 7) + std::rotl(v3, 12) + std::rotl(v4, 18);
-  for (uint64_t v : {v1, v2, v3, v4}) h = MergeRound(h, v);
-  return h;
-}
-
 }  // namespace
 
 // ---- ByteWriter / ByteReader ----------------------------------------------------------------
@@ -508,14 +491,6 @@ void ByteWriter::F64(double v) { U64(std::bit_cast<uint64_t>(v)); }
 void ByteWriter::String(std::string_view s) {
   U32(static_cast<uint32_t>(s.size()));
   out_.append(s);
-}
-
-void ByteWriter::PatchU32(size_t offset, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out_[offset + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
-}
-
-void ByteWriter::PatchU64(size_t offset, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out_[offset + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
 }
 
 const char* ByteReader::Take(size_t n) {
@@ -633,11 +608,40 @@ core::Result<core::StatusRecord> DecodeStatusRecord(std::string_view bytes) {
   return DecodeWhole<core::StatusRecord>(bytes, "status record");
 }
 
-uint64_t Hash64(std::string_view bytes) {
-  const char* p = bytes.data();
-  const char* const end = p + bytes.size();
-  uint64_t h = bytes.size() >= 32 ? Stripes(p, end) : kPrime5;
-  h += static_cast<uint64_t>(bytes.size());
+Hasher64::Hasher64() : lanes_{kPrime1 + kPrime2, kPrime2, 0, 0 - kPrime1} {}
+
+void Hasher64::Stripe(const char* p) {
+  for (size_t i = 0; i < lanes_.size(); ++i) lanes_[i] = Round(lanes_[i], LoadLE64(p + 8 * i));
+}
+
+void Hasher64::Update(std::string_view bytes) {
+  total_ += bytes.size();
+  if (pending_size_ > 0) {
+    const size_t take = std::min(pending_.size() - pending_size_, bytes.size());
+    std::memcpy(pending_.data() + pending_size_, bytes.data(), take);
+    pending_size_ += take;
+    bytes.remove_prefix(take);
+    if (pending_size_ < pending_.size()) return;
+    Stripe(pending_.data());
+    pending_size_ = 0;
+  }
+  for (; bytes.size() >= pending_.size(); bytes.remove_prefix(pending_.size())) {
+    Stripe(bytes.data());
+  }
+  std::memcpy(pending_.data(), bytes.data(), bytes.size());
+  pending_size_ = bytes.size();
+}
+
+uint64_t Hasher64::Final() const {
+  uint64_t h = kPrime5;
+  if (total_ >= pending_.size()) {
+    h = std::rotl(lanes_[0], 1) + std::rotl(lanes_[1], 7) + std::rotl(lanes_[2], 12) +
+        std::rotl(lanes_[3], 18);
+    for (uint64_t v : lanes_) h = MergeRound(h, v);
+  }
+  h += total_;
+  const char* p = pending_.data();
+  const char* const end = p + pending_size_;
   for (; end - p >= 8; p += 8) h = std::rotl(h ^ Round(0, LoadLE64(p)), 27) * kPrime1 + kPrime4;
   if (end - p >= 4) {
     h = std::rotl(h ^ (static_cast<uint64_t>(LoadLE32(p)) * kPrime1), 23) * kPrime2 + kPrime3;
@@ -650,6 +654,12 @@ uint64_t Hash64(std::string_view bytes) {
   h *= kPrime3;
   h ^= h >> 32;
   return h;
+}
+
+uint64_t Hash64(std::string_view bytes) {
+  Hasher64 hasher;
+  hasher.Update(bytes);
+  return hasher.Final();
 }
 
 }  // namespace rg::spec

@@ -14,6 +14,7 @@
 // parse_cache_codec.cc fails: encode and decode the member there, extend the round-trip test
 // (tests/unit/spec/parse_cache_codec_test.cc) and bump kParseCacheFormatVersion.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -46,9 +47,6 @@ class ByteWriter {
   const std::string& bytes() const { return out_; }
   std::string Take() { return std::move(out_); }
   size_t size() const { return out_.size(); }
-  // Overwrite 4 and 8 bytes at `offset` (a count or a checksum written after what it covers).
-  void PatchU32(size_t offset, uint32_t v);
-  void PatchU64(size_t offset, uint64_t v);
 
  private:
   std::string out_;
@@ -112,5 +110,21 @@ core::Result<core::StatusRecord> DecodeStatusRecord(std::string_view bytes);
 // XXH64 (seed 0) of `bytes`: the cache file's checksum. Fast (several GB/s) and good at
 // catching torn writes and flipped bits; not a defence against someone forging a file.
 uint64_t Hash64(std::string_view bytes);
+
+// The same over bytes given in pieces: Final() after Update(a), Update(b) is Hash64(a + b).
+class Hasher64 {
+ public:
+  Hasher64();
+  void Update(std::string_view bytes);
+  uint64_t Final() const;
+
+ private:
+  void Stripe(const char* p);  // one 32-byte stripe into the four lanes
+
+  std::array<uint64_t, 4> lanes_;
+  std::array<char, 32> pending_{};  // the start of a stripe not yet whole
+  size_t pending_size_ = 0;
+  uint64_t total_ = 0;
+};
 
 }  // namespace rg::spec

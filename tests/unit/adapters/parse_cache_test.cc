@@ -152,6 +152,32 @@ TEST_CASE("a file truncated under a loaded cache gives misses, never a bad entry
   CHECK(next.size() == 1);
 }
 
+// At 50,000 specs the file is over 100 MB: a save streams it out and keeps only the index.
+TEST_CASE("after a save the entries are read from the file written, not held in memory") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("cache/repo.parse-cache");
+  ParseCache cache(path, kVersion);
+  for (int i = 0; i < 300; ++i) cache.PutSpec(BlobId(i), SpecPath(i), "jobs", *Parse(i));
+  cache.PutStatus(BlobId(1000), Record(1000));
+  REQUIRE(cache.Save().ok());
+  // The file as written is the one a new process reads whole.
+  {
+    ParseCache next(path, kVersion);
+    CHECK(next.load_problem().empty());
+    CHECK(next.size() == 301);
+    std::optional<CachedSpecFile> last = next.FindSpec(BlobId(299), SpecPath(299), "jobs");
+    REQUIRE(last);
+    CHECK(*last->loaded == *Parse(299));
+  }
+  std::optional<CachedSpecFile> found = cache.FindSpec(BlobId(7), SpecPath(7), "jobs");
+  REQUIRE(found);
+  CHECK(*found->loaded == *Parse(7));
+  // Cut in place: what this process saved is read from the file, so it is gone too.
+  REQUIRE(::truncate(path.c_str(), 0) == 0);
+  CHECK_FALSE(cache.FindSpec(BlobId(7), SpecPath(7), "jobs"));
+  CHECK_FALSE(cache.FindStatus(BlobId(1000)));
+}
+
 TEST_CASE("a file written by another build is not used and is rebuilt") {
   testing::TempDir tmp;
   const std::string path = tmp.Sub("repo.parse-cache");

@@ -285,5 +285,22 @@ TEST_CASE("Hash64 is XXH64 with seed 0") {
   REQUIRE(Hash64("Nobody inspects the spammish repetition") == 0xFBCEA83C8A378BF1ULL);
 }
 
+TEST_CASE("Hasher64 over pieces is Hash64 of the whole, wherever the pieces are cut") {
+  std::string text;
+  for (int i = 0; text.size() < 300; ++i) text += "entry " + std::to_string(i * 7919) + ";";
+  for (size_t size : {size_t{0}, size_t{3}, size_t{31}, size_t{32}, size_t{33}, size_t{64},
+                      size_t{100}, text.size()}) {
+    const std::string_view whole = std::string_view(text).substr(0, size);
+    for (size_t piece : {size_t{1}, size_t{5}, size_t{31}, size_t{32}, size_t{33}, size_t{97}}) {
+      Hasher64 hasher;
+      for (size_t at = 0; at < whole.size(); at += piece) hasher.Update(whole.substr(at, piece));
+      INFO("size " << size << ", pieces of " << piece);
+      CHECK(hasher.Final() == Hash64(whole));
+    }
+  }
+  Hasher64 nothing;
+  CHECK(nothing.Final() == Hash64(""));
+}
+
 }  // namespace
 }  // namespace rg::spec
