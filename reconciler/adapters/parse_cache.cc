@@ -360,8 +360,10 @@ void ParseCache::Put(std::string key, std::string payload) {
   e.owned = std::move(payload);
   e.size = e.owned.size();
   e.last_used = generation_;
+  pending_bytes_ += e.size;
   entries_.insert_or_assign(std::move(key), std::move(e));
   dirty_ = true;
+  if (pending_bytes_ >= spill_bytes_ && !spill_failed_) Spill();
 }
 
 void ParseCache::Drop(const std::string& key) {
@@ -461,12 +463,12 @@ void ParseCache::KeepStatus(std::string_view blob_id) {
   Use(key);
 }
 
-std::vector<std::pair<const std::string*, ParseCache::Entry*>> ParseCache::EntriesToKeep() {
+std::vector<std::pair<const std::string*, ParseCache::Entry*>> ParseCache::EntriesToKeep(bool all) {
   // Every entry used in this period, then the most recently used others up to the bound.
   std::vector<std::pair<const std::string*, Entry*>> used;
   std::vector<std::pair<const std::string*, Entry*>> others;
   for (auto& [key, e] : entries_) {
-    (e.last_used == generation_ ? used : others).emplace_back(&key, &e);
+    (all || e.last_used == generation_ ? used : others).emplace_back(&key, &e);
   }
   const size_t spare = std::min(others.size(), used.size() + kSpareEntries);
   std::partial_sort(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(spare),
@@ -488,8 +490,8 @@ std::vector<std::pair<const std::string*, ParseCache::Entry*>> ParseCache::Entri
   return used;
 }
 
-core::Status ParseCache::Rewrite() {
-  const std::vector<std::pair<const std::string*, Entry*>> keep = EntriesToKeep();
+core::Status ParseCache::Rewrite(bool keep_all) {
+  const std::vector<std::pair<const std::string*, Entry*>> keep = EntriesToKeep(keep_all);
   core::Result<TempFile> tmp = CreateTempBeside(path_);
   if (!tmp.ok()) return tmp.error();
   BufferedFileWriter out(tmp->fd);
@@ -542,7 +544,27 @@ core::Status ParseCache::Rewrite() {
   file_inode_ = ::fstat(file_fd_, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
   file_bytes_ = out.offset();
   base_bytes_ = out.offset();
+  pending_bytes_ = 0;
   return core::OkStatus();
+}
+
+void ParseCache::Spill() {
+  // Appended to the file this cache read or wrote; else written afresh, every entry kept (the
+  // save at the end of the period drops what was not used).
+  if (file_inode_ != 0 && base_bytes_ != 0 && !rewrite_) {
+    core::Result<bool> appended = Append();
+    if (appended.ok() && *appended) {
+      ++spills_;
+      return;
+    }
+    if (!appended.ok()) rewrite_ = true;  // a failed write may have left part of a segment
+  }
+  if (Rewrite(/*keep_all=*/true).ok()) {
+    rewrite_ = false;
+    ++spills_;
+    return;
+  }
+  spill_failed_ = true;
 }
 
 void ParseCache::EnsureLoaded() {
@@ -559,6 +581,7 @@ void ParseCache::Release() {
   std::string().swap(scratch_);
   CloseFile();
   std::unordered_map<std::string, Entry>().swap(entries_);
+  pending_bytes_ = 0;
   loaded_ = false;
 }
 
@@ -579,16 +602,21 @@ core::Result<bool> ParseCache::Append() {
   spec::ByteWriter body;
   body.String(program_version_);
   body.U64(generation_);
-  std::vector<Entry*> unsaved;
+  std::vector<std::pair<const std::string*, Entry*>> unsaved;
   for (auto& [key, e] : entries_) {
-    if (e.unsaved) unsaved.push_back(&e);
+    if (e.unsaved) unsaved.emplace_back(&key, &e);
   }
+  if (unsaved.empty()) return true;  // written already (spilled)
   body.U32(static_cast<uint32_t>(unsaved.size()));
-  for (auto& [key, e] : entries_) {
-    if (!e.unsaved) continue;
-    body.String(key);
-    body.U64(e.last_used);
-    body.String(Payload(e, scratch_));
+  std::vector<size_t> offsets;  // of each payload in the body
+  offsets.reserve(unsaved.size());
+  for (const auto& [key, e] : unsaved) {
+    body.String(*key);
+    body.U64(e->last_used);
+    const std::string_view payload = Payload(*e, scratch_);
+    body.U32(static_cast<uint32_t>(payload.size()));
+    offsets.push_back(body.size());
+    body.Bytes(payload);
   }
   spec::ByteWriter segment;
   segment.Bytes(kSegmentMagic);
@@ -610,8 +638,18 @@ core::Result<bool> ParseCache::Append() {
   const std::string why = written ? "" : ErrnoText("cannot append to", path_);
   ::close(fd);
   if (!written) return core::Error::Transient(why);
+  const size_t body_at = file_bytes_ + kSegmentHeaderBytes;
   file_bytes_ += segment.size();
-  for (Entry* e : unsaved) e->unsaved = false;
+  for (size_t i = 0; i < unsaved.size(); ++i) {
+    Entry& e = *unsaved[i].second;
+    e.unsaved = false;
+    // Read from the file from now on: the descriptor held is on the file appended to.
+    if (file_fd_ < 0 || e.where != Entry::kOwned) continue;
+    pending_bytes_ -= std::min(pending_bytes_, e.owned.size());
+    std::string().swap(e.owned);
+    e.where = Entry::kFile;
+    e.offset = body_at + offsets[i];
+  }
   return true;
 }
 
@@ -634,7 +672,7 @@ core::Status ParseCache::Save() {
   }
   // Written afresh; when that fails the entries stay as they were, and the cache stays dirty
   // to be saved again later.
-  if (core::Status written = Rewrite(); !written.ok()) {
+  if (core::Status written = Rewrite(/*keep_all=*/false); !written.ok()) {
     rewrite_ = true;
     return written;
   }
@@ -658,6 +696,16 @@ size_t ParseCache::size() const {
 int ParseCache::saves() const {
   std::lock_guard lock(mu_);
   return saves_;
+}
+
+int ParseCache::spills() const {
+  std::lock_guard lock(mu_);
+  return spills_;
+}
+
+void ParseCache::set_spill_bytes(size_t bytes) {
+  std::lock_guard lock(mu_);
+  spill_bytes_ = bytes;
 }
 
 }  // namespace rg::adapters

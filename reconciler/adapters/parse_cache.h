@@ -71,6 +71,11 @@ class ParseCache {
  public:
   // Older entries kept beyond those used since the last Save (see the bound above).
   static constexpr size_t kSpareEntries = 1000;
+  // Entries put and not yet written are written to the file (appended as a segment, or the
+  // file written afresh keeping every entry) once their payloads reach this many bytes, and
+  // read from it like loaded ones after: a cold pass over 50,000 specs holds 16 MB of them,
+  // not 160 MB until the end. Save still decides what the file keeps.
+  static constexpr size_t kSpillBytes = size_t{16} << 20;
 
   // Reads the file at `path` whole and keeps its index; entries are read again and decoded only
   // when looked up. A file that cannot be used gives an empty cache, and load_problem() says
@@ -119,6 +124,9 @@ class ParseCache {
   size_t size() const;  // entries held now (0 after Release until the next use)
   // Files written since construction.
   int saves() const;
+  // Times entries were written out before a save (kSpillBytes), and the bound (tests lower it).
+  int spills() const;
+  void set_spill_bytes(size_t bytes);
 
  private:
   struct Entry {
@@ -152,11 +160,14 @@ class ParseCache {
   void Drop(const std::string& key);
   // The entries a rewrite keeps, by key: every one used since the last save, then the most
   // recently used others up to the bound; none the file as loaded no longer holds whole.
-  std::vector<std::pair<const std::string*, Entry*>> EntriesToKeep();
+  std::vector<std::pair<const std::string*, Entry*>> EntriesToKeep(bool all);
   // Writes the file afresh through a temporary file and a small buffer (the checksum computed
   // on the way, written into the header last), then renames it into place; the entries then
   // point into it, held open. On failure nothing changes.
-  core::Status Rewrite();
+  core::Status Rewrite(bool keep_all);
+  // Writes the entries put so far to the file (kSpillBytes); a failure leaves them in memory
+  // for the save, and no later spill is tried.
+  void Spill();
   // True when a save must rewrite the file rather than append to it (see the file comment).
   bool MustRewrite() const;
   // Appends the unsaved entries as one segment; false when the file is not the one this cache
@@ -179,6 +190,10 @@ class ParseCache {
   bool loaded_ = true;       // false after Release until the next use
   std::string load_problem_;
   int saves_ = 0;
+  int spills_ = 0;
+  size_t pending_bytes_ = 0;  // payloads held in memory, not yet in the file
+  size_t spill_bytes_ = kSpillBytes;
+  bool spill_failed_ = false;
 };
 
 }  // namespace rg::adapters

@@ -178,6 +178,46 @@ TEST_CASE("after a save the entries are read from the file written, not held in 
   CHECK_FALSE(cache.FindStatus(BlobId(1000)));
 }
 
+TEST_CASE("entries put past the spill bound are written out before the save, and kept by it") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("cache/repo.parse-cache");
+  {
+    ParseCache cold(path, kVersion);
+    cold.set_spill_bytes(4096);
+    for (int i = 0; i < 200; ++i) cold.PutSpec(BlobId(i), SpecPath(i), "jobs", *Parse(i));
+    CHECK(cold.spills() > 1);  // the file written afresh, then segments appended
+    CHECK(cold.saves() == 0);
+    // What was written out is read back from the file, and another process finds it there.
+    std::optional<CachedSpecFile> early = cold.FindSpec(BlobId(3), SpecPath(3), "jobs");
+    REQUIRE(early);
+    CHECK(*early->loaded == *Parse(3));
+    ParseCache peek(path, kVersion);
+    CHECK(peek.load_problem().empty());
+    CHECK(peek.size() > 100);
+    REQUIRE(cold.Save().ok());
+    CHECK(cold.saves() == 1);
+  }
+  ParseCache warm(path, kVersion);
+  CHECK(warm.load_problem().empty());
+  CHECK(warm.size() == 200);
+  std::optional<CachedSpecFile> last = warm.FindSpec(BlobId(199), SpecPath(199), "jobs");
+  REQUIRE(last);
+  CHECK(*last->loaded == *Parse(199));
+  // A warm cache appends what it spills, and drops nothing there: the entries not used yet in
+  // this period are still found, and the save keeps the used ones plus the spare bound.
+  warm.set_spill_bytes(4096);
+  for (int i = 200; i < 300; ++i) warm.PutSpec(BlobId(i), SpecPath(i), "jobs", *Parse(i));
+  CHECK(warm.spills() > 0);
+  CHECK(warm.FindSpec(BlobId(150), SpecPath(150), "jobs"));
+  REQUIRE(warm.Save().ok());
+  ParseCache next(path, kVersion);
+  CHECK(next.load_problem().empty());
+  CHECK(next.size() == 300);
+  std::optional<CachedSpecFile> spilled = next.FindSpec(BlobId(250), SpecPath(250), "jobs");
+  REQUIRE(spilled);
+  CHECK(*spilled->loaded == *Parse(250));
+}
+
 TEST_CASE("a file written by another build is not used and is rebuilt") {
   testing::TempDir tmp;
   const std::string path = tmp.Sub("repo.parse-cache");
