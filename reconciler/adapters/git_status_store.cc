@@ -302,8 +302,10 @@ std::vector<std::string> NamesOf(const ports::StatusChanges& changes) {
 
 // What a write does to the status files.
 struct PlannedChanges {
-  // Per name whose record changed: the record now in its file, or nullopt when it is gone.
-  std::vector<std::pair<std::string, std::optional<core::StatusRecord>>> updates;
+  // Per name whose record changed: the STATUS.md row of the record now in its file, or
+  // nullopt when it is gone. (Rows, not records: at 50,000 changed jobs a copy of every
+  // record was 60 MB.)
+  std::vector<std::pair<std::string, std::optional<core::StatusMarkdownRow>>> updates;
   std::vector<std::string> refused;  // why, per change left out
   bool foreign = false;              // a file of another owner was in the way
 };
@@ -364,7 +366,8 @@ class TreeEdits {
 // write; both take the same decisions from them).
 core::Result<PlannedChanges> PlanChanges(const ports::StatusChanges& changes,
                                          const StatusFiles& files, const ports::LedgerScope& scope,
-                                         git_tree* base, TreeEdits& edits) {
+                                         const core::StatusMarkdownHeader& header, git_tree* base,
+                                         TreeEdits& edits) {
   PlannedChanges out;
   for (const auto& [name, record] : changes) {
     if (std::string why = RefusalOf(name, record, files, scope, out.foreign); !why.empty()) {
@@ -381,12 +384,17 @@ core::Result<PlannedChanges> PlanChanges(const ports::StatusChanges& changes,
     }
     // Another writer of this ledger (a second replica) may have recorded more since this
     // pass read it: what either knew is kept (core::MergeRecords).
-    core::StatusRecord merged = exists ? core::MergeRecords(existing->second, *record) : *record;
-    if (exists && !core::MeaningfulChange(existing->second, merged)) continue;
-    if (auto st = edits.Upsert(std::move(path), spec::EncodeStatusYaml(merged)); !st) {
+    const core::StatusRecord* now = &*record;
+    core::StatusRecord merged;
+    if (exists) {
+      merged = core::MergeRecords(existing->second, *record);
+      if (!core::MeaningfulChange(existing->second, merged)) continue;
+      now = &merged;
+    }
+    if (auto st = edits.Upsert(std::move(path), spec::EncodeStatusYaml(*now)); !st) {
       return st.error();
     }
-    out.updates.emplace_back(name, std::move(merged));
+    out.updates.emplace_back(name, core::StatusMarkdownRowOf(*now, header));
   }
   return out;
 }
@@ -412,26 +420,18 @@ void KeepRows(StatusRowCache& cache, const std::optional<std::string>& folder,
 }
 
 // The rows of the folder a write makes, in `cache` (its folder left unset until it is known):
-// from the cached rows and the updates (incremental), or from `ledger`, every record of the
-// base, and the updates (full).
+// the cached rows (incremental) or those of `ledger`, every record of the base (full), with
+// the updates' rows.
 void UpdateRows(StatusRowCache& cache, bool incremental, PlannedChanges& planned,
-                core::Ledger& ledger, const core::StatusMarkdownHeader& header) {
+                const core::Ledger& ledger, const core::StatusMarkdownHeader& header) {
   cache.folder.reset();
   if (!incremental) {
-    for (auto& [name, record] : planned.updates) {
-      if (record) {
-        ledger.insert_or_assign(name, std::move(*record));
-      } else {
-        ledger.erase(name);
-      }
-    }
     cache.rows = RowsOf(ledger, header);
     cache.header = header;
-    return;
   }
-  for (auto& [name, record] : planned.updates) {
-    if (record) {
-      cache.rows.insert_or_assign(name, core::StatusMarkdownRowOf(*record, header));
+  for (auto& [name, row] : planned.updates) {
+    if (row) {
+      cache.rows.insert_or_assign(name, std::move(*row));
     } else {
       cache.rows.erase(name);
     }
@@ -671,7 +671,7 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
     ++full_status_reads_;
   }
   TreeEdits edits(repo);
-  auto planned = PlanChanges(changes, files, scope_, base->get(), edits);
+  auto planned = PlanChanges(changes, files, scope_, header, base->get(), edits);
   if (!planned) return planned.error();
   UpdateRows(row_cache_, incremental, *planned, files.records, header);
   // What could not be written is reported after what could is published: one job's bad name
