@@ -2,6 +2,7 @@
 
 #if defined(RG_WITH_JEMALLOC)
 #include <jemalloc/jemalloc.h>
+#include <sys/types.h>
 #else
 #include <malloc.h>
 #endif
@@ -26,6 +27,26 @@ void ReturnFreeMemory() {
   mallctl(purge.c_str(), nullptr, nullptr, nullptr, 0);
 #else
   malloc_trim(0);
+#endif
+}
+
+void ReturnFreedPagesAtOnce() {
+#if defined(RG_WITH_JEMALLOC)
+  ssize_t zero = 0;
+  // Arenas made later take the defaults; those that exist are set one by one (an index not yet
+  // in use refuses, which is fine).
+  for (const char* name : {"arenas.dirty_decay_ms", "arenas.muzzy_decay_ms"}) {
+    mallctl(name, nullptr, nullptr, &zero, sizeof(zero));
+  }
+  unsigned arenas = 0;
+  size_t size = sizeof(arenas);
+  if (mallctl("arenas.narenas", &arenas, &size, nullptr, 0) != 0) return;
+  for (unsigned i = 0; i < arenas; ++i) {
+    const std::string arena = "arena." + std::to_string(i) + ".";
+    for (const char* what : {"dirty_decay_ms", "muzzy_decay_ms"}) {
+      mallctl((arena + what).c_str(), nullptr, nullptr, &zero, sizeof(zero));
+    }
+  }
 #endif
 }
 

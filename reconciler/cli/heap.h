@@ -19,4 +19,11 @@ std::string_view AllocatorName();
 // The daemon calls it after every pass, so that what it holds at rest is what it keeps.
 void ReturnFreeMemory();
 
+// From now on, pages freed go back to the system at once, not over the next seconds (jemalloc's
+// decay times set to 0; glibc already unmaps large blocks as they are freed). A one-shot
+// command frees large buffers it does not reuse (Ray's answer, what parsing leaves), and its
+// peak resident set is what its user sees. The daemon keeps the default and returns what a
+// pass freed after it instead (ReturnFreeMemory).
+void ReturnFreedPagesAtOnce();
+
 }  // namespace rg::cli

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/heap.h"
 
 namespace {
 
@@ -39,6 +40,11 @@ int Main(int argc, char** argv) {
   rg::cli::AddSyncCommand(app, global, &exit_code);
   rg::cli::AddHistoryCommand(app, global, &exit_code);
   rg::cli::AddRunCommand(app, global, &exit_code);
+
+  // Before any command runs: every command but the daemon runs once and exits (cli/heap.h).
+  app.parse_complete_callback([&app]() {
+    if (!app.got_subcommand("run")) rg::cli::ReturnFreedPagesAtOnce();
+  });
 
   try {
     app.parse(argc, argv);

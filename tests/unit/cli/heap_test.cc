@@ -51,6 +51,29 @@ TEST_CASE("freed small objects go back to the system when the heap is asked to r
   REQUIRE(allocated - before > 60 * kMiB);
   CHECK(after - before < 16 * kMiB);
 }
+
+// Last in this file: it changes the heap for the rest of the process.
+TEST_CASE("once freed pages go back at once, freed memory leaves without being asked") {
+  constexpr int64_t kMiB = 1 << 20;
+  ReturnFreeMemory();
+  ReturnFreedPagesAtOnce();
+  const int64_t before = ResidentBytes();
+  int64_t allocated = 0;
+  {
+    // Blocks of 1 MiB: below the size an allocator serves apart and unmaps on its own.
+    std::vector<std::unique_ptr<std::string>> blocks;
+    for (int i = 0; i < 96; ++i) {
+      blocks.push_back(std::make_unique<std::string>(kMiB, static_cast<char>('a' + i % 26)));
+    }
+    allocated = ResidentBytes();
+  }
+  const int64_t after = ResidentBytes();
+  INFO("allocator " << AllocatorName() << ": resident " << before / kMiB << " MiB before, "
+                    << allocated / kMiB << " MiB with the blocks, " << after / kMiB
+                    << " MiB once they were freed");
+  REQUIRE(allocated - before > 80 * kMiB);
+  CHECK(after - before < 16 * kMiB);
+}
 #endif
 
 }  // namespace
