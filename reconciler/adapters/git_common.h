@@ -36,6 +36,7 @@ using Blob = Owned<git_blob, git_blob_free>;
 using Object = Owned<git_object, git_object_free>;
 using Signature = Owned<git_signature, git_signature_free>;
 using RevWalk = Owned<git_revwalk, git_revwalk_free>;
+using Odb = Owned<git_odb, git_odb_free>;
 
 // The error of the libgit2 call that just returned `code`, as a value: authentication ->
 // kUnauthorized, missing object or ref -> kNotFound, rejected non-fast-forward -> kConflict,

@@ -9,12 +9,16 @@
 #include <vector>
 
 #include "reconciler/adapters/git_common.h"
+#include "reconciler/adapters/git_pack_writer.h"
 #include "reconciler/adapters/parse_cache.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/spec/status_codec.h"
 
 namespace rg::adapters {
 namespace {
+
+// The number of files from which a status write puts its blobs in a pack, not loose.
+constexpr size_t kPackFromFiles = 100;
 
 std::string OneLine(std::string_view text) {
   std::string out(text);
@@ -311,14 +315,23 @@ struct PlannedChanges {
 };
 
 // The edits of one status commit. git_tree_update points into `paths_`, a deque, so that the
-// pointers stay valid as it grows.
+// pointers stay valid as it grows. With a pack, blobs are written into it, not loose.
 class TreeEdits {
  public:
-  explicit TreeEdits(git_repository* repo) : repo_(repo) {}
+  explicit TreeEdits(git_repository* repo, git::PackWriter* pack = nullptr)
+      : repo_(repo), pack_(pack) {}
 
   core::Status Upsert(std::string path, const std::string& content) {
     git_oid id;
-    if (int rc = git_blob_create_from_buffer(&id, repo_, content.data(), content.size()); rc != 0) {
+    if (pack_ != nullptr) {
+      core::Result<git_oid> added = pack_->AddBlob(content);
+      if (!added) {
+        return core::Error(added.error().kind(),
+                           "cannot write " + path + ": " + added.error().message());
+      }
+      id = *added;
+    } else if (int rc = git_blob_create_from_buffer(&id, repo_, content.data(), content.size());
+               rc != 0) {
       return git::LastError(rc, "cannot write " + path);
     }
     UpsertId(std::move(path), id);
@@ -357,6 +370,7 @@ class TreeEdits {
 
  private:
   git_repository* repo_;
+  git::PackWriter* pack_;
   std::deque<std::string> paths_;
   std::vector<git_tree_update> updates_;
 };
@@ -477,6 +491,13 @@ core::Result<git_oid> ApplyWithFile(git_repository* repo, git_tree* base, TreeEd
   TreeEdits file(repo);
   file.UpsertId(path, *written);
   return file.Apply(tree.get());
+}
+
+// Where a write of `files` status files puts its blobs: a pack for 100 files or more, as git
+// keeps a fetch of 100 objects or more as a pack (transfer.unpackLimit); null (loose) for fewer.
+core::Result<std::unique_ptr<git::PackWriter>> PackFor(git_repository* repo, size_t files) {
+  if (files < kPackFromFiles) return std::unique_ptr<git::PackWriter>();
+  return git::PackWriter::Create(repo);
 }
 
 // A commit of `tree_oid` on top of `parent` (none: a root commit); its id in hex.
@@ -670,7 +691,9 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
   } else {
     ++full_status_reads_;
   }
-  TreeEdits edits(repo);
+  auto pack = PackFor(repo, changes.size());
+  if (!pack) return pack.error();
+  TreeEdits edits(repo, pack->get());
   auto planned = PlanChanges(changes, files, scope_, header, base->get(), edits);
   if (!planned) return planned.error();
   UpdateRows(row_cache_, incremental, *planned, files.records, header);
@@ -686,6 +709,11 @@ core::Result<std::optional<std::string>> GitStatusStore::WriteOnce(
     return done("");
   }
   const std::string markdown = core::AssembleStatusMarkdown(row_cache_.rows, header);
+  if (*pack) {
+    // Before the trees: libgit2 checks that every blob a tree names exists.
+    if (core::Status finished = (*pack)->Finish(); !finished) return finished.error();
+    if ((*pack)->count() > 0) ++packed_writes_;
+  }
   auto tree_oid = ApplyWithFile(repo, base->get(), edits, options_.markdown_path, markdown);
   if (!tree_oid) return tree_oid.error();
   // The rows are those of the folder just built, pushed or not (a tree id names its content).

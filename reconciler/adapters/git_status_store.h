@@ -146,6 +146,9 @@ class GitStatusStore : public ports::StatusStore {
   int full_status_reads() const { return full_status_reads_; }
   // Write attempts that read only the changed names' files.
   int incremental_writes() const { return incremental_writes_; }
+  // Status commits whose new blobs were written as one pack rather than loose (a write of at
+  // least 100 files).
+  int packed_writes() const { return packed_writes_; }
   // Whether the last ReadLedger or History found the branch (false: no ledger at all).
   bool found_branch() const { return found_branch_; }
 
@@ -191,6 +194,7 @@ class GitStatusStore : public ports::StatusStore {
   int status_parses_ = 0;
   int full_status_reads_ = 0;
   int incremental_writes_ = 0;
+  int packed_writes_ = 0;
   StatusRowCache row_cache_;
   int push_attempts_ = 0;
   std::string last_refusal_;                       // why the remote refused the last push

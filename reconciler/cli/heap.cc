@@ -30,13 +30,13 @@ void ReturnFreeMemory() {
 #endif
 }
 
-void ReturnFreedPagesAtOnce() {
+void ReturnFreedPagesSoon() {
 #if defined(RG_WITH_JEMALLOC)
-  ssize_t zero = 0;
+  ssize_t decay_ms = kFreedPagesDecayMs;
   // Arenas made later take the defaults; those that exist are set one by one (an index not yet
   // in use refuses, which is fine).
   for (const char* name : {"arenas.dirty_decay_ms", "arenas.muzzy_decay_ms"}) {
-    mallctl(name, nullptr, nullptr, &zero, sizeof(zero));
+    mallctl(name, nullptr, nullptr, &decay_ms, sizeof(decay_ms));
   }
   unsigned arenas = 0;
   size_t size = sizeof(arenas);
@@ -44,7 +44,7 @@ void ReturnFreedPagesAtOnce() {
   for (unsigned i = 0; i < arenas; ++i) {
     const std::string arena = "arena." + std::to_string(i) + ".";
     for (const char* what : {"dirty_decay_ms", "muzzy_decay_ms"}) {
-      mallctl((arena + what).c_str(), nullptr, nullptr, &zero, sizeof(zero));
+      mallctl((arena + what).c_str(), nullptr, nullptr, &decay_ms, sizeof(decay_ms));
     }
   }
 #endif

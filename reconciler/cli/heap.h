@@ -19,11 +19,14 @@ std::string_view AllocatorName();
 // The daemon calls it after every pass, so that what it holds at rest is what it keeps.
 void ReturnFreeMemory();
 
-// From now on, pages freed go back to the system at once, not over the next seconds (jemalloc's
-// decay times set to 0; glibc already unmaps large blocks as they are freed). A one-shot
-// command frees large buffers it does not reuse (Ray's answer, what parsing leaves), and its
-// peak resident set is what its user sees. The daemon keeps the default and returns what a
-// pass freed after it instead (ReturnFreeMemory).
-void ReturnFreedPagesAtOnce();
+// From now on, pages freed go back to the system within about 100 ms (kFreedPagesDecayMs:
+// jemalloc's decay times, 10 s by default; glibc already unmaps large blocks as they are freed).
+// A one-shot command frees large buffers it does not reuse (Ray's answer, what parsing leaves),
+// and its peak resident set is what its user sees. Not 0: pages freed and taken again at once
+// (zlib's state of every object written, 1,000 times in a commit of 1,000 files) would each
+// cost an madvise and its page faults. The daemon keeps the default and returns what a pass
+// freed after it instead (ReturnFreeMemory).
+inline constexpr long kFreedPagesDecayMs = 100;
+void ReturnFreedPagesSoon();
 
 }  // namespace rg::cli

@@ -43,7 +43,7 @@ int Main(int argc, char** argv) {
 
   // Before any command runs: every command but the daemon runs once and exits (cli/heap.h).
   app.parse_complete_callback([&app]() {
-    if (!app.got_subcommand("run")) rg::cli::ReturnFreedPagesAtOnce();
+    if (!app.got_subcommand("run")) rg::cli::ReturnFreedPagesSoon();
   });
 
   try {

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
+#include <unordered_set>
 
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/ray_http_job_server.h"
@@ -267,12 +269,18 @@ void LogPass(const engine::PassResult& result) {
     }
   }
   if (result.blocked) LogEvent("warn", "blocked", {{"reason", result.plan.blocked_reason}});
+  // An action's error is in result.errors too, as "<name> (<submission id>): <message>", and
+  // was logged with its action above. By set, not by a look through every outcome per error:
+  // 50,000 submits refused are 50,000 of each.
+  std::unordered_set<std::string> action_errors;
+  for (const engine::ActionOutcome& o : result.outcomes) {
+    if (o.error) {
+      action_errors.insert(o.action.name + " (" + o.action.submission_id +
+                           "): " + o.error->message());
+    }
+  }
   for (const core::Error& e : result.errors) {
-    const bool action_error = std::any_of(
-        result.outcomes.begin(), result.outcomes.end(), [&](const engine::ActionOutcome& o) {
-          return o.error && e.message().ends_with(o.error->message());
-        });
-    if (!action_error) LogEvent("error", e.ToString());
+    if (!action_errors.contains(e.message())) LogEvent("error", e.ToString());
   }
   for (const std::string& t : result.transitions) LogEvent("info", "status", {{"change", t}});
   if (!result.status_commit.empty()) {

@@ -83,9 +83,8 @@ std::optional<core::JobDiff> ReplacedJobChange(adapters::GitDesiredStateSource& 
   return core::DiffJob(old, ClusterOf(*then), now, ClusterOf(desired), instance);
 }
 
-bool ActiveAndKept(const core::Plan& plan, const core::JobPlan& jp) {
-  return core::JobActionName(plan, jp) == "keep" && jp.observed &&
-         core::IsActive(jp.observed->status);
+bool ActiveAndKept(const core::PlanActionIndex& acts, const core::JobPlan& jp) {
+  return acts.JobActionName(jp) == "keep" && jp.observed && core::IsActive(jp.observed->status);
 }
 
 }  // namespace
@@ -99,16 +98,17 @@ PlanChanges ComputePlanChanges(adapters::GitDesiredStateSource& source, const co
   for (const core::JobSpec& spec : desired.jobs) by_name.emplace(spec.name, &spec);
   // Active runs submitted from another commit, by that commit: whom a cluster change reaches.
   std::map<std::string, std::vector<const core::JobSpec*>> kept_by_commit;
+  const core::PlanActionIndex acts(plan);
   for (const core::JobPlan& jp : plan.jobs) {
     auto record = ledger.find(jp.name);
     if (record == ledger.end()) continue;
-    const std::string action = core::JobActionName(plan, jp);
+    const std::string action = acts.JobActionName(jp);
     if (action == "replace" || (action == "submit" && jp.spec_changed)) {
       if (auto change =
               ReplacedJobChange(source, states, jp, desired, commit, record->second, instance)) {
         out.jobs.emplace(jp.name, std::move(*change));
       }
-    } else if (ActiveAndKept(plan, jp) && !record->second.spec_commit.empty() &&
+    } else if (ActiveAndKept(acts, jp) && !record->second.spec_commit.empty() &&
                record->second.spec_commit != commit) {
       if (auto spec = by_name.find(jp.name); spec != by_name.end()) {
         kept_by_commit[record->second.spec_commit].push_back(spec->second);

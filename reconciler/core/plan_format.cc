@@ -18,16 +18,19 @@ struct Row {
   std::string reason;
 };
 
-bool Acted(const Plan& plan, const JobPlan& jp) {
-  return std::any_of(plan.actions.begin(), plan.actions.end(),
-                     [&](const Action& a) { return a.name == jp.name; });
-}
-
 // A removed job whose runs have all ended: its record stays in the ledger for a revert, but
 // it is no news in a plan, which would otherwise list every spec ever deleted.
-bool Settled(const Plan& plan, const JobPlan& jp) {
-  return jp.phase == Phase::kRemoved && !Acted(plan, jp) &&
+bool Settled(const PlanActionIndex& acts, const JobPlan& jp) {
+  return jp.phase == Phase::kRemoved && !acts.Acted(jp.name) &&
          (!jp.observed || IsTerminal(jp.observed->status));
+}
+
+// The name of what a plan does to a job, from whether it submits it and whether it stops it.
+std::string ActionName(const JobPlan& job, bool submit, bool stop) {
+  if (submit && stop) return "replace";
+  if (submit) return "submit";
+  if (stop) return "stop";
+  return job.phase == Phase::kBlocked ? "blocked" : "keep";
 }
 
 // The phase a row shows: for a stop, the run being stopped as Ray last reported it (a RUNNING
@@ -42,13 +45,14 @@ std::string ActionPhase(const Plan& plan, const Action& a) {
 
 // One row per action, then one per job the plan leaves as it is.
 std::vector<Row> Rows(const Plan& plan) {
+  const PlanActionIndex acts(plan);
   std::vector<Row> rows;
   for (const Action& a : plan.actions) {
     rows.push_back({a.kind == ActionKind::kStop ? "stop" : "submit", a.name, a.submission_id,
                     ActionPhase(plan, a), a.reason});
   }
   for (const JobPlan& jp : plan.jobs) {
-    if (Acted(plan, jp) || Settled(plan, jp)) continue;
+    if (acts.Acted(jp.name) || Settled(acts, jp)) continue;
     rows.push_back({jp.phase == Phase::kBlocked ? "blocked" : "keep", jp.name,
                     jp.submission_id.empty() ? "-" : jp.submission_id,
                     std::string(PhaseName(jp.phase)), jp.message});
@@ -61,10 +65,11 @@ std::string Summary(const Plan& plan) {
   const int stops = plan.CountActions(ActionKind::kStop);
   int keeps = 0;
   int settled = 0;
+  const PlanActionIndex acts(plan);
   for (const JobPlan& jp : plan.jobs) {
-    if (Settled(plan, jp)) {
+    if (Settled(acts, jp)) {
       ++settled;
-    } else if (!Acted(plan, jp)) {
+    } else if (!acts.Acted(jp.name)) {
       ++keeps;
     }
   }
@@ -129,17 +134,28 @@ std::vector<std::string> OwnershipNotices(const Plan& plan) {
   return out;
 }
 
-std::string JobActionName(const Plan& plan, const JobPlan& job) {
+PlanActionIndex::PlanActionIndex(const Plan& plan) {
+  by_name_.reserve(plan.actions.size());
+  for (const Action& a : plan.actions) by_name_[a.name].push_back(&a);
+}
+
+std::string PlanActionIndex::JobActionName(const JobPlan& job) const {
   bool submit = false;
   bool stop = false;
-  for (const Action& a : plan.actions) {
-    if (a.name != job.name) continue;
-    (a.kind == ActionKind::kSubmit ? submit : stop) = true;
+  if (auto it = by_name_.find(job.name); it != by_name_.end()) {
+    for (const Action* a : it->second) (a->kind == ActionKind::kSubmit ? submit : stop) = true;
   }
-  if (submit && stop) return "replace";
-  if (submit) return "submit";
-  if (stop) return "stop";
-  return job.phase == Phase::kBlocked ? "blocked" : "keep";
+  return ActionName(job, submit, stop);
+}
+
+std::vector<const Action*> PlanActionIndex::Stops(std::string_view name) const {
+  std::vector<const Action*> stops;
+  if (auto it = by_name_.find(name); it != by_name_.end()) {
+    for (const Action* a : it->second) {
+      if (a->kind == ActionKind::kStop) stops.push_back(a);
+    }
+  }
+  return stops;
 }
 
 std::string FormatPlanText(const PlanView& view) {
@@ -161,11 +177,12 @@ std::string FormatPlanText(const PlanView& view) {
     table.push_back({r.action, r.name, r.submission_id, r.phase, OneLine(r.reason)});
   }
   out += FormatTextTable(table);
+  const PlanActionIndex acts(plan);
   for (const auto& [name, change] : view.job_changes) {
     const JobPlan* jp = plan.FindJob(name);
     const std::string text = JobChangesText(change, "  ");
     if (jp == nullptr || text.empty()) continue;
-    out += "\n" + JobActionName(plan, *jp) + " ";
+    out += "\n" + acts.JobActionName(*jp) + " ";
     out += name;
     out += ":\n" + text;
   }
@@ -205,7 +222,8 @@ std::string MarkdownTable(const Plan& plan) {
 }
 
 // Why a submit starts a new run: a rename, or a changed spec whose old run is stopped first.
-std::string MarkdownSubmitCause(const PlanView& view, const Action& submit) {
+std::string MarkdownSubmitCause(const PlanView& view, const PlanActionIndex& acts,
+                                const Action& submit) {
   const Plan& plan = *view.plan;
   const JobPlan* jp = plan.FindJob(submit.name);
   if (jp == nullptr) return "";
@@ -220,10 +238,8 @@ std::string MarkdownSubmitCause(const PlanView& view, const Action& submit) {
     out += "Spec changed: hash `" + jp->previous_spec_hash + "` -> `";
     const JobSpec* spec = FindSpec(*view.desired, submit.spec_path);
     out += (spec != nullptr ? spec->spec_hash : std::string("?")) + "`.";
-    for (const Action& s : plan.actions) {
-      if (s.kind == ActionKind::kStop && s.name == submit.name) {
-        out += " The old run `" + s.submission_id + "` is stopped first.";
-      }
+    for (const Action* s : acts.Stops(submit.name)) {
+      out += " The old run `" + s->submission_id + "` is stopped first.";
     }
     out += "\n\n";
   }
@@ -242,9 +258,10 @@ std::string MarkdownSubmitChanges(const PlanView& view, const Action& submit) {
   return JobChangesMarkdown(DiffJob(nullptr, nullptr, spec, &cluster, view.context.instance));
 }
 
-std::string MarkdownSubmitDetails(const PlanView& view, const Action& submit) {
+std::string MarkdownSubmitDetails(const PlanView& view, const PlanActionIndex& acts,
+                                  const Action& submit) {
   return "<details><summary>submit <code>" + submit.submission_id + "</code> (" + submit.spec_path +
-         ")</summary>\n\n" + MarkdownSubmitCause(view, submit) +
+         ")</summary>\n\n" + MarkdownSubmitCause(view, acts, submit) +
          MarkdownSubmitChanges(view, submit) + "</details>\n\n";
 }
 
@@ -253,8 +270,9 @@ std::string MarkdownSubmitDetails(const PlanView& view, const Action& submit) {
 std::string FormatPlanMarkdown(const PlanView& view) {
   const Plan& plan = *view.plan;
   std::string out = MarkdownHeader(view) + MarkdownTable(plan);
+  const PlanActionIndex acts(plan);
   for (const Action& a : plan.actions) {
-    if (a.kind == ActionKind::kSubmit) out += MarkdownSubmitDetails(view, a);
+    if (a.kind == ActionKind::kSubmit) out += MarkdownSubmitDetails(view, acts, a);
   }
   for (const ClusterDiff& c : view.cluster_changes) out += ClusterChangesMarkdown(c);
   if (plan.CountActions(ActionKind::kSubmit) > 0) {
@@ -293,10 +311,10 @@ Value ActionsJson(const Plan& plan) {
   return actions;
 }
 
-Value JobJson(const Plan& plan, const JobPlan& jp) {
+Value JobJson(const PlanActionIndex& acts, const JobPlan& jp) {
   Value v = Value::Object{};
   v["name"] = jp.name;
-  v["action"] = JobActionName(plan, jp);
+  v["action"] = acts.JobActionName(jp);
   v["spec_path"] = jp.spec_path;
   v["phase"] = std::string(PhaseName(jp.phase));
   v["submission_id"] = jp.submission_id;
@@ -338,8 +356,9 @@ std::string FormatPlanJson(const PlanView& view) {
   root["summary"] = SummaryJson(plan);
   root["actions"] = ActionsJson(plan);
   Value::Array jobs;
+  const PlanActionIndex acts(plan);
   for (const JobPlan& jp : plan.jobs) {
-    Value job = JobJson(plan, jp);
+    Value job = JobJson(acts, jp);
     auto change = view.job_changes.find(jp.name);
     job["changes"] =
         change == view.job_changes.end() ? Value(nullptr) : JobChangesJson(change->second);

@@ -4,6 +4,8 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "reconciler/core/desired_state.h"
@@ -33,9 +35,22 @@ struct PlanView {
   std::string ledger_note = {};
 };
 
-// What a plan does to one job, for the tables: "submit", "stop", "replace" (stop the old run,
-// submit the new one), "blocked" (a guard held its stop back) or "keep".
-std::string JobActionName(const Plan& plan, const JobPlan& job);
+// A plan's actions by job name, for what asks about every job (a plan of 50,000 submits has as
+// many actions: a look through them per job would be quadratic). Points into the plan.
+class PlanActionIndex {
+ public:
+  explicit PlanActionIndex(const Plan& plan);
+  // What the plan does to the job, for the tables: "submit", "stop", "replace" (stop the old
+  // run, submit the new one), "blocked" (a guard held its stop back) or "keep".
+  std::string JobActionName(const JobPlan& job) const;
+  // Whether any action names the job.
+  bool Acted(std::string_view name) const { return by_name_.contains(name); }
+  // The stop actions of the job, in plan order.
+  std::vector<const Action*> Stops(std::string_view name) const;
+
+ private:
+  std::unordered_map<std::string_view, std::vector<const Action*>> by_name_;
+};
 
 // What the plan says about whose runs are whose (docs/operations.md), one line each: every other
 // repository using this instance on the cluster (core::ForeignJobsMessage), then "adopting N

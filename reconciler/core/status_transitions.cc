@@ -163,10 +163,19 @@ std::string SubjectItem(const StatusRecord* before, const StatusRecord* after) {
 std::string StatusCommitSubject(const std::vector<std::string>& items, size_t max_length) {
   const std::string prefix(kSubjectPrefix);
   if (items.empty()) return prefix + "no changes";
-  for (size_t count = items.size(); count > 0; --count) {
-    std::string subject = prefix + JoinItems(items, count) + MoreSuffix(items.size() - count);
-    if (subject.size() <= max_length) return subject;
+  // The most items that fit with their "+N more" (which shortens as items are added, so the
+  // most that fit is not always one more than the fewest that do not): every count's length
+  // from running sums, then the subject built once. A commit of 50,000 changes has as many.
+  size_t best = 0;
+  size_t joined = 0;  // the length of the first `count` items joined with ", "
+  for (size_t count = 1; count <= items.size(); ++count) {
+    joined += items[count - 1].size() + (count > 1 ? 2 : 0);
+    if (prefix.size() + joined + MoreSuffix(items.size() - count).size() <= max_length) {
+      best = count;
+    }
+    if (prefix.size() + joined > max_length) break;  // more items only make it longer
   }
+  if (best > 0) return prefix + JoinItems(items, best) + MoreSuffix(items.size() - best);
   // Not even the first item fits: it is cut.
   const std::string more = MoreSuffix(items.size() - 1);
   const std::string ellipsis = "...";

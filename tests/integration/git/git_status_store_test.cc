@@ -266,6 +266,88 @@ TEST_CASE("A push race is resolved by re-applying the changes on the new tip", "
   CHECK(ledger->at("a") == mine);
 }
 
+// Loose objects under objects/xx/ of a repository.
+int CountLooseObjects(const std::string& repo_path) {
+  int count = 0;
+  for (const auto& dir : std::filesystem::directory_iterator(repo_path + "/objects")) {
+    const std::string name = dir.path().filename().string();
+    if (name.size() != 2 || !dir.is_directory()) continue;
+    for ([[maybe_unused]] const auto& file : std::filesystem::directory_iterator(dir.path())) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+// The files of objects/pack that are neither a pack nor its index (a file left half-written).
+std::vector<std::string> StrayPackFiles(const std::string& repo_path) {
+  std::vector<std::string> stray;
+  for (const auto& file : std::filesystem::directory_iterator(repo_path + "/objects/pack")) {
+    const std::string ext = file.path().extension().string();
+    if (ext != ".pack" && ext != ".idx") stray.push_back(file.path().filename().string());
+  }
+  return stray;
+}
+
+TEST_CASE("A write of 100 files or more puts its objects in one pack, a race included",
+          "[git][status]") {
+  Repo repo;
+  testing::GitTestClone other(repo.remote, repo.tmp.Sub("other.git"));
+  const auto theirs = Record("other", Phase::kSucceeded, RayJobStatus::kSucceeded);
+  GitStatusStoreOptions options;
+  bool race = true;
+  options.before_push = [&](int attempt) {
+    if (!race || attempt != 0) return;
+    other.Fetch();
+    other.Write("status/other.yaml", spec::EncodeStatusYaml(theirs));
+    other.CommitAndPush(kBranch, "other: new -> Succeeded");
+  };
+  std::shared_ptr<GitWorkspace> ws = repo.Workspace();
+  GitStatusStore store(ws, options);
+  const int loose_before = CountLooseObjects(ws->clone_path());
+
+  // 150 new records, and the branch moved by another writer before the first push.
+  ports::StatusChanges many;
+  for (int i = 0; i < 150; ++i) {
+    const std::string name = "job-" + std::to_string(1000 + i);
+    many.emplace(name, Record(name, Phase::kRunning, RayJobStatus::kRunning));
+  }
+  auto commit = store.Write(many, Message("150 new"));
+  REQUIRE(commit.ok());
+  CHECK(store.push_attempts() == 2);
+  CHECK(store.packed_writes() == 2);  // one pack per attempt
+  // Loose: five objects per attempt (the root tree before and after STATUS.md, status/,
+  // STATUS.md, the commit) and the empty tree the first one starts from; never the 150 files.
+  CHECK(CountLooseObjects(ws->clone_path()) - loose_before <= 11);
+  CHECK(StrayPackFiles(ws->clone_path()).empty());
+  CHECK(testing::BranchTip(repo.remote, kBranch) == *commit);
+  CHECK(testing::ListFiles(repo.remote, kBranch).size() == 152);  // + other.yaml, STATUS.md
+
+  // Everything reads back through another clone, and through this one.
+  GitStatusStore fresh(repo.Workspace("cache2"), {});
+  auto ledger = fresh.ReadLedger({});
+  REQUIRE(ledger.ok());
+  CHECK(ledger->size() == 151);
+  CHECK(ledger->at("job-1042") == many.at("job-1042").value());
+  CHECK(ledger->at("other") == theirs);
+  auto own = store.ReadLedger({});
+  REQUIRE(own.ok());
+  CHECK(*own == *ledger);
+
+  // A small write stays loose, as git keeps few objects; it still builds on the packed ones.
+  race = false;
+  auto again =
+      store.Write({{"job-1042", Record("job-1042", Phase::kSucceeded, RayJobStatus::kSucceeded)}},
+                  Message("job-1042: Running -> Succeeded"));
+  REQUIRE(again.ok());
+  CHECK(store.packed_writes() == 2);
+  CHECK(testing::ListFiles(repo.remote, kBranch).size() == 152);
+  auto after = fresh.ReadLedger({});
+  REQUIRE(after.ok());
+  CHECK(after->at("job-1042").phase == Phase::kSucceeded);
+  CHECK(after->at("job-1149") == many.at("job-1149").value());
+}
+
 TEST_CASE("A push race with a second replica loses nothing the other one recorded",
           "[git][status]") {
   Repo repo;

@@ -180,6 +180,12 @@ TEST_CASE("The subject lists what fits in 72 characters and counts the rest", "[
        {long_name + " Running -> Succeeded", "b new -> Pending"},
        "ray-gitops: " + std::string(49, 'x') + "... +1 more"},
       {"nothing", {}, "ray-gitops: no changes"},
+      // Nine do not fit with " +1 more", all ten do without it.
+      {"the most that fit, not the fewest that do not",
+       {"aa ok", "b ok", "c ok", "d ok", "e ok", "f ok", "g ok", "h ok", "i ok", "j"},
+       "ray-gitops: aa ok, b ok, c ok, d ok, e ok, f ok, g ok, h ok, i ok, j"},
+      {"50,000: one fits", std::vector<std::string>(50000, "team-00001-eval-00001 new -> Pending"),
+       "ray-gitops: team-00001-eval-00001 new -> Pending +49999 more"},
   };
   for (const Case& c : cases) {
     INFO(c.what);
