@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "reconciler/adapters/fd_io.h"
 #include "reconciler/adapters/git_common.h"
 
 namespace rg::adapters::git {
@@ -24,16 +25,6 @@ void PutU32(char* out, uint32_t v) {
   out[1] = static_cast<char>(v >> 16U);
   out[2] = static_cast<char>(v >> 8U);
   out[3] = static_cast<char>(v);
-}
-
-bool WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 // An object's header in a pack: its type in bits 4-6 of the first byte and its size in the

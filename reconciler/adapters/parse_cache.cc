@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "reconciler/adapters/fd_io.h"
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/spec/parse_cache_codec.h"
 
@@ -101,16 +102,6 @@ bool ReadAt(int fd, size_t offset, size_t size, std::string& out) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
   }
   return true;
 }
