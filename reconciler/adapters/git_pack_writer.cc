@@ -66,7 +66,7 @@ core::Result<std::unique_ptr<PackWriter>> PackWriter::Create(git_repository* rep
       std::filesystem::path(git_repository_path(repo)) / "objects" / "pack";
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
-  w->path_ = (folder / ("tmp_rg_pack_" + std::to_string(::getpid()) + "_" +
+  w->path_ = (folder / (std::string(kPackTempPrefix) + std::to_string(::getpid()) + "_" +
                         std::to_string(counter.fetch_add(1))))
                  .string();
   w->fd_ = ::open(w->path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -12,6 +12,10 @@
 
 namespace rg::adapters::git {
 
+// The name of a pack file being written starts so, in objects/pack. One left by a process that
+// died while writing is of no use: the clone's compaction removes it.
+inline constexpr std::string_view kPackTempPrefix = "tmp_rg_pack_";
+
 // Blobs written into a repository as one pack, without loose objects: each blob is compressed
 // and appended to a file as it comes (nothing is held but a 1 MiB buffer), and Finish hands the
 // file to libgit2's indexer, which installs the pack and its index in objects/pack. A loose

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "reconciler/adapters/git_common.h"
+#include "reconciler/adapters/git_pack_writer.h"
 #include "reconciler/adapters/git_transport.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/render.h"
@@ -265,7 +266,10 @@ void RemoveOldObjects(const fs::path& objects, const std::string& keep) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(objects / "pack", ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with("pack-") && name.find(keep) == std::string::npos) {
+    // A pack file being written by a process that died (git::PackWriter) goes too; one being
+    // written now is read by its writer through its open descriptor, so nothing is lost.
+    if ((name.starts_with("pack-") && name.find(keep) == std::string::npos) ||
+        name.starts_with(git::kPackTempPrefix)) {
       fs::remove(entry.path(), ec);
     }
   }

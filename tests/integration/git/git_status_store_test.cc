@@ -11,11 +11,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "reconciler/adapters/git_desired_state_source.h"
+#include "reconciler/adapters/git_pack_writer.h"
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/parse_cache.h"
 #include "reconciler/spec/status_codec.h"
@@ -346,6 +348,55 @@ TEST_CASE("A write of 100 files or more puts its objects in one pack, a race inc
   REQUIRE(after.ok());
   CHECK(after->at("job-1042").phase == Phase::kSucceeded);
   CHECK(after->at("job-1149") == many.at("job-1149").value());
+}
+
+TEST_CASE("Past 16 packs a fetch compacts the clone: one pack, no loose object, no stray file",
+          "[git][status]") {
+  Repo repo;
+  std::shared_ptr<GitWorkspace> ws = repo.Workspace();
+  GitStatusStore store(ws, {});
+  ports::StatusChanges many;
+  for (int i = 0; i < 120; ++i) {
+    const std::string name = "job-" + std::to_string(1000 + i);
+    many.emplace(name, Record(name, Phase::kRunning, RayJobStatus::kRunning));
+  }
+  REQUIRE(store.Write(many, Message("120 new")).ok());
+  REQUIRE(store.packed_writes() == 1);
+  // More packs than the bound (one blob each, reachable from nothing), and the file a writer
+  // that died mid-pack leaves behind.
+  for (int i = 0; i < 17; ++i) {
+    auto writer = adapters::git::PackWriter::Create(ws->repository());
+    REQUIRE(writer.ok());
+    REQUIRE((*writer)->AddBlob("unreachable " + std::to_string(i)).ok());
+    REQUIRE((*writer)->Finish().ok());
+  }
+  const std::string stray = ws->clone_path() + "/objects/pack/" +
+                            std::string(adapters::git::kPackTempPrefix) + "999999_0";
+  std::ofstream(stray) << "PACK";
+  REQUIRE(StrayPackFiles(ws->clone_path()).size() == 1);
+  const auto pack_names = [&]() {
+    std::set<std::string> names;
+    for (const auto& f : std::filesystem::directory_iterator(ws->clone_path() + "/objects/pack")) {
+      if (f.path().extension() == ".pack") names.insert(f.path().filename().string());
+    }
+    return names;
+  };
+  const std::set<std::string> before = pack_names();
+  REQUIRE(before.size() == 18);
+
+  REQUIRE(ws->Fetch().ok());
+  CHECK(ws->compactions() == 1);
+  CHECK(StrayPackFiles(ws->clone_path()).empty());
+  CHECK(CountLooseObjects(ws->clone_path()) == 0);
+  // The compacted pack, and at most one the fetch after it brought: none of the 18 before.
+  const std::set<std::string> after = pack_names();
+  CHECK(after.size() <= 2);
+  for (const std::string& name : after) CHECK_FALSE(before.contains(name));
+  // Everything the refs reach is still there.
+  auto ledger = store.ReadLedger({});
+  REQUIRE(ledger.ok());
+  CHECK(ledger->size() == 120);
+  CHECK(ledger->at("job-1077") == many.at("job-1077").value());
 }
 
 TEST_CASE("A push race with a second replica loses nothing the other one recorded",
