@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace rg::adapters::ray_http {
@@ -373,7 +374,7 @@ class JobListReader {
     if (metadata_kind_ == MetadataKind::kOther) {
       return Fail(core::Error::Fatal("job details: 'metadata' is not an object"));
     }
-    if (metadata_kind_ == MetadataKind::kObject) job.metadata = std::move(metadata_);
+    if (metadata_kind_ == MetadataKind::kObject) job.metadata = core::StringMap(metadata_);
     // Older Rays leave time fields at 0 rather than null before the job starts or ends.
     if (job.start_time_ms == 0) job.start_time_ms.reset();
     if (job.end_time_ms == 0) job.end_time_ms.reset();
@@ -389,7 +390,9 @@ class JobListReader {
   std::array<FieldValue, static_cast<size_t>(JobKey::kMetadata)> fields_;
   MetadataKind metadata_kind_ = MetadataKind::kUnset;
   std::string metadata_key_;
-  core::StringMap metadata_;  // the string values of the last metadata object
+  // The string values of the last metadata object, as read (a key read twice keeps the last);
+  // the job keeps them in one buffer.
+  std::map<std::string, std::string, std::less<>> metadata_;
   std::optional<core::Error> error_;
   std::vector<core::RayJob> jobs_;
 };

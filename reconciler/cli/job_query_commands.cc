@@ -144,7 +144,9 @@ core::Value LabelOrNull(const core::RayJob& job, std::string_view key) {
 // Keys are only ever added.
 core::Value JobToJson(const core::RayJob& job) {
   core::Value::Object metadata;
-  for (const auto& [k, v] : job.metadata) metadata[k] = RedactForOutput(v);
+  for (const auto& [k, v] : job.metadata) {
+    metadata.insert_or_assign(std::string(k), RedactForOutput(v));
+  }
   const std::optional<int> attempt = core::AttemptLabel(job);
   core::Value::Object o;
   o["name"] = LabelOrNull(job, core::kMetaName);

@@ -32,6 +32,7 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   options.ref = flags.repo.ref;
   options.dry_run = true;
   options.record_status = false;
+  options.build_records = false;  // what `plan` prints needs the plan and the ledger only
   options.overlap_reads = true;
   std::string ledger_from;
   core::Result<RepoHandles> handles = OpenRepoForReading(flags.repo, &ledger_from);

@@ -389,7 +389,7 @@ Result<Value::Object> RenderEnvVars(const JobSpec& spec, const RayConfig& cluste
   for (const auto& [key, value] : spec.env_vars) {
     auto interpolated = InterpolateSharedRoot(value, cluster);
     if (!interpolated.ok()) return interpolated.error();
-    env_vars[key] = std::move(*interpolated);
+    env_vars.insert_or_assign(std::string(key), std::move(*interpolated));
   }
   return env_vars;
 }

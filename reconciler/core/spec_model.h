@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/core/string_map.h"
 #include "reconciler/core/value.h"
 
 namespace rg::core {
@@ -32,7 +33,6 @@ struct SourcePos {
   friend bool operator==(const SourcePos&, const SourcePos&) = default;
 };
 
-using StringMap = std::map<std::string, std::string, std::less<>>;
 using ResourceMap = std::map<std::string, double, std::less<>>;
 
 struct RayConfig {

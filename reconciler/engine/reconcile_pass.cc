@@ -228,7 +228,11 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
 }  // namespace
 
 void SanitizeJobs(std::vector<core::RayJob>& jobs, const core::Redactor& redactor) {
-  for (core::RayJob& job : jobs) job.message = redactor.SafeMessage(job.message);
+  for (core::RayJob& job : jobs) {
+    job.message = redactor.SafeMessage(job.message);
+    std::string().swap(job.entrypoint);
+    job.driver_node_id.reset();
+  }
 }
 
 std::map<std::string, std::string> RunsFromNewerCommits(ports::DesiredStateSource& source,
@@ -472,6 +476,11 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   result.blocked = result.plan.blocked;
   // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
   if (only == nullptr) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
+
+  if (options.dry_run && !options.build_records) {  // `plan`: nothing applied, nothing recorded
+    result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
+    return;
+  }
 
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
   JobsById ray_jobs = ById(std::move(in.observed));

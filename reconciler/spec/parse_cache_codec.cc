@@ -20,9 +20,9 @@ static_assert(sizeof(core::SourcePos) == 8, "update the parse cache codec");
 static_assert(sizeof(core::Diagnostic) == 72, "update the parse cache codec");
 static_assert(sizeof(core::Value) == 56, "update the parse cache codec");
 static_assert(sizeof(core::RayConfig) == 392, "update the parse cache codec");
-static_assert(sizeof(core::JobSpec) == 848, "update the parse cache codec");
-static_assert(sizeof(LoadedJobSpec) == 1000, "update the parse cache codec");
-static_assert(sizeof(Parsed<core::JobSpec>) == 880, "update the parse cache codec");
+static_assert(sizeof(core::JobSpec) == 832, "update the parse cache codec");
+static_assert(sizeof(LoadedJobSpec) == 984, "update the parse cache codec");
+static_assert(sizeof(Parsed<core::JobSpec>) == 864, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::RayConfig>) == 424, "update the parse cache codec");
 static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
 static_assert(sizeof(core::StatusRecord) == 488, "update the parse cache codec");
@@ -135,6 +135,26 @@ void Get(ByteReader& r, std::map<std::string, T, std::less<>>& m, size_t min_val
     auto it = m.emplace_hint(m.end(), std::move(key), T{});
     Get(r, it->second);
   }
+}
+
+// A StringMap is written as a std::map of strings is: the encoding did not change with the type.
+void Put(ByteWriter& w, const core::StringMap& m) {
+  w.U32(static_cast<uint32_t>(m.size()));
+  for (const auto& [key, value] : m) {
+    w.String(key);
+    w.String(value);
+  }
+}
+
+void Get(ByteReader& r, core::StringMap& m, size_t min_value_bytes) {
+  const uint32_t n = r.Count(kMinString + min_value_bytes);
+  m.clear();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    const std::string_view key = r.StringView();
+    const std::string_view value = r.StringView();
+    if (r.ok() && !m.Append(key, value)) return r.Fail();  // out of order, or a duplicate
+  }
+  m.ShrinkToFit();
 }
 
 template <typename E>

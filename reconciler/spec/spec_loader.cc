@@ -139,7 +139,7 @@ class FieldReader {
       TypeError(field, env_var_names ? "a mapping of variable names to values" : "a mapping", node);
       return std::nullopt;
     }
-    core::StringMap out;
+    std::map<std::string, std::string, std::less<>> out;
     bool ok = true;
     for (const auto& entry : node.entries) {
       if (env_var_names && !IsEnvVarName(entry.key)) {
@@ -157,7 +157,7 @@ class FieldReader {
       out.emplace(entry.key, entry.value.text);
     }
     if (!ok) return std::nullopt;
-    return out;
+    return core::StringMap(out);
   }
 
  private:
@@ -167,7 +167,7 @@ class FieldReader {
 
 core::Value StringMapValue(const core::StringMap& map) {
   core::Value::Object object;
-  for (const auto& [key, value] : map) object.emplace(key, value);
+  for (const auto& [key, value] : map) object.emplace(std::string(key), std::string(value));
   return object;
 }
 

@@ -138,8 +138,8 @@ struct World {
     REQUIRE(jobs.ok());
     for (const auto& job : *jobs) {
       if (job.status == RayJobStatus::kPending || job.status == RayJobStatus::kRunning) {
-        out.push_back(job.metadata.at("gitops.spec-hash") + "@" +
-                      job.metadata.at("gitops.attempt"));
+        out.push_back(std::string(job.metadata.at("gitops.spec-hash")) + "@" +
+                      std::string(job.metadata.at("gitops.attempt")));
       }
     }
     return out;

@@ -384,6 +384,62 @@ TEST_CASE("a dry run plans but sends nothing and records nothing", "[engine]") {
   CHECK(w.store().commits().empty());
 }
 
+TEST_CASE("a dry run without records plans as one with them and builds no record", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
+  w.source().SetFile("jobs/b.yaml", CustomSpec("sleep 301"), CommitId(1));
+  REQUIRE(w.Pass().errors.empty());  // a and b run, and are recorded
+  w.Advance(200ms);
+  w.source().SetFile("jobs/b.yaml", CustomSpec("sleep 302"), CommitId(2));  // b replaced
+  w.source().SetFile("jobs/c.yaml", CustomSpec("sleep 303"), CommitId(2));  // c new
+  core::Value someone_elses = core::Value::Object{};
+  someone_elses["entrypoint"] = "python someone_elses.py";
+  someone_elses["submission_id"] = "someone-elses-run";
+  REQUIRE(w.client().Submit(someone_elses).ok());
+
+  ReconcileOptions with_records;
+  with_records.dry_run = true;
+  ReconcileOptions without = with_records;
+  without.build_records = false;
+  const PassResult full = w.Pass(with_records);
+  const PassResult plan_only = w.Pass(without);
+  REQUIRE(plan_only.errors.empty());
+  CHECK(plan_only.planned);
+  CHECK(CountStops(plan_only) == 1);
+  CHECK(CountSubmits(plan_only) == 2);
+  CHECK(Decisions(plan_only).size() == 3);  // the actions, and no record
+  std::vector<std::string> actions_of_full = Decisions(full);
+  actions_of_full.resize(3);
+  CHECK(Decisions(plan_only) == actions_of_full);
+  REQUIRE(plan_only.plan.jobs.size() == full.plan.jobs.size());
+  for (size_t i = 0; i < full.plan.jobs.size(); ++i) {
+    CHECK(plan_only.plan.jobs[i].name == full.plan.jobs[i].name);
+    CHECK(plan_only.plan.jobs[i].phase == full.plan.jobs[i].phase);
+    CHECK(plan_only.plan.jobs[i].submission_id == full.plan.jobs[i].submission_id);
+  }
+  CHECK(full.records.size() == 3);
+  CHECK(plan_only.records.empty());
+  CHECK_FALSE(full.transitions.empty());
+  CHECK(plan_only.transitions.empty());
+  REQUIRE(plan_only.ledger != nullptr);
+  CHECK(plan_only.ledger->size() == 2);  // the ledger it planned against, handed back
+  CHECK(plan_only.exit_status == full.exit_status);
+  CHECK(w.store().commits().size() == 1);  // the first pass's only
+
+  // What no step of a pass reads is let go of: the listed jobs keep no entrypoint.
+  REQUIRE(plan_only.plan.unmanaged.size() == 1);
+  CHECK(plan_only.plan.unmanaged[0].entrypoint.empty());
+  CHECK_FALSE(plan_only.plan.unmanaged[0].driver_node_id.has_value());
+
+  // A pass that acts always records, whatever build_records says.
+  ReconcileOptions acting;
+  acting.build_records = false;
+  const PassResult acted = w.Pass(acting);
+  REQUIRE(acted.errors.empty());
+  CHECK(acted.records.size() == 3);
+  CHECK(w.store().commits().size() == 2);
+}
+
 TEST_CASE("status records carry the spec, the attempt and Ray's view of it", "[engine]") {
   World w;
   w.source().SetFile("jobs/team/a.yaml", CustomSpec("sleep 300", "on_remove: keep\n"), CommitId(1));
