@@ -273,7 +273,7 @@ struct SpecSet {
 };
 
 // No LoadedJobSpec is moved into a second array: at 50,000 specs that array (about 1 KB a
-// spec) and the shells left behind in the files were 100 MB at the peak of a pass's load.
+// spec) beside the shells left in the files took the checks from 40 MB of heap to 88 MB.
 SpecSet SortedSpecSet(std::vector<LoadedSpecFile>& spec_files) {
   SpecSet set;
   set.files.reserve(spec_files.size());
