@@ -3,10 +3,13 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "tests/support/fake_ray_server.h"
@@ -260,6 +263,59 @@ TEST_CASE("a refused connection and a slow server are transient", "[client]") {
   // The client gave up reading (its read timeout), rather than waiting for the late answer,
   // which would have been a success.
   CHECK(timed_out.error().message() == "GET /api/jobs/: Read");
+}
+
+// The body of a GET is gathered by the client itself: reserved at the Content-Length the head
+// announces, or grown as it arrives when the head sends it in chunks without one.
+TEST_CASE("a job list reads the same whether its length is announced or it comes in chunks",
+          "[client]") {
+  nlohmann::json list = nlohmann::json::array();
+  for (int i = 0; i < 3000; ++i) {
+    list.push_back({{"type", "SUBMISSION"},
+                    {"submission_id", "job-" + std::to_string(i)},
+                    {"status", "RUNNING"},
+                    {"entrypoint", "sleep infinity"},
+                    {"message", "Job is currently running."},
+                    {"metadata", {{"gitops.name", "job-" + std::to_string(i)}, {"k", "v"}}}});
+  }
+  const std::string body = list.dump();  // about 500 KB: many reads of the socket
+  std::atomic<bool> chunked = false;     // read by the server's thread
+  httplib::Server head;
+  head.Get("/api/jobs/", [&](const httplib::Request&, httplib::Response& res) {
+    if (!chunked) {
+      res.set_content(body, "application/json");
+      return;
+    }
+    res.set_chunked_content_provider(
+        "application/json", [&body](size_t offset, httplib::DataSink& sink) {
+          const size_t n = std::min<size_t>(4096, body.size() - offset);
+          sink.write(body.data() + offset, n);
+          if (offset + n == body.size()) sink.done();
+          return true;
+        });
+  });
+  const int port = head.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&head]() { head.listen_after_bind(); });  // the socket already listens
+  RayHttpJobServer client(
+      rg::testing::FastClientOptions("http://127.0.0.1:" + std::to_string(port)));
+
+  auto announced = client.List();
+  chunked = true;
+  auto in_chunks = client.List();
+  head.stop();
+  serving.join();
+
+  REQUIRE(announced.ok());
+  REQUIRE(in_chunks.ok());
+  REQUIRE(announced->size() == 3000);
+  REQUIRE(in_chunks->size() == 3000);
+  for (size_t i = 0; i < 3000; ++i) {
+    CHECK((*in_chunks)[i].submission_id == "job-" + std::to_string(i));
+    CHECK((*in_chunks)[i].submission_id == (*announced)[i].submission_id);
+    CHECK((*in_chunks)[i].metadata == (*announced)[i].metadata);
+    CHECK((*in_chunks)[i].LabelView("gitops.name") == "job-" + std::to_string(i));
+  }
 }
 
 TEST_CASE("an empty address is invalid input, not a network error", "[client]") {
