@@ -223,13 +223,13 @@ class RayHttpJobServer::Impl {
     return ray_http::ParseJobDetails(ex->body);
   }
 
+  // The list is decoded, and digested, as it arrives: a 50 MB answer is never held whole.
   core::Result<std::vector<core::RayJob>> List(const ports::JobServer::JobFilter& keep = {}) {
-    auto ex = Retrying("GET", "/api/jobs/", "", options_.read_timeout);
+    ray_http::JobListStream stream(keep, digest_key_);
+    auto ex = Retrying("GET", "/api/jobs/", "", options_.read_timeout, &stream);
     if (!ex) return ex.error();
-    core::Result<std::vector<core::RayJob>> jobs = ray_http::ParseJobList(ex->body, keep);
-    if (digest_key_ && jobs.ok()) {
-      last_digest_ = std::make_pair(*digest_key_, core::SipHash24(*digest_key_, ex->body));
-    }
+    core::Result<std::vector<core::RayJob>> jobs = stream.Finish();
+    if (digest_key_ && jobs.ok()) last_digest_ = std::make_pair(*digest_key_, stream.Digest());
     return jobs;
   }
 
@@ -238,12 +238,13 @@ class RayHttpJobServer::Impl {
     last_digest_.reset();
   }
 
-  // The body as received, digested: the early check never decodes 10,000 jobs to learn that
-  // nothing changed.
+  // The answer digested as it arrives, never decoded nor held: the early check never decodes
+  // 10,000 jobs to learn that nothing changed.
   core::Result<uint64_t> ListDigest(const core::SipHasher::Key& key) {
-    auto ex = Retrying("GET", "/api/jobs/", "", options_.read_timeout);
+    ray_http::JobListStream stream({}, key, /*decode=*/false);
+    auto ex = Retrying("GET", "/api/jobs/", "", options_.read_timeout, &stream);
     if (!ex) return ex.error();
-    return core::SipHash24(key, ex->body);
+    return stream.Digest();
   }
 
   uint64_t ListedDigest(const std::vector<core::RayJob>& jobs, const core::SipHasher::Key& key) {
@@ -316,7 +317,7 @@ class RayHttpJobServer::Impl {
   }
 
   Exchange SendThroughTransport(const std::string& method, const std::string& path,
-                                const std::string& body) const {
+                                const std::string& body, ray_http::JobListStream* stream) const {
     RayHttpRequest request{method, split_.prefix + path, body, {}};
     if (method == "POST") {
       request.headers["Content-Type"] = kJsonType;
@@ -331,18 +332,56 @@ class RayHttpJobServer::Impl {
       ex.transport = httplib::Error::Read;
       ex.cut = answer.failure.empty() ? "no answer" : answer.failure;
     }
+    if (stream != nullptr && IsSuccess(ex.status)) {
+      stream->Begin();
+      stream->Write(ex.body);
+      ex.body.clear();
+    }
     return ex;
   }
 
-  // One request, no retry.
+  static bool IsSuccess(int status) { return status >= 200 && status < 300; }
+
+  // A GET whose 2xx body goes to `stream` as it arrives, when there is one. Any other body is
+  // gathered here, reserved at its announced length: grown by doubling, a body of 50 MB took
+  // 64 MB, and was copied on every doubling.
+  static httplib::Result GetBody(httplib::Client& client, const std::string& full_path,
+                                 const httplib::Headers& headers, ray_http::JobListStream* stream) {
+    std::string received;
+    bool streaming = false;
+    httplib::Result res = client.Get(
+        full_path, headers,
+        [&](const httplib::Response& head) {
+          streaming = stream != nullptr && IsSuccess(head.status);
+          if (streaming) {
+            stream->Begin();
+          } else {
+            ReserveForBody(head, received);
+          }
+          return true;
+        },
+        [&](const char* data, size_t length) {
+          if (streaming) {
+            stream->Write(std::string_view(data, length));
+          } else {
+            received.append(data, length);
+          }
+          return true;
+        });
+    if (res) res->body = std::move(received);
+    return res;
+  }
+
+  // One request, no retry. With a stream, the body of a GET's 2xx answer goes to it as it
+  // arrives (Begin, then Write), not into the exchange.
   Exchange Send(const std::string& method, const std::string& path, const std::string& body,
-                std::chrono::milliseconds read_timeout) {
+                std::chrono::milliseconds read_timeout, ray_http::JobListStream* stream = nullptr) {
     Exchange ex;
     if (options_.address.empty()) {
       ex.transport = httplib::Error::Connection;
       return ex;
     }
-    if (transport_) return SendThroughTransport(method, path, body);
+    if (transport_) return SendThroughTransport(method, path, body, stream);
     httplib::Client client(split_.origin);
     if (!client.is_valid()) {
       ex.transport = httplib::Error::Connection;
@@ -366,21 +405,8 @@ class RayHttpJobServer::Impl {
       return ex;
     }
     httplib::Result res(nullptr, httplib::Error::Unknown);
-    std::string received;
     if (method == "GET") {
-      // The body is gathered here, reserved at its announced length: grown by doubling, a job
-      // list of 50 MB took 64 MB, and was copied on every doubling.
-      res = client.Get(
-          full_path, headers,
-          [&received](const httplib::Response& head) {
-            ReserveForBody(head, received);
-            return true;
-          },
-          [&received](const char* data, size_t length) {
-            received.append(data, length);
-            return true;
-          });
-      if (res) res->body = std::move(received);
+      res = GetBody(client, full_path, headers, stream);
     } else if (method == "DELETE") {
       res = client.Delete(full_path, headers);
     } else {
@@ -393,21 +419,22 @@ class RayHttpJobServer::Impl {
       return ex;
     }
     ex.status = res->status;
-    ex.body = std::move(res->body);  // a job list can be 50 MB: never held twice
+    ex.body = std::move(res->body);
     return ex;
   }
 
   // An idempotent request with retries on transient failures. Returns the 2xx answer.
   core::Result<Exchange> Retrying(const std::string& method, const std::string& path,
-                                  const std::string& body, std::chrono::milliseconds read_timeout) {
+                                  const std::string& body, std::chrono::milliseconds read_timeout,
+                                  ray_http::JobListStream* stream = nullptr) {
     if (options_.address.empty()) {
       return core::Error::InvalidInput(
           "no Ray address: pass --ray-address or set RAY_API_SERVER_ADDRESS or RAY_ADDRESS");
     }
     const int attempts = std::max(1, options_.max_attempts);
     for (int attempt = 0;; ++attempt) {
-      Exchange ex = Send(method, path, body, read_timeout);
-      if (ex.status >= 200 && ex.status < 300) return ex;
+      Exchange ex = Send(method, path, body, read_timeout, stream);
+      if (IsSuccess(ex.status)) return ex;
       core::Error err = ex.status == 0 ? TransportError(method, path, ex)
                                        : ClassifyHttpError(method, path, ex.status, ex.body);
       if (!ex.cut.empty() && CallRegistry::Get().abandoned()) return err;

@@ -4,8 +4,15 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <istream>
+#include <iterator>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <streambuf>
+#include <thread>
 
 namespace rg::adapters::ray_http {
 namespace {
@@ -157,15 +164,23 @@ class JobListReader {
   using NumberUnsigned = json::number_unsigned_t;
   using NumberFloat = json::number_float_t;
 
-  void Reserve(size_t jobs) { jobs_.reserve(jobs); }
-
   // Valid after a parse that succeeded.
   core::Result<std::vector<core::RayJob>> TakeResult() {
     if (!is_array_) return core::Error::Fatal("job list: not a JSON array");
     if (error_) return *error_;
-    // The caller keeps the list until the next pass; growth left up to half of it unused.
-    jobs_.shrink_to_fit();
-    return std::move(jobs_);
+    // The list's length is known only now: the jobs move from their blocks into one array of
+    // exactly that length (the caller keeps it until the next pass), each block let go of as
+    // soon as it is moved, so that the jobs are never all held twice over.
+    size_t count = 0;
+    for (const std::vector<core::RayJob>& block : blocks_) count += block.size();
+    std::vector<core::RayJob> jobs;
+    jobs.reserve(count);
+    for (std::vector<core::RayJob>& block : blocks_) {
+      std::move(block.begin(), block.end(), std::back_inserter(jobs));
+      std::vector<core::RayJob>().swap(block);
+    }
+    blocks_.clear();
+    return jobs;
   }
 
   bool null() { return Scalar(FieldValue::Kind::kUnset); }
@@ -379,8 +394,15 @@ class JobListReader {
     if (job.start_time_ms == 0) job.start_time_ms.reset();
     if (job.end_time_ms == 0) job.end_time_ms.reset();
     if (keep_ != nullptr && *keep_ && !(*keep_)(job)) return;
-    jobs_.push_back(std::move(job));
+    if (blocks_.empty() || blocks_.back().size() == kJobsPerBlock) {
+      blocks_.emplace_back().reserve(kJobsPerBlock);
+    }
+    blocks_.back().push_back(std::move(job));
   }
+
+  // The jobs are gathered in blocks of this many, never in one array grown by doubling, which
+  // held the old and the new array at once and left up to half of the last one unused.
+  static constexpr size_t kJobsPerBlock = 2048;
 
   const std::function<bool(const core::RayJob&)>* keep_ = nullptr;  // null: keep every job
   Where where_ = Where::kTop;
@@ -394,7 +416,7 @@ class JobListReader {
   // the job keeps them in one buffer.
   std::map<std::string, std::string, std::less<>> metadata_;
   std::optional<core::Error> error_;
-  std::vector<core::RayJob> jobs_;
+  std::vector<std::vector<core::RayJob>> blocks_;
 };
 
 }  // namespace
@@ -466,31 +488,181 @@ core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text) {
   return ParseJobList(text, {});
 }
 
-namespace {
-
-size_t CountOf(std::string_view text, std::string_view needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string_view::npos;
-       at = text.find(needle, at + needle.size())) {
-    ++n;
-  }
-  return n;
-}
-
-}  // namespace
-
 core::Result<std::vector<core::RayJob>> ParseJobList(
     std::string_view text, const std::function<bool(const core::RayJob&)>& keep) {
-  JobListReader reader(&keep);
-  // Every job has one "submission_id" key: reserved for all, the list is never grown (which
-  // held the old and the new buffer at once) nor shrunk. A filter keeps few: shrunk after.
-  if (!keep) reader.Reserve(CountOf(text, "\"submission_id\""));
-  // The NUL check is ParseJson's, for the same reason.
-  if (text.find('\0') != std::string_view::npos || !json::sax_parse(text, &reader)) {
-    return core::Error::Fatal("job list: not valid JSON: " + TrimBodyForMessage(text));
-  }
-  return reader.TakeResult();
+  JobListStream stream(keep);
+  stream.Begin();
+  stream.Write(text);
+  return stream.Finish();
 }
+
+// The bytes written are gathered into a block; a full block is handed to the decoder's
+// queue, where the decoder's stream buffer takes it from. One mutex guards the queue and the
+// flags; the block being filled belongs to the writer, the block being read to the decoder.
+class JobListStream::Impl {
+ public:
+  struct Options {
+    std::function<bool(const core::RayJob&)> keep;
+    std::optional<core::SipHasher::Key> digest_key;
+    bool decode = true;
+  };
+  explicit Impl(Options options) : options_(std::move(options)) {}
+  ~Impl() { Abandon(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  Impl(Impl&&) = delete;
+  Impl& operator=(Impl&&) = delete;
+
+  void Begin() {
+    Abandon();
+    if (options_.digest_key) hasher_.emplace(*options_.digest_key);
+    begun_ = true;
+    if (!options_.decode) return;
+    prefix_.clear();
+    has_nul_ = false;
+    filling_.clear();
+    queue_.clear();
+    closed_ = false;
+    abandoned_ = false;
+    decoder_done_ = false;
+    parsed_ = false;
+    reader_.emplace(&options_.keep);
+    decoder_ = std::thread([this] { Decode(); });
+  }
+
+  void Write(std::string_view bytes) {
+    if (!begun_) Begin();
+    if (hasher_) hasher_->Update(bytes);
+    if (!options_.decode) return;
+    if (prefix_.size() < kMessagePrefix) {
+      prefix_.append(bytes.substr(0, kMessagePrefix - prefix_.size()));
+    }
+    // The NUL check is ParseJson's, for the same reason.
+    if (bytes.find('\0') != std::string_view::npos) has_nul_ = true;
+    while (!bytes.empty()) {
+      const size_t take = std::min(bytes.size(), kBlockBytes - filling_.size());
+      filling_.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      if (filling_.size() == kBlockBytes) Hand();
+    }
+  }
+
+  core::Result<std::vector<core::RayJob>> Finish() {
+    if (!options_.decode) {
+      return core::Error::Fatal("job list: a digest-only stream decodes nothing");
+    }
+    if (!begun_) Begin();
+    begun_ = false;
+    Hand();
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
+    }
+    changed_.notify_all();
+    decoder_.join();
+    if (has_nul_ || !parsed_) {
+      return core::Error::Fatal("job list: not valid JSON: " + TrimBodyForMessage(prefix_));
+    }
+    return reader_->TakeResult();
+  }
+
+  uint64_t Digest() const { return hasher_ ? hasher_->Finish() : 0; }
+
+ private:
+  // The decoder's view of the queue: each block taken in turn, the end of the text once the
+  // writer has finished (or the stream is abandoned) and the queue is empty.
+  class Blocks : public std::streambuf {
+   public:
+    explicit Blocks(Impl& owner) : owner_(owner) {}
+
+   protected:
+    int_type underflow() override {
+      {
+        std::unique_lock<std::mutex> lock(owner_.mutex_);
+        owner_.changed_.wait(
+            lock, [&] { return !owner_.queue_.empty() || owner_.closed_ || owner_.abandoned_; });
+        if (owner_.abandoned_ || owner_.queue_.empty()) return traits_type::eof();
+        block_ = std::move(owner_.queue_.front());
+        owner_.queue_.pop_front();
+      }
+      owner_.changed_.notify_all();
+      setg(block_.data(), block_.data(), block_.data() + block_.size());
+      return traits_type::to_int_type(block_.front());
+    }
+
+   private:
+    Impl& owner_;
+    std::string block_;  // never empty once taken: empty blocks are not handed over
+  };
+
+  void Decode() {
+    Blocks blocks(*this);
+    std::istream text(&blocks);
+    try {
+      parsed_ = json::sax_parse(text, &*reader_);
+    } catch (const std::exception&) {
+      parsed_ = false;  // out of memory: reported as a text that could not be read
+    }
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      decoder_done_ = true;
+      queue_.clear();
+    }
+    changed_.notify_all();
+  }
+
+  // Hands the block being filled to the decoder, waiting while kBlocksAhead are queued. A
+  // decoder that has stopped (at text that is not JSON) takes nothing more.
+  void Hand() {
+    if (filling_.empty()) return;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return queue_.size() < kBlocksAhead || decoder_done_; });
+      if (!decoder_done_) queue_.push_back(std::move(filling_));
+    }
+    changed_.notify_all();
+    filling_ = std::string();
+  }
+
+  // Stops a decoder still running (an attempt given up), and waits for it.
+  void Abandon() {
+    if (!decoder_.joinable()) return;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      abandoned_ = true;
+    }
+    changed_.notify_all();
+    decoder_.join();
+  }
+
+  Options options_;
+  bool begun_ = false;
+  std::optional<core::SipHasher> hasher_;
+  std::string prefix_;  // the first kMessagePrefix bytes, for the message of a text not JSON
+  bool has_nul_ = false;
+  std::string filling_;  // the writer's block
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::string> queue_;  // full blocks, oldest first
+  bool closed_ = false;            // the writer has written everything
+  bool abandoned_ = false;         // the attempt was given up
+  bool decoder_done_ = false;      // the decoder has stopped reading
+
+  // Written by the decoder, read after it is joined.
+  std::optional<JobListReader> reader_;
+  bool parsed_ = false;
+  std::thread decoder_;
+};
+
+JobListStream::JobListStream(std::function<bool(const core::RayJob&)> keep,
+                             std::optional<core::SipHasher::Key> digest_key, bool decode)
+    : impl_(std::make_unique<Impl>(Impl::Options{std::move(keep), digest_key, decode})) {}
+JobListStream::~JobListStream() = default;
+void JobListStream::Begin() { impl_->Begin(); }
+void JobListStream::Write(std::string_view bytes) { impl_->Write(bytes); }
+core::Result<std::vector<core::RayJob>> JobListStream::Finish() { return impl_->Finish(); }
+uint64_t JobListStream::Digest() const { return impl_->Digest(); }
 
 core::Result<std::vector<core::RayJob>> ParseJobListDom(std::string_view text) {
   auto parsed = ParseJson(text, "job list");

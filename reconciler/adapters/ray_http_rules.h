@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/result.h"
+#include "reconciler/core/siphash.h"
 #include "reconciler/core/value.h"
 
 namespace rg::adapters::ray_http {
@@ -46,6 +48,46 @@ core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text);
 // dropped as they are read, never held together.
 core::Result<std::vector<core::RayJob>> ParseJobList(
     std::string_view text, const std::function<bool(const core::RayJob&)>& keep);
+
+// Reads Ray's job list as ParseJobList reads it, while its bytes arrive, so that the text of
+// an answer is never held whole: a 50 MB list passes through blocks of kBlockBytes, at most
+// kBlocksAhead of them waiting for the decoder, which runs on a thread of its own beside the
+// one that receives. The bytes can also be digested as they pass (with a key; equal to
+// SipHash24 of the whole text), and a digest-only stream decodes nothing and starts no
+// thread.
+//
+// For one answer: Begin, Write any number of times, Finish. Begin again starts over and
+// drops what an earlier attempt read (a retry after a connection cut mid-answer). A text that
+// is not JSON is reported with its first kMessagePrefix bytes (TrimBodyForMessage of them).
+class JobListStream {
+ public:
+  static constexpr size_t kBlockBytes = size_t{256} << 10;
+  static constexpr size_t kBlocksAhead = 2;
+  static constexpr size_t kMessagePrefix = size_t{64} << 10;
+
+  // Keeps the jobs `keep` accepts (every job when it is empty); digests the bytes with
+  // `digest_key` when there is one; without `decode`, only digests.
+  explicit JobListStream(std::function<bool(const core::RayJob&)> keep = {},
+                         std::optional<core::SipHasher::Key> digest_key = std::nullopt,
+                         bool decode = true);
+  ~JobListStream();
+  JobListStream(const JobListStream&) = delete;
+  JobListStream& operator=(const JobListStream&) = delete;
+  JobListStream(JobListStream&&) = delete;
+  JobListStream& operator=(JobListStream&&) = delete;
+
+  void Begin();
+  void Write(std::string_view bytes);
+  // The jobs of the answer written since Begin, as ParseJobList gives them. REQUIRES: decode.
+  core::Result<std::vector<core::RayJob>> Finish();
+  // The digest of the bytes written since Begin. REQUIRES: a digest key.
+  uint64_t Digest() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // The same through a JSON tree of the whole answer: the reference ParseJobList is checked
 // against, with exactly the same results and error messages for every input.
 core::Result<std::vector<core::RayJob>> ParseJobListDom(std::string_view text);

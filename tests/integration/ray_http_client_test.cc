@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/adapters/ray_http_rules.h"
+#include "reconciler/core/siphash.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 
@@ -265,10 +267,10 @@ TEST_CASE("a refused connection and a slow server are transient", "[client]") {
   CHECK(timed_out.error().message() == "GET /api/jobs/: Read");
 }
 
-// The body of a GET is gathered by the client itself: reserved at the Content-Length the head
-// announces, or grown as it arrives when the head sends it in chunks without one.
-TEST_CASE("a job list reads the same whether its length is announced or it comes in chunks",
-          "[client]") {
+// A job list is decoded as it arrives from the socket: the same whether the head announces
+// its length or sends it in chunks without one, and read again from its start, each job once,
+// when the connection is cut mid-answer.
+TEST_CASE("a job list reads the same announced, in chunks, or cut off and read again", "[client]") {
   nlohmann::json list = nlohmann::json::array();
   for (int i = 0; i < 3000; ++i) {
     list.push_back({{"type", "SUBMISSION"},
@@ -279,15 +281,20 @@ TEST_CASE("a job list reads the same whether its length is announced or it comes
                     {"metadata", {{"gitops.name", "job-" + std::to_string(i)}, {"k", "v"}}}});
   }
   const std::string body = list.dump();  // about 500 KB: many reads of the socket
-  std::atomic<bool> chunked = false;     // read by the server's thread
+  REQUIRE(body.size() > 2 * rg::adapters::ray_http::JobListStream::kBlockBytes);
+  std::atomic<bool> chunked = false;  // read by the server's thread
+  std::atomic<int> cuts = 0;          // answers still to cut off after 300 KB
   httplib::Server head;
   head.Get("/api/jobs/", [&](const httplib::Request&, httplib::Response& res) {
     if (!chunked) {
       res.set_content(body, "application/json");
       return;
     }
+    const bool cut = cuts > 0;
+    if (cut) --cuts;
     res.set_chunked_content_provider(
-        "application/json", [&body](size_t offset, httplib::DataSink& sink) {
+        "application/json", [&body, cut](size_t offset, httplib::DataSink& sink) {
+          if (cut && offset > 300000) return false;  // the connection closes mid-answer
           const size_t n = std::min<size_t>(4096, body.size() - offset);
           sink.write(body.data() + offset, n);
           if (offset + n == body.size()) sink.done();
@@ -300,9 +307,25 @@ TEST_CASE("a job list reads the same whether its length is announced or it comes
   RayHttpJobServer client(
       rg::testing::FastClientOptions("http://127.0.0.1:" + std::to_string(port)));
 
+  const rg::core::SipHasher::Key key = {0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+  client.DigestListsWith(key);
   auto announced = client.List();
+  REQUIRE(announced.ok());
+  CHECK(client.ListedDigest(*announced, key) == rg::core::SipHash24(key, body));
   chunked = true;
   auto in_chunks = client.List();
+  // An answer cut off mid-list is read again from its start: each job once, the digest that
+  // of the whole answer.
+  cuts = 1;
+  auto after_cuts = client.List();
+  CHECK(cuts == 0);
+  REQUIRE(after_cuts.ok());
+  CHECK(client.ListedDigest(*after_cuts, key) == rg::core::SipHash24(key, body));
+  cuts = 1;
+  auto digest = client.ListDigest(key);
+  CHECK(cuts == 0);
+  REQUIRE(digest.ok());
+  CHECK(*digest == rg::core::SipHash24(key, body));
   head.stop();
   serving.join();
 
@@ -315,6 +338,10 @@ TEST_CASE("a job list reads the same whether its length is announced or it comes
     CHECK((*in_chunks)[i].submission_id == (*announced)[i].submission_id);
     CHECK((*in_chunks)[i].metadata == (*announced)[i].metadata);
     CHECK((*in_chunks)[i].LabelView("gitops.name") == "job-" + std::to_string(i));
+  }
+  REQUIRE(after_cuts->size() == 3000);
+  for (size_t i = 0; i < 3000; ++i) {
+    CHECK((*after_cuts)[i].submission_id == "job-" + std::to_string(i));
   }
 }
 

@@ -24,6 +24,7 @@
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/ray_http_rules.h"
+#include "reconciler/core/siphash.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/test_files.h"
 
@@ -541,6 +542,118 @@ TEST_CASE("every prefix of a real answer fails in both decoders alike",
       }
     }
   }
+}
+
+// `text` written to a JobListStream in pieces of random sizes up to `largest` bytes (at least
+// one), then read; the digest of what was written is checked against the whole text's.
+JobList ReadInPieces(std::string_view text, std::mt19937_64& rng, size_t largest) {
+  const core::SipHasher::Key key = {rng(), rng()};
+  JobListStream stream({}, key);
+  stream.Begin();
+  std::uniform_int_distribution<size_t> piece(1, std::max<size_t>(1, largest));
+  for (size_t at = 0; at < text.size();) {
+    const size_t n = std::min(piece(rng), text.size() - at);
+    stream.Write(text.substr(at, n));
+    at += n;
+  }
+  JobList read = stream.Finish();
+  CHECK(stream.Digest() == core::SipHash24(key, text));
+  return read;
+}
+
+// An empty string when reading `text` in pieces gives `tree` (what the tree gives for it), else
+// what differs.
+std::string PiecesDifference(std::string_view text, const JobList& tree, std::mt19937_64& rng,
+                             size_t largest) {
+  const JobList pieces = ReadInPieces(text, rng, largest);
+  if (pieces.ok() != tree.ok()) {
+    return std::string("pieces ") + (pieces.ok() ? "ok" : pieces.error().ToString()) + ", tree " +
+           (tree.ok() ? "ok" : tree.error().ToString());
+  }
+  if (!tree.ok()) {
+    return pieces.error().message() == tree.error().message() ? "" : pieces.error().ToString();
+  }
+  if (pieces->size() != tree->size()) return std::to_string(pieces->size()) + " jobs";
+  for (size_t i = 0; i < tree->size(); ++i) {
+    if (!SameJob((*pieces)[i], (*tree)[i])) return "job " + std::to_string(i) + " differs";
+  }
+  return "";
+}
+
+TEST_CASE("a job list written in pieces as it arrives reads as the whole text",
+          "[ray_http][differential]") {
+  std::mt19937_64 rng(20261127);
+  constexpr size_t kBlock = JobListStream::kBlockBytes;
+  JobTextGenerator generator(20261127);
+  // Several blocks long, so that the writer waits for the decoder, and blocks end anywhere.
+  const std::string long_list = generator.List(3500, /*well_typed=*/true);
+  std::vector<std::string> texts = {long_list, FakeHeadList(20)};
+  REQUIRE(long_list.size() > 3 * kBlock);
+  for (const std::string& answer : RecordedAnswers()) texts.push_back("[" + answer + "]");
+  for (int i = 0; i < 40; ++i) texts.push_back(generator.List(i % 5, i % 4 == 0));
+  std::vector<JobList> trees;
+  for (const std::string& text : texts) trees.push_back(ParseJobListDom(text));
+  REQUIRE(trees.front().ok());
+  CHECK(trees.front()->size() == 3500);
+  for (const size_t largest : {size_t{1}, size_t{7}, size_t{4096}, kBlock + 1, 3 * kBlock}) {
+    INFO("pieces of up to " << largest << " bytes");
+    // Byte by byte only for the short texts.
+    for (size_t i = largest == 1 ? 1 : 0; i < texts.size(); ++i) {
+      INFO("input: " << texts[i].substr(0, 300));
+      CHECK(PiecesDifference(texts[i], trees[i], rng, largest).empty());
+    }
+  }
+
+  // Text that is not JSON at its first byte, or in its last block, or that holds a NUL
+  // anywhere: the decoder stops, the writer goes on to the end without waiting for it, and
+  // the message quotes the start of the text.
+  for (const std::string& broken :
+       {"x" + long_list, long_list + "]",
+        long_list.substr(0, 9000) + std::string(1, '\0') + long_list.substr(9000)}) {
+    const JobList result = ReadInPieces(broken, rng, 4096);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().kind() == core::ErrorKind::kFatal);
+    CHECK(result.error().message() ==
+          "job list: not valid JSON: " + TrimBodyForMessage(broken.substr(0, 1000)));
+  }
+}
+
+TEST_CASE("a job list stream begun again reads only the new answer", "[ray_http]") {
+  JobTextGenerator generator(7);
+  const std::string first = generator.List(3000, /*well_typed=*/true);
+  const std::string second = FakeHeadList(20);
+  const core::SipHasher::Key key = {1, 2};
+  JobListStream stream({}, key);
+  // An attempt cut off after three blocks, then one cut off early, then a whole answer.
+  stream.Begin();
+  stream.Write(std::string_view(first).substr(0, 3 * JobListStream::kBlockBytes + 5));
+  stream.Begin();
+  stream.Write(std::string_view(second).substr(0, 10));
+  stream.Begin();
+  stream.Write(second);
+  const JobList read = stream.Finish();
+  REQUIRE(read.ok());
+  CHECK(read->size() == 21);
+  CHECK(stream.Digest() == core::SipHash24(key, second));
+  // The same stream reads the next answer once begun again.
+  stream.Begin();
+  stream.Write(first);
+  const JobList next = stream.Finish();
+  REQUIRE(next.ok());
+  CHECK(next->size() == 3000);
+
+  // A stream given up in the middle of an answer lets its decoder go.
+  {
+    JobListStream abandoned;
+    abandoned.Begin();
+    abandoned.Write(std::string_view(first).substr(0, 4 * JobListStream::kBlockBytes));
+  }
+  // A digest-only stream digests and decodes nothing.
+  JobListStream digest_only({}, key, /*decode=*/false);
+  digest_only.Begin();
+  digest_only.Write(first);
+  CHECK(digest_only.Digest() == core::SipHash24(key, first));
+  CHECK_FALSE(digest_only.Finish().ok());
 }
 
 TEST_CASE("decoding a 10,000-job list from the fake head", "[.bench]") {
