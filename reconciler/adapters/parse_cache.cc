@@ -609,11 +609,11 @@ core::Result<bool> ParseCache::Append() {
     offsets.push_back(body.size());
     body.Bytes(payload);
   }
-  spec::ByteWriter segment;
-  segment.Bytes(kSegmentMagic);
-  segment.U64(spec::Hash64(body.bytes()));
-  segment.U64(body.size());
-  segment.Bytes(body.bytes());
+  // The header apart from the body, not a copy of both: a spill's body is 16 MB.
+  spec::ByteWriter header;
+  header.Bytes(kSegmentMagic);
+  header.U64(spec::Hash64(body.bytes()));
+  header.U64(body.size());
 
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return false;  // gone: written whole instead
@@ -624,13 +624,15 @@ core::Result<bool> ParseCache::Append() {
     ::close(fd);
     return false;
   }
-  // One write: a reader sees the whole segment or a cut one, which it ignores.
-  const bool written = WriteAll(fd, segment.bytes()) && ::fdatasync(fd) == 0;
+  // A reader sees the whole segment or a cut one, which it ignores (its body is short of the
+  // size in its header, or does not hash to the hash there).
+  const bool written =
+      WriteAll(fd, header.bytes()) && WriteAll(fd, body.bytes()) && ::fdatasync(fd) == 0;
   const std::string why = written ? "" : ErrnoText("cannot append to", path_);
   ::close(fd);
   if (!written) return core::Error::Transient(why);
   const size_t body_at = file_bytes_ + kSegmentHeaderBytes;
-  file_bytes_ += segment.size();
+  file_bytes_ += header.size() + body.size();
   for (size_t i = 0; i < unsaved.size(); ++i) {
     Entry& e = *unsaved[i].second;
     e.unsaved = false;
