@@ -1,7 +1,8 @@
 #pragma once
 // The pure rules of the Ray HTTP client, kept apart from the transport so that unit tests can
 // walk them as tables: how an HTTP answer maps to an error kind, how job details are read,
-// which submit fields a server version can take, and how long to back off. Private to
+// which submit fields a server version can take, and how long to back off. Also the decoder
+// of the job list, which reads it as the transport hands it over (JobListStream). Private to
 // adapters/ and its tests.
 
 #include <chrono>

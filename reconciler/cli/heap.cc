@@ -16,7 +16,9 @@
 // received on one thread and decoded on a second while the pass runs on a third, and at
 // 50,000 specs a warm plan's peak resident set was 30 MB higher for it. Our threads allocate
 // little at once (an HTTP worker, the list's decoder, a few submitters), each with its own
-// cache of small objects, so they seldom wait on the arena's lock.
+// cache of small objects, so they seldom wait on the arena's lock. The price: the daemon's
+// pass thread no longer has an arena apart from the loop's (cli/pass_thread.h), and its
+// memory at rest rose a little (docs/daemon.md, "Memory").
 // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables): jemalloc's declaration
 const char* malloc_conf = "narenas:1";
 #endif

@@ -16,7 +16,9 @@ namespace rg::cli {
 // loop's thread, those records ended up scattered among the pass's holes, and the heap could not be
 // given back around them (at 10,000 specs: 20 MB in use held 110 MB resident). With the pass here,
 // the loop copies what it keeps into its own arena, and once the pass's result is freed,
-// ReturnFreeMemory returns this arena's pages whole (docs/daemon.md, "Memory").
+// ReturnFreeMemory returns this arena's pages whole (docs/daemon.md, "Memory"). jemalloc is
+// now configured with one arena for every thread (cli/heap.cc), so with it this separation no
+// longer holds; only the copy and the purge after every pass do.
 class PassThread {
  public:
   PassThread();
