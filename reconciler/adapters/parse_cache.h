@@ -73,9 +73,9 @@ class ParseCache {
   static constexpr size_t kSpareEntries = 1000;
   // Entries put and not yet written are written to the file (appended as a segment, or the
   // file written afresh keeping every entry) once their payloads reach this many bytes, and
-  // read from it like loaded ones after: a cold pass over 50,000 specs holds 16 MB of them,
+  // read from it like loaded ones after: a cold pass over 50,000 specs holds 4 MB of them,
   // not 160 MB until the end. Save still decides what the file keeps.
-  static constexpr size_t kSpillBytes = size_t{16} << 20;
+  static constexpr size_t kSpillBytes = size_t{4} << 20;
 
   // Reads the file at `path` whole and keeps its index; entries are read again and decoded only
   // when looked up. A file that cannot be used gives an empty cache, and load_problem() says

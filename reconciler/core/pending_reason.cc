@@ -185,11 +185,11 @@ std::optional<std::string> ExplainPending(const std::vector<ResourceAmount>& req
 
 bool IsPendingExplanation(std::string_view message) { return message.starts_with(kPrefix); }
 
-bool AnyRunPending(const Plan& plan, const std::map<std::string, RayJob, std::less<>>& ray_jobs) {
+bool AnyRunPending(const Plan& plan, const RayJobsById& ray_jobs) {
   return std::ranges::any_of(plan.jobs, [&ray_jobs](const JobPlan& jp) {
     if (jp.phase != Phase::kPending) return false;
     auto it = ray_jobs.find(jp.submission_id);
-    return it != ray_jobs.end() && it->second.status == RayJobStatus::kPending;
+    return it != ray_jobs.end() && it->second->status == RayJobStatus::kPending;
   });
 }
 

@@ -65,6 +65,6 @@ bool IsPendingExplanation(std::string_view message);
 
 // True when some planned job's latest run is PENDING in Ray: only then is reading the
 // cluster's resources worth a request.
-bool AnyRunPending(const Plan& plan, const std::map<std::string, RayJob, std::less<>>& ray_jobs);
+bool AnyRunPending(const Plan& plan, const RayJobsById& ray_jobs);
 
 }  // namespace rg::core

@@ -2,6 +2,7 @@
 // A job as the Ray Jobs API reports it (docs/ray-jobs-api.md, "Job details").
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,10 @@ struct RayJob {
     return it == metadata.end() ? fallback : std::string_view(it->second);
   }
 };
+
+// Ray's jobs by submission id, as views of jobs someone else holds (a job listed twice: the
+// one indexed last).
+using RayJobsById = std::map<std::string_view, const RayJob*, std::less<>>;
 
 struct RayVersion {
   std::string version;      // Jobs API version, e.g. "4"

@@ -199,6 +199,9 @@ StatusMarkdownRow StatusMarkdownRowOf(const StatusRecord& r, const StatusMarkdow
   out += " | " + ShortMessage(r);
   out += " | " + LinksCell(r);
   out += " |\n";
+  // A row is kept for later writes (50,000 of them at once): not with the spare capacity that
+  // growing it left, up to half its size again.
+  out.shrink_to_fit();
   return {r.phase, std::move(out)};
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_transitions.h"
 
@@ -140,8 +141,8 @@ struct DesiredIndex {
 JobsByName OursByName(const StatusInputs& in) {
   JobsByName out;
   for (const auto& [id, job] : in.ray_jobs) {
-    if (!IsOurs(ClassifyJob(job, in.owner))) continue;
-    out[job.Label(kMetaName)].push_back(&job);
+    if (!IsOurs(ClassifyJob(*job, in.owner))) continue;
+    out[job->Label(kMetaName)].push_back(job);
   }
   return out;
 }
@@ -249,10 +250,10 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
   // run submitted now or still to come, and for a job without a run.
   std::string run_commit = same_attempt ? rec.spec_commit : std::string();
   if (auto it = in.ray_jobs.find(jp.submission_id);
-      it != in.ray_jobs.end() && IsOurs(ClassifyJob(it->second, in.owner))) {
-    SetRayFields(rec, it->second);
-    ray_message = it->second.message;
-    if (std::string label = it->second.Label(kMetaCommit); !label.empty()) run_commit = label;
+      it != in.ray_jobs.end() && IsOurs(ClassifyJob(*it->second, in.owner))) {
+    SetRayFields(rec, *it->second);
+    ray_message = it->second->message;
+    if (std::string label = it->second->Label(kMetaCommit); !label.empty()) run_commit = label;
   } else if (done.submitted.contains(jp.submission_id)) {
     ClearRayFields(rec);
     rec.status = RayJobStatus::kPending;
@@ -287,16 +288,20 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
 
 }  // namespace
 
-StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
-  StatusUpdate update;
-  const Ledger empty_ledger;
-  const Ledger& ledger = in.ledger != nullptr ? *in.ledger : empty_ledger;
+namespace {
+
+// Builds every planned job's record into `update`, in plan order (by name), and hands each
+// name's final record to `built(name, old, record)` once no later plan row has that name;
+// `old` is the ledger's record of it (ledger.end() when there is none).
+template <typename L, typename Built>
+void BuildRecords(const StatusInputs& in, L& ledger, StatusUpdate& update, Built&& built) {
   const std::string ray_cluster = LedgerCluster(in);
   const PassOutcomes done = IndexOutcomes(in.outcomes);
   const JobsByName ours = OursByName(in);
   const DesiredIndex desired(in.desired);
-
-  for (const JobPlan& jp : in.plan->jobs) {
+  const std::vector<JobPlan>& jobs = in.plan->jobs;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobPlan& jp = jobs[i];
     const auto old = ledger.find(jp.name);
     const JobSpec* spec = desired.Find(jp.name);
     StatusRecord rec = StartRecord(in, jp, old != ledger.end() ? &old->second : nullptr,
@@ -304,8 +309,28 @@ StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
     MergeRayAttempts(rec, in, ours, done);
     AddPassAttempts(rec, in, done, spec);
     SetLatestAttempt(rec, jp, in, done, spec);
-    update.records.insert_or_assign(update.records.end(), jp.name, std::move(rec));
+    const auto it = update.records.insert_or_assign(update.records.end(), jp.name, std::move(rec));
+    if (i + 1 == jobs.size() || jobs[i + 1].name != jp.name) built(it->first, old, it->second);
   }
+}
+
+// One job's entry in the diff, when its record changed meaningfully or is new.
+void AddToDiff(StatusDiff& diff, const std::string& name, const StatusRecord* before,
+               const StatusRecord& rec, DiffRecords records) {
+  if (before != nullptr && !MeaningfulChange(*before, rec)) return;
+  diff.changed.push_back(name);
+  if (records == DiffRecords::kCopy) diff.changes.emplace_hint(diff.changes.end(), name, rec);
+  for (std::string& line : ChangeLines(before, &rec)) diff.transitions.push_back(std::move(line));
+  diff.subject_items.push_back(SubjectItem(before, &rec));
+}
+
+}  // namespace
+
+StatusUpdate BuildStatusUpdate(const StatusInputs& in) {
+  StatusUpdate update;
+  const Ledger empty_ledger;
+  const Ledger& ledger = in.ledger != nullptr ? *in.ledger : empty_ledger;
+  BuildRecords(in, ledger, update, [](const std::string&, auto, StatusRecord&) {});
   return update;
 }
 
@@ -315,13 +340,24 @@ StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger,
   // update.records is ordered by name: so are the names, lines and items.
   for (const auto& [name, rec] : update.records) {
     auto old = ledger.find(name);
-    const StatusRecord* before = old == ledger.end() ? nullptr : &old->second;
-    if (before != nullptr && !MeaningfulChange(*before, rec)) continue;
-    diff.changed.push_back(name);
-    if (records == DiffRecords::kCopy) diff.changes.emplace_hint(diff.changes.end(), name, rec);
-    for (std::string& line : ChangeLines(before, &rec)) diff.transitions.push_back(std::move(line));
-    diff.subject_items.push_back(SubjectItem(before, &rec));
+    AddToDiff(diff, name, old == ledger.end() ? nullptr : &old->second, rec, records);
   }
+  return diff;
+}
+
+StatusDiff BuildStatusUpdateFromLedger(const StatusInputs& in, Ledger& ledger,
+                                       const Redactor& redactor,
+                                       const std::function<bool(std::string_view)>& frozen,
+                                       StatusUpdate& update) {
+  StatusDiff diff;
+  BuildRecords(in, ledger, update,
+               [&](const std::string& name, Ledger::iterator old, StatusRecord& rec) {
+                 RedactRecord(rec, redactor);
+                 if (frozen && frozen(name)) return;
+                 const bool had = old != ledger.end();
+                 AddToDiff(diff, name, had ? &old->second : nullptr, rec, DiffRecords::kNamesOnly);
+                 if (had) ledger.erase(old);
+               });
   return diff;
 }
 

@@ -3,15 +3,18 @@
 // and what the pass did, the new status record of every job. Pure; the engine applies the
 // plan, calls this, and writes the records that changed (engine/status_commit.h).
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/pending_reason.h"
 #include "reconciler/core/planner.h"
 #include "reconciler/core/ray_job.h"
+#include "reconciler/core/redaction.h"
 #include "reconciler/core/status_model.h"
 
 namespace rg::core {
@@ -22,7 +25,8 @@ struct StatusInputs {
   const Ledger* ledger = nullptr;
   // Ray's view, by submission id, as fresh as the pass has it (after apply when it could
   // list again). Only SUBMISSION jobs of ours (`owner`) matter: a foreign job is never recorded.
-  std::map<std::string, RayJob, std::less<>> ray_jobs;
+  // Views: the jobs are the caller's, kept alive while the records are built.
+  RayJobsById ray_jobs;
   // True when ray_jobs is a complete listing: an active attempt missing from it was lost.
   bool ray_jobs_complete = true;
   std::vector<ActionOutcome> outcomes;  // empty on a dry run
@@ -66,6 +70,18 @@ struct StatusDiff {
 enum class DiffRecords { kCopy, kNamesOnly };
 StatusDiff DiffAgainstLedger(const StatusUpdate& update, const Ledger& ledger,
                              DiffRecords records = DiffRecords::kCopy);
+
+// What a pass that records does with BuildStatusUpdate and DiffAgainstLedger (kNamesOnly), in
+// one walk that lets go of the ledger as it goes: each new record is redacted with `redactor`,
+// compared with the ledger's, and the ledger's is then erased. The ledger's records and the new
+// ones are never all held at once (at 50,000 jobs each set is about 60 MB). A job `frozen`
+// names is built and redacted but left out of the diff, and its ledger record stays. `ledger`
+// is left with the records of the jobs the plan does not name, or frozen; in.ledger is not
+// read; `update` must be empty. The records and the diff are those the two calls give.
+StatusDiff BuildStatusUpdateFromLedger(const StatusInputs& in, Ledger& ledger,
+                                       const Redactor& redactor,
+                                       const std::function<bool(std::string_view)>& frozen,
+                                       StatusUpdate& update);
 
 // <address>/#/jobs/<submission_id>, credentials stripped; empty when either is empty.
 std::string DashboardUrl(const std::string& ray_address, const std::string& submission_id);

@@ -26,13 +26,18 @@ PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store) {
     index.path_of_name.emplace(spec.name, spec.path);
     if (spec.submission_id) index.path_of_pin.emplace(*spec.submission_id, spec.path);
   }
-  for (const auto& [name, record] : *result.ledger) {
-    if (index.path_of_name.contains(name)) continue;
-    index.removed_by_hash.emplace(record.spec_hash, name);
+  // The removed jobs' hashes: from their records after the pass (which hold the ledger's
+  // attempts and those Ray lists), and from what is left of the ledger once the pass built
+  // its records from it (the records of jobs the plan did not name).
+  auto add_removed = [&index](const core::StatusRecord& record) {
+    if (index.path_of_name.contains(record.name)) return;
+    index.removed_by_hash.emplace(record.spec_hash, record.name);
     for (const core::AttemptRecord& a : record.attempts) {
-      index.removed_by_hash.emplace(a.spec_hash, name);
+      index.removed_by_hash.emplace(a.spec_hash, record.name);
     }
-  }
+  };
+  for (const core::StatusRecord& record : result.records) add_removed(record);
+  for (const auto& [name, record] : *result.ledger) add_removed(record);
   index.cluster = state.cluster;
   index.warnings = result.warnings;
   index.redactor = result.redactor;

@@ -1,6 +1,7 @@
 #include "reconciler/engine/reconcile_pass.h"
 
 #include <algorithm>
+#include <deque>
 #include <future>
 #include <map>
 #include <optional>
@@ -289,32 +290,49 @@ std::optional<PassInputs> ReadCurrentInputs(const ReconcileDeps& deps,
   }
 }
 
-using JobsById = std::map<std::string, core::RayJob, std::less<>>;
+// Ray's jobs as the pass last saw them, and a view of them by submission id (what the records
+// are built from). The view points into the jobs: 50 bytes a job, where a map of moved jobs
+// was 400, and held with the listed array during the move.
+struct ObservedJobs {
+  std::vector<core::RayJob> listed;     // as listed (after the actions, when listed again)
+  std::deque<core::RayJob> read_again;  // a narrow pass's runs read one by one
+  core::RayJobsById by_id;
 
-JobsById ById(std::vector<core::RayJob> jobs) {
-  JobsById out;
-  for (auto& job : jobs) {
-    if (job.submission_id.empty()) continue;
-    std::string id = job.submission_id;
-    out.insert_or_assign(std::move(id), std::move(job));
+  explicit ObservedJobs(std::vector<core::RayJob> jobs) { Relist(std::move(jobs)); }
+  ObservedJobs(const ObservedJobs&) = delete;
+  ObservedJobs& operator=(const ObservedJobs&) = delete;
+  ObservedJobs(ObservedJobs&&) = delete;
+  ObservedJobs& operator=(ObservedJobs&&) = delete;
+  ~ObservedJobs() = default;
+
+  void Release() { Relist({}); }
+
+  void Relist(std::vector<core::RayJob> jobs) {
+    by_id.clear();
+    read_again.clear();
+    listed = std::move(jobs);
+    for (const core::RayJob& job : listed) {
+      if (!job.submission_id.empty()) by_id.insert_or_assign(job.submission_id, &job);
+    }
   }
-  return out;
-}
+};
 
 // A narrow pass's view after its actions: each run of its jobs it saw and each run it
 // submitted, read again one by one (a few GETs where a full pass lists every job). A run that
 // cannot be read keeps the view from before the actions; one Ray no longer has is dropped.
-void ObserveRunsAgain(ports::JobServer& server, const PassResult& result, JobsById& ray_jobs) {
+void ObserveRunsAgain(ports::JobServer& server, const PassResult& result, ObservedJobs& jobs) {
   std::set<std::string, std::less<>> ids;
-  for (const auto& [id, job] : ray_jobs) ids.insert(id);
+  for (const auto& [id, job] : jobs.by_id) ids.emplace(id);
   for (const ActionOutcome& o : result.outcomes) ids.insert(o.action.submission_id);
   for (const std::string& id : ids) {
     core::Result<core::RayJob> job = server.Get(id);
     if (job.ok()) {
       job->message = result.redactor.SafeMessage(job->message);
-      ray_jobs.insert_or_assign(id, std::move(*job));
+      job->submission_id = id;
+      const core::RayJob& kept = jobs.read_again.emplace_back(std::move(*job));
+      jobs.by_id.insert_or_assign(kept.submission_id, &kept);
     } else if (job.error().IsNotFound()) {
-      ray_jobs.erase(id);
+      jobs.by_id.erase(id);
     }
   }
 }
@@ -323,7 +341,7 @@ void ObserveRunsAgain(ports::JobServer& server, const PassResult& result, JobsBy
 // before the actions stays in `ray_jobs` when the second listing fails).
 void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
                      const ports::DesiredSnapshot& snapshot, const NameSet* only,
-                     PassResult& result, JobsById& ray_jobs) {
+                     PassResult& result, ObservedJobs& ray_jobs) {
   ApplyOptions apply;
   apply.owner = options.policy.owner;
   apply.parallelism = options.parallelism;
@@ -355,7 +373,7 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
   core::Result<std::vector<core::RayJob>> after = deps.server->List();
   if (after.ok()) {
     SanitizeJobs(*after, result.redactor);
-    ray_jobs = ById(std::move(*after));
+    ray_jobs.Relist(std::move(*after));
   }
 }
 
@@ -364,7 +382,7 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
 // goes on as if it had not asked.
 std::optional<core::ClusterResources> PendingRunResources(const ReconcileDeps& deps,
                                                           const core::Plan& plan,
-                                                          const JobsById& ray_jobs) {
+                                                          const core::RayJobsById& ray_jobs) {
   if (!core::AnyRunPending(plan, ray_jobs)) return std::nullopt;
   core::Result<core::ClusterResources> read = deps.server->Resources();
   if (!read.ok()) return std::nullopt;
@@ -391,40 +409,44 @@ void WriteChanges(const ReconcileDeps& deps, const ports::DesiredSnapshot& snaps
 }
 
 // Step 6: every planned job's record, redacted; a commit when one changed meaningfully. Each
-// record is built once and moved into the result.
+// record is built once and moved into the result. The ledger's records are let go of as the
+// new ones are built (core::BuildStatusUpdateFromLedger): a pass that acts leaves in `ledger`
+// only the records of jobs its plan does not name; a dry run consumes a copy, and hands the
+// ledger back whole (`plan` and `diff` compare with it).
 void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
-            const ports::DesiredSnapshot& snapshot, const core::Ledger& ledger, JobsById ray_jobs,
+            const ports::DesiredSnapshot& snapshot, core::Ledger& ledger, ObservedJobs& ray_jobs,
             PassResult& result) {
   const std::string address = core::StripUrlCredentials(options.ray_address);
   core::StatusInputs in;
   in.desired = &snapshot.state;
   in.plan = &result.plan;
-  in.ledger = &ledger;
-  in.ray_jobs = std::move(ray_jobs);
-  in.outcomes = result.outcomes;
+  in.ray_jobs = std::move(ray_jobs.by_id);
+  in.outcomes = std::move(result.outcomes);  // lent, and given back below
   in.owner = options.policy.owner;
   in.spec_commit = snapshot.commit;
   in.ray_address = address;
   in.dashboard_url = core::StripUrlCredentials(options.dashboard_url);
   in.now_ms = options.now_ms;
   in.cluster_resources = PendingRunResources(deps, result.plan, in.ray_jobs);
-  core::StatusUpdate update = core::BuildStatusUpdate(in);
-  in = {};
-  for (auto& [name, record] : update.records) RedactRecord(record, result.redactor);
   // A job frozen by its unreadable status file is shown, never written: a record built
   // without the file's history would replace it, and the next pass could take a finished run
   // for a new one.
-  std::map<std::string, core::StatusRecord, std::less<>> frozen;
-  for (const auto& [name, why] : options.policy.frozen_jobs) {
-    auto node = update.records.extract(name);
-    if (!node.empty()) frozen.insert(std::move(node));
-  }
-  core::StatusDiff diff = core::DiffAgainstLedger(update, ledger, core::DiffRecords::kNamesOnly);
+  auto frozen = [&options](std::string_view name) {
+    return options.policy.frozen_jobs.contains(name);
+  };
+  core::StatusUpdate update;
+  std::optional<core::Ledger> copy;
+  if (options.dry_run) copy = ledger;
+  core::StatusDiff diff =
+      core::BuildStatusUpdateFromLedger(in, copy ? *copy : ledger, result.redactor, frozen, update);
+  copy.reset();
+  result.outcomes = std::move(in.outcomes);
+  in = {};
+  ray_jobs.Release();  // before the status commit is written
   if (!options.dry_run && options.record_status && deps.store != nullptr && !diff.changed.empty()) {
     WriteChanges(deps, snapshot, address, update, diff, result);
   }
   result.transitions = std::move(diff.transitions);
-  update.records.merge(frozen);
   result.records.reserve(update.records.size());
   for (auto& [name, record] : update.records) result.records.push_back(std::move(record));
 }
@@ -483,13 +505,13 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
 
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
-  JobsById ray_jobs = ById(std::move(in.observed));
+  ObservedJobs ray_jobs(std::move(in.observed));
   if (!options.dry_run && !result.plan.actions.empty()) {
     ApplyAndObserve(deps, planned, snapshot, only, result, ray_jobs);
   }
 
   // 6. Record.
-  Record(deps, planned, snapshot, in.ledger, std::move(ray_jobs), result);
+  Record(deps, planned, snapshot, in.ledger, ray_jobs, result);
   result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
 }
 

@@ -121,8 +121,10 @@ struct PassResult {
   // Every planned job's record after this pass (what the status branch now holds, or would
   // hold after a dry run), by name; empty when the pass stopped before planning.
   std::vector<core::StatusRecord> records;
-  // The ledger the pass planned and recorded against (as read, before this pass's records);
-  // null when the pass stopped before planning, empty without a status store.
+  // The ledger the pass planned against, as read; null when the pass stopped before planning,
+  // empty without a status store. Whole after `plan` and a dry run. A pass that acts lets go
+  // of each job's record as it builds the new one (`records` supersede them), so this keeps
+  // only the records of jobs its plan did not name (core::BuildStatusUpdateFromLedger).
   std::shared_ptr<const core::Ledger> ledger;
   // What could not be reached when the pass stopped early: "Git" (the desired state or the
   // ledger) or "Ray" (the job list); empty otherwise.

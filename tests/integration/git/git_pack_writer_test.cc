@@ -140,14 +140,14 @@ TEST_CASE("a pack writer leaves nothing behind unless finished with blobs", "[gi
   CHECK(r.LooseObjects() == 0);
 }
 
-TEST_CASE("packs are read through windows of 8 MiB, 32 MiB of them mapped at most", "[git][pack]") {
+TEST_CASE("packs are read through windows of 4 MiB, 8 MiB of them mapped at most", "[git][pack]") {
   adapters::git::EnsureLibraryInitialised();
   size_t window = 0;
   size_t limit = 0;
   REQUIRE(git_libgit2_opts(GIT_OPT_GET_MWINDOW_SIZE, &window) == 0);
   REQUIRE(git_libgit2_opts(GIT_OPT_GET_MWINDOW_MAPPED_LIMIT, &limit) == 0);
-  CHECK(window == size_t{8} << 20U);
-  CHECK(limit == size_t{32} << 20U);
+  CHECK(window == size_t{4} << 20U);
+  CHECK(limit == size_t{8} << 20U);
 }
 
 }  // namespace

@@ -169,14 +169,14 @@ TEST_CASE("a cluster status is worth reading only while a planned run is PENDING
   jp.submission_id = "x-1";
   jp.phase = Phase::kPending;
   plan.jobs.push_back(jp);
-  std::map<std::string, RayJob, std::less<>> ray;
+  RayJobsById ray;
   CHECK_FALSE(AnyRunPending(plan, ray));
   RayJob job;
   job.submission_id = "x-1";
   job.status = RayJobStatus::kRunning;
-  ray["x-1"] = job;
+  ray[job.submission_id] = &job;
   CHECK_FALSE(AnyRunPending(plan, ray));
-  ray["x-1"].status = RayJobStatus::kPending;
+  job.status = RayJobStatus::kPending;
   CHECK(AnyRunPending(plan, ray));
 }
 

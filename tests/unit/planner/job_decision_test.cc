@@ -242,7 +242,7 @@ TEST_CASE("each row of the per-job decision gives its actions and its status rec
       in.desired = &desired;
       in.plan = &plan;
       in.ledger = &row.ledger;
-      for (const RayJob& job : row.ray) in.ray_jobs.emplace(job.submission_id, job);
+      for (const RayJob& job : row.ray) in.ray_jobs.emplace(job.submission_id, &job);
       in.outcomes = Outcomes(plan, row.applied);
       in.now_ms = kNow;
       in.ray_address = "http://127.0.0.1:8265";
@@ -271,7 +271,7 @@ TEST_CASE("the attempts of a record say what the pass did to each run") {
   in.desired = &desired;
   in.plan = &plan;
   in.ledger = &ledger;
-  in.ray_jobs.emplace(old_run.submission_id, old_run);
+  in.ray_jobs.emplace(old_run.submission_id, &old_run);
   in.outcomes = Outcomes(plan, Applied::kAllOk);
   in.now_ms = kNow;
   const StatusRecord rec = BuildStatusUpdate(in).records.at("a");
@@ -301,7 +301,7 @@ TEST_CASE("an active attempt missing from Ray is lost only when the listing was 
   in.desired = &desired;
   in.plan = &plan;
   in.ledger = &ledger;
-  in.ray_jobs.emplace(done.submission_id, done);
+  in.ray_jobs.emplace(done.submission_id, &done);
   for (const bool complete : {true, false}) {
     in.ray_jobs_complete = complete;
     const StatusRecord rec = BuildStatusUpdate(in).records.at("a");
@@ -323,7 +323,7 @@ TEST_CASE("a removed job whose run ended keeps its record, Removed, for a revert
   in.desired = &desired;
   in.plan = &plan;
   in.ledger = &ledger;
-  for (const RayJob& job : ray) in.ray_jobs.emplace(job.submission_id, job);
+  for (const RayJob& job : ray) in.ray_jobs.emplace(job.submission_id, &job);
   const StatusUpdate update = BuildStatusUpdate(in);
   REQUIRE(update.records.count("a") == 1);
   const StatusRecord& rec = update.records.at("a");

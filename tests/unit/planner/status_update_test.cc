@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reconciler/core/ownership.h"
+#include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 
 namespace rg::core {
@@ -125,7 +126,7 @@ TEST_CASE("a Conflict over an id held by a run not ours records nothing of that 
                      {std::string(core::kMetaName), "a"},
                      {std::string(core::kMetaRepo), "https://git.example/team-a/jobs"}};
   }
-  x.in.ray_jobs.emplace(held.submission_id, held);
+  x.in.ray_jobs.emplace(held.submission_id, &held);
   const auto update = BuildStatusUpdate(x.in);
   REQUIRE(update.records.count("a") == 1);
   const core::StatusRecord& rec = update.records.at("a");
@@ -159,7 +160,7 @@ TEST_CASE("a record's spec_commit is the commit its run was submitted from", "[s
                   {std::string(core::kMetaName), "a"},
                   {std::string(core::kMetaCommit), "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}};
   SECTION("the run's gitops.commit label, not the pass's commit") {
-    x.in.ray_jobs.emplace(run.submission_id, run);
+    x.in.ray_jobs.emplace(run.submission_id, &run);
     CHECK(BuildStatusUpdate(x.in).records.at("a").spec_commit == run.Label(core::kMetaCommit));
   }
   SECTION("the ledger's for the same run when Ray has not got it listed") {
@@ -190,6 +191,56 @@ TEST_CASE("dashboard links start with the dashboard URL when one is given", "[st
   x.in.dashboard_url = "https://ray.example.com/dashboard";
   CHECK(BuildStatusUpdate(x.in).records.at("a").dashboard_url ==
         "https://ray.example.com/dashboard/#/jobs/a-0123456789");
+}
+
+TEST_CASE("records built from the ledger let it go and are what the two steps give",
+          "[status_update]") {
+  Inputs x;
+  Redactor secrets;
+  secrets.Add("hunter2-secret");
+  auto planned = [](const std::string& name, Phase phase, const std::string& message) {
+    JobPlan jp = Planned(name, phase);
+    jp.message = message;
+    return jp;
+  };
+  // d twice, as an invalid spec and a valid one may share a name: the last row is its record.
+  x.plan.jobs = {planned("a", Phase::kStopped, "stopped by hunter2-secret"),
+                 planned("b", Phase::kRunning, ""), planned("c", Phase::kRunning, ""),
+                 planned("d", Phase::kSuspended, "first"), planned("d", Phase::kStopped, "last")};
+  StatusUpdate settled = BuildStatusUpdate(x.in);
+  for (auto& [name, record] : settled.records) RedactRecord(record, secrets);
+  x.ledger["a"] = settled.records.at("a");  // unchanged once redacted
+  x.ledger["b"] = settled.records.at("b");
+  x.ledger["b"].phase = Phase::kPending;  // b changed
+  x.ledger["c"] = settled.records.at("c");
+  x.ledger["c"].phase = Phase::kPending;    // c changed, but frozen
+  x.ledger["e"] = settled.records.at("b");  // not planned
+  x.ledger["e"].name = "e";
+
+  StatusUpdate expected = BuildStatusUpdate(x.in);
+  for (auto& [name, record] : expected.records) RedactRecord(record, secrets);
+  StatusUpdate unfrozen = expected;
+  unfrozen.records.erase("c");
+  const StatusDiff expected_diff = DiffAgainstLedger(unfrozen, x.ledger, DiffRecords::kNamesOnly);
+  REQUIRE(expected_diff.changed == std::vector<std::string>{"b", "d"});  // d is new
+
+  Ledger ledger = x.ledger;
+  x.in.ledger = nullptr;  // not read
+  StatusUpdate update;
+  const StatusDiff diff = BuildStatusUpdateFromLedger(
+      x.in, ledger, secrets, [](std::string_view name) { return name == "c"; }, update);
+  CHECK(diff.changed == expected_diff.changed);
+  CHECK(diff.transitions == expected_diff.transitions);
+  CHECK(diff.subject_items == expected_diff.subject_items);
+  CHECK(diff.changes.empty());
+  REQUIRE(update.records.size() == 4);
+  CHECK(update.records == expected.records);
+  CHECK(update.records.at("a").message == "stopped by <redacted>");
+  CHECK(update.records.at("d").message == "last");
+  // What is left of the ledger: the job not planned and the frozen one.
+  CHECK(ledger.size() == 2);
+  CHECK(ledger.contains("c"));
+  CHECK(ledger.contains("e"));
 }
 
 }  // namespace
