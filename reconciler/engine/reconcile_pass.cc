@@ -299,6 +299,7 @@ struct ObservedJobs {
   core::RayJobsById by_id;
 
   explicit ObservedJobs(std::vector<core::RayJob> jobs) { Relist(std::move(jobs)); }
+  // Not copied or moved: a copy's views would point into the original's jobs.
   ObservedJobs(const ObservedJobs&) = delete;
   ObservedJobs& operator=(const ObservedJobs&) = delete;
   ObservedJobs(ObservedJobs&&) = delete;
