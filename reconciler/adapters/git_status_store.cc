@@ -1,5 +1,6 @@
 #include "reconciler/adapters/git_status_store.h"
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <functional>
@@ -292,7 +293,13 @@ std::string RefusalOf(const std::string& name, const std::optional<core::StatusR
 core::Error RefusedChanges(const std::vector<std::string>& refused, bool foreign) {
   std::string message = "status not recorded for " + std::to_string(refused.size()) +
                         (refused.size() == 1 ? " job: " : " jobs: ");
-  for (size_t i = 0; i < refused.size(); ++i) message += (i == 0 ? "" : "; ") + refused[i];
+  // A shared branch refuses every job at once: 50,000 reasons made one log line of 9 MB.
+  constexpr size_t kListed = 10;
+  const size_t listed = std::min(refused.size(), kListed);
+  for (size_t i = 0; i < listed; ++i) message += (i == 0 ? "" : "; ") + refused[i];
+  if (refused.size() > listed) {
+    message += "; and " + std::to_string(refused.size() - listed) + " more";
+  }
   return foreign ? core::Error::Conflict(std::move(message))
                  : core::Error::InvalidInput(std::move(message));
 }

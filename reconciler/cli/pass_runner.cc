@@ -142,6 +142,9 @@ core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOp
   const AtScopeEnd leave([&]() { LeaveRepoToExit(std::move(*handles)); });
   PassWiring wiring;
   wiring.artifacts = artifacts;
+  // A pass that acts (`sync`) lets go of what libgit2 cached for its reads before it builds
+  // its records and its status commit; a dry run's peak is elsewhere (its plan's text).
+  if (!options.dry_run) wiring.after_reads = [&handles]() { DropGitCaches(*handles); };
   return RunPassOnRepo(global, repo, *handles->source, handles->store.get(), std::move(options),
                        wiring);
 }
@@ -188,6 +191,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   deps.server_factory = make_server;
   deps.store = store;
   deps.artifacts = sink.get();
+  deps.after_reads = wiring.after_reads;
   run.result = engine::RunReconcilePass(deps, options);
   run.make_server = make_server;
   // A pass that loaded again planned from a newer commit: show that one.

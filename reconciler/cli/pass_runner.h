@@ -104,6 +104,8 @@ struct PassWiring {
   // a one-shot command has nothing above it to try again). The daemon gives 1: its loop is the
   // one backoff layer (docs/daemon.md, "Deadlines"), and a pass never sleeps inside itself.
   int ray_call_attempts = 0;
+  // engine::ReconcileDeps::after_reads of a full pass; empty: nothing.
+  std::function<void()> after_reads;
 };
 
 // RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live

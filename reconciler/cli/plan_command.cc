@@ -79,7 +79,8 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   } else {
     text = core::FormatPlanText(view);
   }
-  std::cout << r.redactor.Apply(text);
+  r.redactor.ApplyInPlace(text);
+  std::cout << text;
   if (!r.errors.empty() || !r.diagnostics.empty()) return kPlanError;
   return r.plan.HasChanges() ? kPlanChangesPending : kPlanNothingToDo;
 }

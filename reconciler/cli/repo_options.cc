@@ -57,6 +57,14 @@ void SaveParseCache(adapters::ParseCache* cache) {
   }
 }
 
+void DropGitCaches(const RepoHandles& handles) {
+  if (!handles.workspace) return;
+  if (core::Status dropped = handles.workspace->DropCaches(); !dropped.ok()) {
+    LogEvent("warn", "cannot reopen the clone to free its caches",
+             {{"reason", dropped.error().message()}});
+  }
+}
+
 void LeaveRepoToExit(RepoHandles&& handles) {
   SaveParseCache(handles.parse_cache.get());
   LeaveToExit(std::move(handles));

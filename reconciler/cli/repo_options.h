@@ -113,6 +113,11 @@ core::Result<RepoHandles> OpenRepo(const RepoOptions& options, bool read_only = 
 // the handles (and what their source and store hold) to the process's exit (leave_to_exit.h).
 void LeaveRepoToExit(RepoHandles&& handles);
 
+// Frees what libgit2 caches for the clone: packs' mapped windows, delta bases, objects
+// (adapters::GitWorkspace::DropCaches, whose REQUIRES holds). A failure is logged as a warning;
+// the next read opens the clone again.
+void DropGitCaches(const RepoHandles& handles);
+
 // For the commands that only read (`plan`, `history`), as CI runs them: a local checkout is
 // read where it is (its own commits: a shallow clone works, and HEAD is what is checked out),
 // and its ledger is origin's status branch, fetched, when origin can be reached; else the local

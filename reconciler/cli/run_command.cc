@@ -438,10 +438,7 @@ void ReleaseParsedFiles(const RepoHandles& repo) {
     if (repo.store) repo.store->ReleaseMemory();
     repo.parse_cache->Release();
   }
-  if (core::Status dropped = repo.workspace->DropCaches(); !dropped.ok()) {
-    LogEvent("warn", "cannot reopen the clone to free its caches",
-             {{"reason", dropped.error().message()}});
-  }
+  DropGitCaches(repo);
   ReturnFreeMemory();
 }
 
@@ -550,6 +547,7 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     wiring.artifacts = true;
     wiring.decorate = decorate;
     wiring.ray_call_attempts = 1;
+    wiring.after_reads = [&repo]() { DropGitCaches(repo); };
     if (std::optional<engine::PassResult> narrow =
             NarrowPass(global, flags, source, store, options, wiring, *state)) {
       accounting.Record();

@@ -176,7 +176,7 @@ std::string FormatPlanText(const PlanView& view) {
   for (const Row& r : rows) {
     table.push_back({r.action, r.name, r.submission_id, r.phase, OneLine(r.reason)});
   }
-  out += FormatTextTable(table);
+  AppendTextTable(table, out);
   const PlanActionIndex acts(plan);
   for (const auto& [name, change] : view.job_changes) {
     const JobPlan* jp = plan.FindJob(name);

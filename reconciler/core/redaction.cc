@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "reconciler/core/render.h"
 
@@ -78,14 +79,25 @@ void Redactor::Merge(const Redactor& other) {
 
 std::string Redactor::Apply(std::string_view text) const {
   std::string out(text);
-  for (const std::string& secret : secrets_) {
-    size_t pos = 0;
-    while ((pos = out.find(secret, pos)) != std::string::npos) {
-      out.replace(pos, secret.size(), kRedacted);
-      pos += kRedacted.size();
-    }
-  }
+  ApplyInPlace(out);
   return out;
+}
+
+void Redactor::ApplyInPlace(std::string& text) const {
+  for (const std::string& secret : secrets_) {
+    size_t pos = text.find(secret);
+    if (pos == std::string::npos) continue;
+    std::string out;
+    out.reserve(text.size());
+    size_t from = 0;
+    for (; pos != std::string::npos; pos = text.find(secret, from)) {
+      out.append(text, from, pos - from);
+      out += kRedacted;
+      from = pos + secret.size();
+    }
+    out.append(std::string_view(text).substr(from));
+    text = std::move(out);
+  }
 }
 
 void RedactRecord(StatusRecord& record, const Redactor& redactor) {

@@ -47,6 +47,9 @@ class Redactor {
 
   // `text` with every known secret value replaced by kRedacted.
   std::string Apply(std::string_view text) const;
+  // The same, in `text` itself: nothing is copied unless a secret is found, and each secret
+  // found costs one pass over the text (a plan's text at 50,000 jobs is about 37 MB).
+  void ApplyInPlace(std::string& text) const;
   // Redact first, then cut: a secret that straddles the cut is still removed whole.
   std::string SafeMessage(std::string_view ray_message) const {
     return FirstLineOfMessage(Apply(ray_message));

@@ -475,6 +475,7 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   // 1 to 3. Desired, observed, ledger; loaded again while the view is older than the cluster.
   std::optional<PassInputs> in = ReadCurrentInputs(deps, options, result);
   if (!in) return finish();
+  if (deps.after_reads) deps.after_reads();
 
   PlanApplyRecord(deps, options, *in, result);
   return finish();

@@ -43,6 +43,12 @@ struct ReconcileDeps {
   JobServerFactory server_factory;              // optional: one client per submit worker
   ports::StatusStore* store = nullptr;          // optional: no ledger, nothing recorded
   ports::ArtifactSink* artifacts = nullptr;     // optional
+  // Optional: called once a full pass has read the commit, the ledger and Ray's list, before
+  // it plans. A pass reads nothing more from Git until its status commit, so the daemon and
+  // `sync` reopen their clone here: the packs' mapped windows and delta-base caches (about
+  // 30 MB after reading 50,000 specs and status files) are gone before the pass's peak, which
+  // is where it builds its records (docs/performance.md).
+  std::function<void()> after_reads;
 };
 
 struct ReconcileOptions {

@@ -67,6 +67,7 @@ class Daemon {
     options.cache_dir = repo.tmp.Sub("cache-" + name);
     auto ws = adapters::GitWorkspace::Open(options);
     if (!ws) FAIL(ws.error().ToString());
+    workspace_ = *ws;
     adapters::GitDesiredStateOptions source_options;
     source_options.jobs_dir = std::move(jobs_dir);
     source_ = std::make_unique<adapters::GitDesiredStateSource>(*ws, source_options);
@@ -80,6 +81,14 @@ class Daemon {
     deps.source = source_.get();
     deps.server = &client_;
     deps.store = store_.get();
+    if (drop_caches_after_reads) {
+      deps.after_reads = [this]() {
+        ++after_reads_calls;
+        jobs_at_reads = ray_.JobCount();
+        const core::Status dropped = workspace_->DropCaches();
+        CHECK(dropped.ok());
+      };
+    }
     engine::ReconcileOptions options;
     options.policy.owner.instance = instance_;
     options.ray_address = address_;
@@ -88,6 +97,12 @@ class Daemon {
     ray_.Tick();
     return result;
   }
+
+  // What the daemon and `sync` do (engine::ReconcileDeps::after_reads): the clone reopened
+  // between the pass's reads and its plan. Counted, with Ray's job count at that moment.
+  bool drop_caches_after_reads = false;
+  int after_reads_calls = 0;
+  size_t jobs_at_reads = 0;
 
   // Passes until one commits nothing (at most `limit`); what a running daemon reaches.
   void Converge(int limit = 4) {
@@ -100,6 +115,7 @@ class Daemon {
  private:
   std::string instance_;
   std::string address_;
+  std::shared_ptr<adapters::GitWorkspace> workspace_;
   testing::FakeRayServer& ray_;
   adapters::RayHttpJobServer client_;
   std::unique_ptr<adapters::GitDesiredStateSource> source_;
@@ -180,6 +196,68 @@ TEST_CASE("Two instances that share one status branch by mistake never flip a st
   CHECK(ray.JobCount() == 2);
   CHECK(testing::BranchTip(repo.remote, kDefaultBranch) == tip);
   CHECK(repo.RecordOn(kDefaultBranch, "hello") == before);
+}
+
+TEST_CASE("A branch shared by mistake over many jobs names ten of them and counts the rest",
+          "[git][ledger]") {
+  testing::FakeRayServer ray(Immediate());
+  Repo repo("address: " + ray.address() + "\n");
+  for (int i = 0; i < 14; ++i) {
+    const std::string file = "job-" + std::to_string(10 + i) + ".yaml";
+    const std::string spec =
+        "workload: custom\nentrypoint: sleep " + std::to_string(400 + i) + "\n";
+    repo.person->Write("jobs/" + file, spec);
+    repo.person->Write("team-b/" + file, spec);
+  }
+  repo.person->CommitAndPush("main", "fourteen more jobs in each folder");
+  Daemon a(repo, "a", "ray-gitops", kDefaultBranch, ray);
+  Daemon b(repo, "b", "team-b", kDefaultBranch, ray, "", "team-b");
+  a.Converge();
+  auto rb = b.Pass();
+  REQUIRE(rb.errors.size() == 1);
+  CHECK(rb.errors[0].IsConflict());
+  const std::string message = rb.errors[0].message();
+  CHECK_THAT(message, Catch::StartsWith("cannot record status: status not recorded for 15 jobs: "
+                                        "status/"));
+  size_t listed = 0;
+  for (size_t at = message.find("is left as it is"); at != std::string::npos;
+       at = message.find("is left as it is", at + 1)) {
+    ++listed;
+  }
+  CHECK(listed == 10);
+  CHECK_THAT(message, Catch::EndsWith("--status-branch; and 5 more"));
+  CHECK(ray.JobCount() == 30);  // b's runs still go on
+}
+
+TEST_CASE("A pass that reopens its clone between its reads and its plan acts and records",
+          "[git][ledger]") {
+  testing::FakeRayServer ray(Immediate());
+  Repo repo("address: " + ray.address() + "\n");
+  Daemon a(repo, "a", "ray-gitops", kDefaultBranch, ray);
+  a.drop_caches_after_reads = true;
+
+  auto first = a.Pass();
+  CHECK(Errors(first).empty());
+  CHECK(a.after_reads_calls == 1);
+  CHECK(a.jobs_at_reads == 0);  // before anything was applied
+  CHECK(ray.JobCount() == 1);
+  CHECK_FALSE(first.status_commit.empty());  // written through the reopened clone
+  const auto recorded = repo.RecordOn(kDefaultBranch, "hello");
+  REQUIRE(recorded.has_value());
+  const std::string first_run = recorded->submission_id;
+
+  // A change: the old run stopped, the new one submitted, both read and recorded again.
+  repo.person->Write("jobs/hello.yaml", "workload: custom\nentrypoint: sleep 302\n");
+  repo.person->CommitAndPush("main", "hello sleeps longer");
+  auto second = a.Pass();
+  CHECK(Errors(second).empty());
+  CHECK(a.after_reads_calls == 2);
+  CHECK(ray.JobCount() == 2);
+  a.Converge();
+  const auto now = repo.RecordOn(kDefaultBranch, "hello");
+  REQUIRE(now.has_value());
+  CHECK(now->submission_id != first_run);
+  CHECK(now->attempts.size() == 2);
 }
 
 TEST_CASE("Two clusters, one daemon each with its own instance and status branch, both run",

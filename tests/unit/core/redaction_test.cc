@@ -68,6 +68,34 @@ TEST_CASE("the redactor replaces every known secret value, the longest first") {
   CHECK(r.size() == 5);
 }
 
+TEST_CASE("redacting in place gives what Apply gives and leaves a clean text where it is") {
+  Redactor r;
+  r.Add("abcdefgh");
+  r.Add("abcdefgh-longer-secret");
+  r.Add("zzzzzzzzzz");
+  // Occurrences at both ends, back to back, overlapping ("zzzzzzzzzzz" holds one whole), and
+  // a shorter secret inside a longer one.
+  for (const std::string& text :
+       {std::string("abcdefgh-longer-secret and abcdefgh"), std::string("abcdefghabcdefgh"),
+        std::string("zzzzzzzzzzz tail zzzzzzzzzz"),
+        std::string("x abcdefgh-longer-secretabcdefgh")}) {
+    std::string in_place = text;
+    r.ApplyInPlace(in_place);
+    CHECK(in_place == r.Apply(text));
+    CHECK(in_place.find("abcdefgh") == std::string::npos);
+  }
+  std::string in_place = "zzzzzzzzzzz tail zzzzzzzzzz";
+  r.ApplyInPlace(in_place);
+  CHECK(in_place == "<redacted>z tail <redacted>");
+
+  // A large text with nothing to redact keeps its buffer: no copy of a plan's 37 MB.
+  std::string clean(1 << 20, 'a');
+  const char* const buffer = clean.data();
+  r.ApplyInPlace(clean);
+  CHECK(clean.data() == buffer);
+  CHECK(clean.size() == size_t{1} << 20);
+}
+
 TEST_CASE("redact first, then cut: a secret across the 300th character is removed whole") {
   Redactor r;
   r.Add("SECRET-VALUE-0123456789");

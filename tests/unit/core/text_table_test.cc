@@ -16,5 +16,20 @@ TEST_CASE("table columns are as wide as their widest cell plus two, the last one
   CHECK(FormatTextTable({}).empty());
 }
 
+TEST_CASE("a table appended to a text follows it and grows it once, by the table's size") {
+  const std::vector<TextRow> rows = {{"ID", "STATUS", "NOTE"},
+                                     {"a-0123456789", "RUNNING", "x"},
+                                     {"b", "SUCCEEDED", "a long last cell"},
+                                     {"c", "", ""}};
+  std::string out = "Plan: 3 jobs\n";
+  AppendTextTable(rows, out);
+  CHECK(out == "Plan: 3 jobs\n" + FormatTextTable(rows));
+  // Reserved exactly: the text's capacity is its size (no doubling's spare half).
+  std::string exact;
+  AppendTextTable(rows, exact);
+  CHECK(exact.capacity() == exact.size());
+  CHECK(exact == FormatTextTable(rows));
+}
+
 }  // namespace
 }  // namespace rg::core
