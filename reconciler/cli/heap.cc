@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 
+#include <optional>
 #include <string>
 
 #if defined(RG_WITH_JEMALLOC)
@@ -44,23 +45,58 @@ void ReturnFreeMemory() {
 #endif
 }
 
-void ReturnFreedPagesSoon() {
+namespace {
+
 #if defined(RG_WITH_JEMALLOC)
-  ssize_t decay_ms = kFreedPagesDecayMs;
-  // Arenas made later take the defaults; those that exist are set one by one (an index not yet
-  // in use refuses, which is fine).
-  for (const char* name : {"arenas.dirty_decay_ms", "arenas.muzzy_decay_ms"}) {
-    mallctl(name, nullptr, nullptr, &decay_ms, sizeof(decay_ms));
-  }
+// Sets one of jemalloc's decay times (`what`: "dirty_decay_ms" or "muzzy_decay_ms") to `ms`, for
+// the arenas made later and for those that exist (an index not yet in use refuses: fine).
+void SetDecay(const std::string& what, ssize_t ms) {
+  mallctl(("arenas." + what).c_str(), nullptr, nullptr, &ms, sizeof(ms));
   unsigned arenas = 0;
   size_t size = sizeof(arenas);
   if (mallctl("arenas.narenas", &arenas, &size, nullptr, 0) != 0) return;
   for (unsigned i = 0; i < arenas; ++i) {
-    const std::string arena = "arena." + std::to_string(i) + ".";
-    for (const char* what : {"dirty_decay_ms", "muzzy_decay_ms"}) {
-      mallctl((arena + what).c_str(), nullptr, nullptr, &decay_ms, sizeof(decay_ms));
-    }
+    mallctl(("arena." + std::to_string(i) + "." + what).c_str(), nullptr, nullptr, &ms, sizeof(ms));
   }
+}
+
+std::optional<long> ReadDecay(const char* name) {
+  ssize_t ms = 0;
+  size_t size = sizeof(ms);
+  if (mallctl(name, &ms, &size, nullptr, 0) != 0) return std::nullopt;
+  return static_cast<long>(ms);
+}
+#endif
+
+}  // namespace
+
+void ReturnFreedPagesSoon() {
+#if defined(RG_WITH_JEMALLOC)
+  SetDecay("dirty_decay_ms", kFreedPagesDecayMs);
+  SetDecay("muzzy_decay_ms", kFreedPagesDecayMs);
+#endif
+}
+
+void KeepFreedPagesLonger() {
+#if defined(RG_WITH_JEMALLOC)
+  SetDecay("dirty_decay_ms", ReadDecay("opt.dirty_decay_ms").value_or(kFreedPagesDecayMs));
+  SetDecay("muzzy_decay_ms", ReadDecay("opt.muzzy_decay_ms").value_or(kFreedPagesDecayMs));
+#endif
+}
+
+std::optional<long> FreedPagesDecayMs() {
+#if defined(RG_WITH_JEMALLOC)
+  return ReadDecay("arena.0.dirty_decay_ms");
+#else
+  return std::nullopt;
+#endif
+}
+
+std::optional<long> ConfiguredFreedPagesDecayMs() {
+#if defined(RG_WITH_JEMALLOC)
+  return ReadDecay("opt.dirty_decay_ms");
+#else
+  return std::nullopt;
 #endif
 }
 

@@ -41,9 +41,11 @@ int Main(int argc, char** argv) {
   rg::cli::AddHistoryCommand(app, global, &exit_code);
   rg::cli::AddRunCommand(app, global, &exit_code);
 
-  // Before any command runs, the daemon included: its first pass is as large as a `sync`'s
-  // (cli/heap.h).
-  app.parse_complete_callback([]() { rg::cli::ReturnFreedPagesSoon(); });
+  // Before any command runs: every command but the daemon runs once and exits; the daemon sets
+  // it for each full pass (cli/heap.h).
+  app.parse_complete_callback([&app]() {
+    if (!app.got_subcommand("run")) rg::cli::ReturnFreedPagesSoon();
+  });
 
   try {
     app.parse(argc, argv);

@@ -554,12 +554,16 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
       state->trim_due = true;
       return std::move(*narrow);
     }
+    // A full pass reads and plans everything: what it frees goes back within 100 ms, as in
+    // every one-shot command, and the default holds again once it is done (cli/heap.h).
+    ReturnFreedPagesSoon();
     core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, source, store, options, wiring);
     if (run.ok()) {
       state->index = engine::IndexPass(run->result, store);
       state->compact_due = state->index.valid();
     }
     ReleaseParsedFiles(repo);
+    KeepFreedPagesLonger();
     if (!run.ok()) {
       state->memo = {};
       accounting.Record();

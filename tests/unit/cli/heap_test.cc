@@ -72,6 +72,23 @@ int64_t ResidentAfterActivity(int64_t bound, double seconds) {
   return resident;
 }
 
+TEST_CASE("the decay of freed pages is set to 100 ms and back to jemalloc's configured one") {
+  const std::optional<long> configured = ConfiguredFreedPagesDecayMs();
+  if (AllocatorName() != "jemalloc") {
+    CHECK_FALSE(configured.has_value());
+    CHECK_FALSE(FreedPagesDecayMs().has_value());
+    return;
+  }
+  REQUIRE(configured.has_value());
+  CHECK(*configured != kFreedPagesDecayMs);  // 10 s unless MALLOC_CONF says otherwise
+  ReturnFreedPagesSoon();
+  CHECK(FreedPagesDecayMs() == kFreedPagesDecayMs);
+  KeepFreedPagesLonger();
+  CHECK(FreedPagesDecayMs() == configured);
+  ReturnFreedPagesSoon();
+  CHECK(FreedPagesDecayMs() == kFreedPagesDecayMs);
+}
+
 // Last in this file: it changes the heap for the rest of the process.
 TEST_CASE("once freed pages go back soon, freed memory leaves without being asked") {
   constexpr int64_t kMiB = 1 << 20;
