@@ -60,13 +60,19 @@ void SetDecay(const std::string& what, ssize_t ms) {
   }
 }
 
-std::optional<long> ReadDecay(const char* name) {
+#endif
+
+// A decay time jemalloc reports under `name`, in ms; nullopt without jemalloc.
+std::optional<long> ReadDecay([[maybe_unused]] const char* name) {
+#if defined(RG_WITH_JEMALLOC)
   ssize_t ms = 0;
   size_t size = sizeof(ms);
   if (mallctl(name, &ms, &size, nullptr, 0) != 0) return std::nullopt;
   return static_cast<long>(ms);
-}
+#else
+  return std::nullopt;
 #endif
+}
 
 }  // namespace
 
@@ -84,20 +90,8 @@ void KeepFreedPagesLonger() {
 #endif
 }
 
-std::optional<long> FreedPagesDecayMs() {
-#if defined(RG_WITH_JEMALLOC)
-  return ReadDecay("arena.0.dirty_decay_ms");
-#else
-  return std::nullopt;
-#endif
-}
+std::optional<long> FreedPagesDecayMs() { return ReadDecay("arena.0.dirty_decay_ms"); }
 
-std::optional<long> ConfiguredFreedPagesDecayMs() {
-#if defined(RG_WITH_JEMALLOC)
-  return ReadDecay("opt.dirty_decay_ms");
-#else
-  return std::nullopt;
-#endif
-}
+std::optional<long> ConfiguredFreedPagesDecayMs() { return ReadDecay("opt.dirty_decay_ms"); }
 
 }  // namespace rg::cli
