@@ -11,20 +11,30 @@
 #   RG_FUZZ_SECONDS=N              how long each fuzzer runs (default 45)
 #   RG_SKIP_TIDY=1                 leave out clang-tidy over reconciler/ (scripts/tidy.sh)
 set -euo pipefail
+# Each stage's wall time, so that the whole command's time can be kept in check
+# (docs/testing.md, "How long the suite takes").
+stage_started=$SECONDS
+stage_done() {
+  echo "test: $1 took $((SECONDS - stage_started)) s (${SECONDS} s in all)"
+  stage_started=$SECONDS
+}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 bash scripts/install-deps.sh
+stage_done "installing the dependencies"
 export RG_VENV=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}
 export RG_VERL_DIR=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/verl-0.9.1}
 
 preset=${RG_PRESET:-debug}
 cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
+stage_done "the $preset build"
 
 if [ "${RG_SKIP_TIDY:-0}" != 1 ]; then
   echo "test: clang-tidy over reconciler/ (scripts/tidy.sh)"
   bash scripts/tidy.sh "build/$preset"
+  stage_done "clang-tidy"
 fi
 
 ctest_args=(--preset "$preset" -j 2 --timeout 600)
@@ -42,9 +52,11 @@ if [ "${RG_SKIP_E2E:-0}" != 1 ] && [ "${RG_SKIP_SECOND_RAY:-0}" != 1 ]; then
   echo "test: the real-Ray tests (label e2e) against the Ray of $venv2"
   RG_E2E_RAY_VENV=$venv2 ctest --preset "$preset" -j 2 --timeout 600 -L e2e ||
     second_ray_failed=1
+  stage_done "the real-Ray tests against the second Ray"
   echo "test: now the whole suite, its real-Ray tests against the Ray of $RG_VENV"
 fi
 ctest "${ctest_args[@]}"
+stage_done "the $preset suite"
 if [ "$second_ray_failed" = 1 ]; then
   echo "test: FAILED: the real-Ray tests against the Ray of $venv2 (see above)" >&2
   exit 1
@@ -57,12 +69,16 @@ if [ "${RG_SKIP_SANITIZERS:-0}" != 1 ]; then
     echo "test: the ASan+UBSan suite (preset asan), everything but the real-Ray tests"
     cmake --preset asan -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" >/dev/null
     cmake --build --preset asan -j "$(nproc)"
+    stage_done "the asan build"
     ctest --preset asan -j 2 --timeout 600 -LE e2e
+    stage_done "the asan suite"
   fi
   echo "test: the fuzzers (preset fuzz), ${RG_FUZZ_SECONDS:-45} s each"
   cmake --preset fuzz -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-45}" >/dev/null
   cmake --build --preset fuzz -j "$(nproc)"
+  stage_done "the fuzz build"
   ctest --preset fuzz -j 2
+  stage_done "the fuzzers"
   grep -E '^[0-9]+/[0-9]+ Testing: |^#[0-9]+[[:space:]]+DONE' \
     build/fuzz/Testing/Temporary/LastTest.log || true
 fi
