@@ -119,8 +119,8 @@ Selection Select(const core::DesiredState& state, const ValidateOptions& options
 std::string VerlConfigDir(const core::JobSpec& job, const core::DesiredState& state,
                           const ValidateOptions& options) {
   if (!options.verl_config.empty()) return options.verl_config;
-  if (!job.code_path || !state.cluster) return "";
-  const auto code_path = core::InterpolateSharedRoot(*job.code_path, *state.cluster);
+  if (!job.trainer().code_path || !state.cluster) return "";
+  const auto code_path = core::InterpolateSharedRoot(*job.trainer().code_path, *state.cluster);
   if (!code_path.ok()) return "";
   const fs::path dir = fs::path(*code_path) / "verl" / "trainer" / "config";
   std::error_code ec;

@@ -270,28 +270,29 @@ Result<std::string> RenderVerlEntrypoint(const JobSpec& spec, const RayConfig& c
   }
   if (spec.workload == Workload::kGrpo) line.Text("algorithm.adv_estimator", "grpo");
 
-  line.String("data.train_files", spec.train_file);
-  line.String("data.val_files", spec.val_file);
+  line.String("data.train_files", spec.trainer().train_file);
+  line.String("data.val_files", spec.trainer().val_file);
   if (spec.workload == Workload::kSft) {
-    line.String("model.path", spec.model_id);
+    line.String("model.path", spec.trainer().model_id);
   } else {
-    line.String("actor_rollout_ref.model.path", spec.model_id);
-    if (spec.workload == Workload::kPpo) line.String("critic.model.path", spec.model_id);
+    line.String("actor_rollout_ref.model.path", spec.trainer().model_id);
+    if (spec.workload == Workload::kPpo) line.String("critic.model.path", spec.trainer().model_id);
   }
-  line.Integer("trainer.nnodes", spec.nnodes);
-  line.Integer("trainer.n_gpus_per_node", spec.n_gpus_per_node);
-  line.Integer("trainer.total_training_steps", spec.total_training_steps);
-  line.Integer("trainer.save_freq", spec.save_freq);
-  line.Integer("trainer.test_freq", spec.test_freq);
+  line.Integer("trainer.nnodes", spec.trainer().nnodes);
+  line.Integer("trainer.n_gpus_per_node", spec.trainer().n_gpus_per_node);
+  line.Integer("trainer.total_training_steps", spec.trainer().total_training_steps);
+  line.Integer("trainer.save_freq", spec.trainer().save_freq);
+  line.Integer("trainer.test_freq", spec.trainer().test_freq);
   line.Text("trainer.experiment_name", submission_id);
   if (cluster.shared_root.has_value()) {
     line.Text("trainer.default_local_dir", CheckpointDir(*cluster.shared_root, submission_id));
   }
   // verl's SFT driver computes on trainer.device and the driver holds no GPU.
-  if (spec.workload == Workload::kSft && !OverridesSetKey(spec.overrides, "trainer.device")) {
+  if (spec.workload == Workload::kSft &&
+      !OverridesSetKey(spec.trainer().overrides, "trainer.device")) {
     line.Text("trainer.device", "cpu");
   }
-  for (const std::string& item : spec.overrides) line.UserOverride(item);
+  for (const std::string& item : spec.trainer().overrides) line.UserOverride(item);
   return line.Join();
 }
 
@@ -399,8 +400,8 @@ Result<Value::Object> RenderEnvVars(const JobSpec& spec, const RayConfig& cluste
 Result<std::string> RenderPythonPath(const JobSpec& spec, const RayConfig& cluster,
                                      const Value::Object& env_vars) {
   std::vector<std::string> python_path;
-  if (spec.code_path.has_value()) {
-    auto code_path = InterpolateSharedRoot(*spec.code_path, cluster);
+  if (spec.trainer().code_path.has_value()) {
+    auto code_path = InterpolateSharedRoot(*spec.trainer().code_path, cluster);
     if (!code_path.ok()) return code_path.error();
     python_path.push_back(std::move(*code_path));
   }

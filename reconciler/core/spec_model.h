@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/core/boxed.h"
 #include "reconciler/core/string_map.h"
 #include "reconciler/core/value.h"
 
@@ -63,11 +64,9 @@ std::string_view WorkloadName(Workload w);
 enum class OnRemove { kStop, kKeep };
 std::string_view OnRemoveName(OnRemove o);
 
-struct JobSpec {
-  std::string path;  // repo-relative, e.g. "jobs/ppo/qwen.yaml"
-  Workload workload = Workload::kCustom;
-  std::string name;                          // explicit or derived from the path
-  std::optional<std::string> submission_id;  // a pin
+// The fields of a JobSpec that a `custom` job mostly leaves out: code_path (any workload) and
+// what ppo, grpo and sft take (docs/jobspec.md). Kept in a box on the JobSpec.
+struct TrainerFields {
   std::optional<std::string> code_path;
   std::optional<std::string> model_id;
   std::optional<std::string> train_file;
@@ -78,6 +77,19 @@ struct JobSpec {
   std::optional<int64_t> save_freq;
   std::optional<int64_t> test_freq;
   std::vector<std::string> overrides;
+
+  friend bool operator==(const TrainerFields&, const TrainerFields&) = default;
+};
+
+struct JobSpec {
+  std::string path;  // repo-relative, e.g. "jobs/ppo/qwen.yaml"
+  Workload workload = Workload::kCustom;
+  bool suspend = false;
+  OnRemove on_remove = OnRemove::kStop;
+  std::string name;                          // explicit or derived from the path
+  std::optional<std::string> submission_id;  // a pin
+  // code_path and the trainer's fields, apart: most specs set none of them (trainer()).
+  Boxed<TrainerFields> trainer_fields;
   std::optional<std::string> entrypoint;
   Value runtime_env = Value::Object{};
   StringMap env_vars;
@@ -86,8 +98,6 @@ struct JobSpec {
   std::optional<int64_t> entrypoint_memory;
   std::optional<ResourceMap> entrypoint_resources;
   int64_t retries = 0;
-  bool suspend = false;
-  OnRemove on_remove = OnRemove::kStop;
   StringMap annotations;
 
   // The document as parsed (YAML scalars resolved to their types); the hash input.
@@ -108,6 +118,9 @@ struct JobSpec {
                                [hash](const std::string& legacy) { return hash == legacy; });
   }
   std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
+
+  const TrainerFields& trainer() const { return trainer_fields.get(); }
+  TrainerFields& mutable_trainer() { return trainer_fields.mutable_get(); }
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

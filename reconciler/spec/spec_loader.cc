@@ -399,7 +399,7 @@ void ReadOverrides(JobFields& f, const YamlEntry& e) {
       f.reader.TypeError("overrides[" + std::to_string(i) + "]", "a key=value string", item);
       continue;
     }
-    f.doc.overrides.push_back(item.scalar.as_string());
+    f.doc.mutable_trainer().overrides.push_back(item.scalar.as_string());
   }
 }
 
@@ -457,27 +457,46 @@ constexpr std::array<JobRule, 24> kJobFields = {{
     {"name", ReadJobName},
     {"submission_id", ReadPinnedSubmissionId},
     {"code_path",
-     [](JobFields& f, const YamlEntry& e) { f.doc.code_path = f.reader.String(e.key, e.value); }},
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.mutable_trainer().code_path = f.reader.String(e.key, e.value);
+     }},
     {"model_id",
-     [](JobFields& f, const YamlEntry& e) { f.doc.model_id = f.reader.String(e.key, e.value); },
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.mutable_trainer().model_id = f.reader.String(e.key, e.value);
+     },
      kTrainerOnly},
     {"train_file",
-     [](JobFields& f, const YamlEntry& e) { f.doc.train_file = f.reader.String(e.key, e.value); },
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.mutable_trainer().train_file = f.reader.String(e.key, e.value);
+     },
      kTrainerOnly},
     {"val_file",
-     [](JobFields& f, const YamlEntry& e) { f.doc.val_file = f.reader.String(e.key, e.value); },
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.mutable_trainer().val_file = f.reader.String(e.key, e.value);
+     },
      kTrainerOnly},
-    {"nnodes", [](JobFields& f, const YamlEntry& e) { f.doc.nnodes = ReadCount(f, e); },
+    {"nnodes",
+     [](JobFields& f, const YamlEntry& e) { f.doc.mutable_trainer().nnodes = ReadCount(f, e); },
      kTrainerOnly},
     {"n_gpus_per_node",
-     [](JobFields& f, const YamlEntry& e) { f.doc.n_gpus_per_node = ReadCount(f, e); },
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.mutable_trainer().n_gpus_per_node = ReadCount(f, e);
+     },
      kTrainerOnly},
     {"total_training_steps",
-     [](JobFields& f, const YamlEntry& e) { f.doc.total_training_steps = ReadCount(f, e); },
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.mutable_trainer().total_training_steps = ReadCount(f, e);
+     },
      kTrainerOnly},
-    {"save_freq", [](JobFields& f, const YamlEntry& e) { f.doc.save_freq = ReadFrequency(f, e); },
+    {"save_freq",
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.mutable_trainer().save_freq = ReadFrequency(f, e);
+     },
      kTrainerOnly},
-    {"test_freq", [](JobFields& f, const YamlEntry& e) { f.doc.test_freq = ReadFrequency(f, e); },
+    {"test_freq",
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.mutable_trainer().test_freq = ReadFrequency(f, e);
+     },
      kTrainerOnly},
     {"overrides", ReadOverrides, kTrainerOnly},
     {"entrypoint", ReadEntrypoint},

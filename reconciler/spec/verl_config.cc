@@ -485,26 +485,27 @@ std::vector<RenderedKey> RenderedVerlKeys(const core::JobSpec& spec, std::string
   const bool sft = spec.workload == core::Workload::kSft;
   KeyList keys(spec);
   keys.Add("algorithm.adv_estimator", "workload", spec.workload == core::Workload::kGrpo);
-  keys.Add("data.train_files", "train_file", spec.train_file.has_value());
-  keys.Add("data.val_files", "val_file", spec.val_file.has_value());
-  keys.Add("model.path", "model_id", sft && spec.model_id.has_value());
-  keys.Add("actor_rollout_ref.model.path", "model_id", !sft && spec.model_id.has_value());
+  keys.Add("data.train_files", "train_file", spec.trainer().train_file.has_value());
+  keys.Add("data.val_files", "val_file", spec.trainer().val_file.has_value());
+  keys.Add("model.path", "model_id", sft && spec.trainer().model_id.has_value());
+  keys.Add("actor_rollout_ref.model.path", "model_id", !sft && spec.trainer().model_id.has_value());
   keys.Add("critic.model.path", "model_id",
-           spec.workload == core::Workload::kPpo && spec.model_id.has_value());
-  keys.Add("trainer.nnodes", "nnodes", spec.nnodes.has_value());
-  keys.Add("trainer.n_gpus_per_node", "n_gpus_per_node", spec.n_gpus_per_node.has_value());
+           spec.workload == core::Workload::kPpo && spec.trainer().model_id.has_value());
+  keys.Add("trainer.nnodes", "nnodes", spec.trainer().nnodes.has_value());
+  keys.Add("trainer.n_gpus_per_node", "n_gpus_per_node",
+           spec.trainer().n_gpus_per_node.has_value());
   keys.Add("trainer.total_training_steps", "total_training_steps",
-           spec.total_training_steps.has_value());
-  keys.Add("trainer.save_freq", "save_freq", spec.save_freq.has_value());
-  keys.Add("trainer.test_freq", "test_freq", spec.test_freq.has_value());
+           spec.trainer().total_training_steps.has_value());
+  keys.Add("trainer.save_freq", "save_freq", spec.trainer().save_freq.has_value());
+  keys.Add("trainer.test_freq", "test_freq", spec.trainer().test_freq.has_value());
   keys.Add("trainer.experiment_name", "workload");
   keys.Add("trainer.default_local_dir", "workload", has_shared_root);
-  keys.Add("trainer.device", "workload", sft && !OverridesSetDevice(spec.overrides));
+  keys.Add("trainer.device", "workload", sft && !OverridesSetDevice(spec.trainer().overrides));
   std::vector<RenderedKey> out = keys.Take();
   const std::vector<core::SourcePos> positions = OverridePositions(spec_text, spec.path);
-  for (size_t i = 0; i < spec.overrides.size(); ++i) {
+  for (size_t i = 0; i < spec.trainer().overrides.size(); ++i) {
     RenderedKey item;
-    item.text = spec.overrides[i];
+    item.text = spec.trainer().overrides[i];
     item.field = "overrides[" + std::to_string(i) + "]";
     if (i < positions.size()) item.pos = positions[i];
     out.push_back(std::move(item));

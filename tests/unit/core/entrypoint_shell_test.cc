@@ -129,7 +129,7 @@ TEST_CASE("hostile spec values reach python3 as one Hydra-quoted argument and ru
     spec.workload = Workload::kPpo;
     spec.name = "inj";
     spec.spec_hash = "0123456789";
-    spec.train_file = hostile.value;
+    spec.mutable_trainer().train_file = hostile.value;
     auto entrypoint = rg::core::RenderEntrypoint(spec, RayConfig{}, "inj-0123456789");
     REQUIRE(entrypoint.ok());
     INFO("value: " << hostile.value << "\nentrypoint: " << *entrypoint);
@@ -152,7 +152,7 @@ TEST_CASE("hostile user overrides reach python3 verbatim as one argument and run
     spec.workload = Workload::kSft;
     spec.name = "inj";
     spec.spec_hash = "0123456789";
-    spec.overrides = {"+extra.value=" + hostile.value, hostile.value};
+    spec.mutable_trainer().overrides = {"+extra.value=" + hostile.value, hostile.value};
     auto entrypoint = rg::core::RenderEntrypoint(spec, RayConfig{}, "inj-0123456789");
     REQUIRE(entrypoint.ok());
     INFO("value: " << hostile.value << "\nentrypoint: " << *entrypoint);

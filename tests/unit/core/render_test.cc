@@ -34,15 +34,15 @@ JobSpec TrainingSpec(Workload workload, std::string name) {
   spec.workload = workload;
   spec.name = std::move(name);
   spec.spec_hash = "abcdef0123";
-  spec.code_path = "${shared_root}/common/code/verl/snap1";
-  spec.model_id = "Qwen/Qwen2.5-0.5B-Instruct";
-  spec.train_file = "${shared_root}/data/gsm8k/train.parquet";
-  spec.val_file = "${shared_root}/data/gsm8k/test.parquet";
-  spec.nnodes = 2;
-  spec.n_gpus_per_node = 8;
-  spec.total_training_steps = 100;
-  spec.save_freq = 10;
-  spec.test_freq = 5;
+  spec.mutable_trainer().code_path = "${shared_root}/common/code/verl/snap1";
+  spec.mutable_trainer().model_id = "Qwen/Qwen2.5-0.5B-Instruct";
+  spec.mutable_trainer().train_file = "${shared_root}/data/gsm8k/train.parquet";
+  spec.mutable_trainer().val_file = "${shared_root}/data/gsm8k/test.parquet";
+  spec.mutable_trainer().nnodes = 2;
+  spec.mutable_trainer().n_gpus_per_node = 8;
+  spec.mutable_trainer().total_training_steps = 100;
+  spec.mutable_trainer().save_freq = 10;
+  spec.mutable_trainer().test_freq = 5;
   return spec;
 }
 
@@ -77,7 +77,8 @@ std::string EnvVar(const Value& body, std::string_view name) {
 
 TEST_CASE("ppo entrypoint lists every field, then the checkpoint dir, then the overrides") {
   JobSpec spec = TrainingSpec(Workload::kPpo, "ppo-qwen");
-  spec.overrides = {"actor_rollout_ref.rollout.name=vllm", "trainer.logger=['console']"};
+  spec.mutable_trainer().overrides = {"actor_rollout_ref.rollout.name=vllm",
+                                      "trainer.logger=['console']"};
   CHECK(Entrypoint(spec, SampleCluster()) ==
         "python3 -m verl.trainer.main_ppo"
         " data.train_files=/private/data/gsm8k/train.parquet"
@@ -106,7 +107,7 @@ TEST_CASE("grpo entrypoint sets the grpo estimator and has no critic") {
 
 TEST_CASE("sft entrypoint uses the sft trainer, model.path and the cpu device") {
   JobSpec spec = TrainingSpec(Workload::kSft, "sft-qwen");
-  spec.overrides = {"optim.lr=1e-5"};
+  spec.mutable_trainer().overrides = {"optim.lr=1e-5"};
   CHECK(Entrypoint(spec, SampleCluster()) ==
         "python3 -m verl.trainer.sft_trainer_ray"
         " data.train_files=/private/data/gsm8k/train.parquet"
@@ -122,7 +123,7 @@ TEST_CASE("sft entrypoint uses the sft trainer, model.path and the cpu device") 
 TEST_CASE("an explicit trainer.device override replaces the sft cpu default") {
   for (std::string device : {"trainer.device=cuda", "+trainer.device=npu", "++trainer.device=x"}) {
     JobSpec spec = TrainingSpec(Workload::kSft, "sft");
-    spec.overrides = {device};
+    spec.mutable_trainer().overrides = {device};
     std::string entrypoint = Entrypoint(spec, SampleCluster());
     INFO(entrypoint);
     CHECK(entrypoint.find("trainer.device=cpu") == std::string::npos);
@@ -130,7 +131,7 @@ TEST_CASE("an explicit trainer.device override replaces the sft cpu default") {
     CHECK(entrypoint.substr(entrypoint.size() - device.size()) == device);
   }
   JobSpec similar = TrainingSpec(Workload::kSft, "sft");
-  similar.overrides = {"trainer.device_map=auto"};
+  similar.mutable_trainer().overrides = {"trainer.device_map=auto"};
   CHECK(Entrypoint(similar, SampleCluster()).find(" trainer.device=cpu ") != std::string::npos);
 }
 
@@ -139,7 +140,7 @@ TEST_CASE("fields the spec leaves out are left out of the command") {
   spec.workload = Workload::kPpo;
   spec.name = "bare";
   spec.spec_hash = "0000000000";
-  spec.train_file = "/d/t.parquet";
+  spec.mutable_trainer().train_file = "/d/t.parquet";
   RayConfig no_root;
   CHECK(Entrypoint(spec, no_root) ==
         "python3 -m verl.trainer.main_ppo data.train_files=/d/t.parquet"
@@ -233,9 +234,9 @@ TEST_CASE("entrypoint resources: job value, else cluster value, else omitted") {
 
   RayConfig bare;
   JobSpec plain = TrainingSpec(Workload::kPpo, "p");
-  plain.code_path.reset();
-  plain.train_file = "/t";
-  plain.val_file = "/v";
+  plain.mutable_trainer().code_path.reset();
+  plain.mutable_trainer().train_file = "/t";
+  plain.mutable_trainer().val_file = "/v";
   Value omitted = Render(plain, bare);
   for (const char* key : {"entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_memory",
                           "entrypoint_resources"}) {
@@ -306,7 +307,7 @@ TEST_CASE("PYTHONPATH puts code_path first, then the user code path, then the in
     spec.workload = Workload::kCustom;
     spec.name = "c";
     spec.entrypoint = "true";
-    spec.code_path = c.code_path;
+    spec.mutable_trainer().code_path = c.code_path;
     CHECK(EnvVar(Render(spec, cluster), "PYTHONPATH") == c.expected);
   }
 }
@@ -434,8 +435,8 @@ TEST_CASE("spec values are quoted for Hydra, then the whole override for the she
   spec.workload = Workload::kPpo;
   spec.name = "q";
   spec.spec_hash = "0000000000";
-  spec.train_file = "/data/my set/it's.parquet";
-  spec.overrides = {"data.prompt_key=\"a b\""};
+  spec.mutable_trainer().train_file = "/data/my set/it's.parquet";
+  spec.mutable_trainer().overrides = {"data.prompt_key=\"a b\""};
   CHECK(Entrypoint(spec, RayConfig{}) ==
         "python3 -m verl.trainer.main_ppo 'data.train_files=\"/data/my set/it'\\''s.parquet\"'"
         " trainer.experiment_name=q-0000000000 'data.prompt_key=\"a b\"'");
@@ -516,7 +517,7 @@ TEST_CASE("string fields that Hydra would read as numbers, bools or null stay st
     spec.workload = Workload::kPpo;
     spec.name = "n";
     spec.spec_hash = "0000000000";
-    spec.train_file = c.value;
+    spec.mutable_trainer().train_file = c.value;
     CHECK(Entrypoint(spec, RayConfig{}) ==
           "python3 -m verl.trainer.main_ppo " + c.token + " trainer.experiment_name=n-0000000000");
   }
@@ -525,7 +526,7 @@ TEST_CASE("string fields that Hydra would read as numbers, bools or null stay st
   spec.workload = Workload::kPpo;
   spec.name = "n";
   spec.spec_hash = "0000000000";
-  spec.nnodes = 4;
+  spec.mutable_trainer().nnodes = 4;
   CHECK(Entrypoint(spec, RayConfig{}) ==
         "python3 -m verl.trainer.main_ppo trainer.nnodes=4 trainer.experiment_name=n-0000000000");
 }

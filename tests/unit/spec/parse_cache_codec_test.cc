@@ -32,16 +32,16 @@ core::JobSpec FullJobSpec() {
   s.workload = core::Workload::kGrpo;
   s.name = "ppo-qwen";
   s.submission_id = "pinned-id";
-  s.code_path = "${shared_root}/code";
-  s.model_id = "Qwen/Qwen2.5-0.5B";
-  s.train_file = "train.parquet";
-  s.val_file = "val.parquet";
-  s.nnodes = 2;
-  s.n_gpus_per_node = 8;
-  s.total_training_steps = 100;
-  s.save_freq = 10;
-  s.test_freq = 5;
-  s.overrides = {"a=1", "b=2"};
+  s.mutable_trainer().code_path = "${shared_root}/code";
+  s.mutable_trainer().model_id = "Qwen/Qwen2.5-0.5B";
+  s.mutable_trainer().train_file = "train.parquet";
+  s.mutable_trainer().val_file = "val.parquet";
+  s.mutable_trainer().nnodes = 2;
+  s.mutable_trainer().n_gpus_per_node = 8;
+  s.mutable_trainer().total_training_steps = 100;
+  s.mutable_trainer().save_freq = 10;
+  s.mutable_trainer().test_freq = 5;
+  s.mutable_trainer().overrides = {"a=1", "b=2"};
   s.entrypoint = "python train.py";
   s.runtime_env = FullValue();
   s.env_vars = {{"A", "1"}, {"B", ""}};
@@ -166,6 +166,24 @@ TEST_CASE("a LoadedJobSpec with every field set round-trips exactly") {
   const core::Value* zero = decoded->parsed.value->document.Find("negative zero");
   REQUIRE(zero != nullptr);
   REQUIRE(std::signbit(zero->as_double()));
+}
+
+TEST_CASE(
+    "a custom job's spec decodes without a box for the trainer fields, a trainer's with one") {
+  LoadedJobSpec custom = FullLoadedJobSpec();
+  custom.parsed.value->workload = core::Workload::kCustom;
+  custom.parsed.value->trainer_fields.set({});
+  auto decoded = DecodeLoadedJobSpec(EncodeLoadedJobSpec(custom));
+  REQUIRE(decoded.ok());
+  REQUIRE(*decoded == custom);
+  CHECK(decoded->parsed.value->trainer_fields.empty());  // what a pass holds 50,000 of
+
+  LoadedJobSpec only_code = custom;
+  only_code.parsed.value->mutable_trainer().code_path = "/code";
+  decoded = DecodeLoadedJobSpec(EncodeLoadedJobSpec(only_code));
+  REQUIRE(decoded.ok());
+  CHECK(decoded->parsed.value->trainer().code_path == "/code");
+  CHECK_FALSE(decoded->parsed.value->trainer_fields.empty());
 }
 
 TEST_CASE("a default LoadedJobSpec and an invalid one without a value round-trip") {

@@ -274,16 +274,16 @@ TEST_CASE("a valid JobSpec fills every field and where each was written") {
   CHECK(spec.workload == core::Workload::kPpo);
   CHECK(spec.name == "qwen-ppo");
   CHECK(spec.submission_id == "qwen-ppo-pinned");
-  CHECK(spec.code_path == "/code");
-  CHECK(spec.model_id == "Qwen/Qwen2.5-0.5B");
-  CHECK(spec.train_file == "/d/train.parquet");
-  CHECK(spec.val_file == "/d/val.parquet");
-  CHECK(spec.nnodes == 2);
-  CHECK(spec.n_gpus_per_node == 4);
-  CHECK(spec.total_training_steps == 100);
-  CHECK(spec.save_freq == -1);
-  CHECK(spec.test_freq == 10);
-  CHECK(spec.overrides == std::vector<std::string>{"trainer.logger=console", "a.b=c d"});
+  CHECK(spec.trainer().code_path == "/code");
+  CHECK(spec.trainer().model_id == "Qwen/Qwen2.5-0.5B");
+  CHECK(spec.trainer().train_file == "/d/train.parquet");
+  CHECK(spec.trainer().val_file == "/d/val.parquet");
+  CHECK(spec.trainer().nnodes == 2);
+  CHECK(spec.trainer().n_gpus_per_node == 4);
+  CHECK(spec.trainer().total_training_steps == 100);
+  CHECK(spec.trainer().save_freq == -1);
+  CHECK(spec.trainer().test_freq == 10);
+  CHECK(spec.trainer().overrides == std::vector<std::string>{"trainer.logger=console", "a.b=c d"});
   CHECK(spec.runtime_env == core::Value(core::Value::Object{{"pip", core::Value::Array{"x"}}}));
   CHECK(spec.env_vars == core::StringMap{{"HF_HUB_OFFLINE", "1"}});
   CHECK(spec.entrypoint_num_cpus == 2.0);
@@ -310,6 +310,7 @@ TEST_CASE("the name defaults to the path under the jobs folder") {
   CHECK(spec.retries == 0);
   CHECK_FALSE(spec.suspend);
   CHECK(spec.on_remove == core::OnRemove::kStop);
+  CHECK(spec.trainer_fields.empty());  // no box for fields a custom job leaves out
 }
 
 TEST_CASE("the document holds YAML scalars resolved by the core schema") {
