@@ -76,7 +76,16 @@ dmn_push "first"
 dmn_start "$RG_TMP/daemon2.log" --interval 500ms
 first_id() { dmn_fake_jobs | grep -q "first"; }
 dmn_wait 60 "the first job in Ray" first_id >/dev/null
-rm -rf "$RG_TMP/cache"
+# rm races the daemon, which may be writing into the folder (a fetch of its 500 ms passes):
+# a file made between rm's reads and its rmdir fails it with "Directory not empty". Again then.
+removed=0
+for _ in $(seq 100); do
+  if rm -rf "$RG_TMP/cache" 2>/dev/null; then
+    removed=1
+    break
+  fi
+done
+[ "$removed" = 1 ] || rg_fail "could not remove the cache directory under the daemon"
 dmn_spec second "sleep 600"
 dmn_push "second"
 second_id() { dmn_fake_jobs | grep -q "second"; }
