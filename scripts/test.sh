@@ -10,6 +10,7 @@
 #                                  build (everything but e2e) and the fuzzers
 #   RG_FUZZ_SECONDS=N              how long each fuzzer runs (default 45)
 #   RG_SKIP_TIDY=1                 leave out clang-tidy over reconciler/ (scripts/tidy.sh)
+#   RG_DEBUG_FLAGS=FLAGS           debug info of the debug-type builds (default -g1)
 set -euo pipefail
 # Each stage's wall time, so that the whole command's time can be kept in check
 # (docs/testing.md, "How long the suite takes").
@@ -26,8 +27,13 @@ stage_done "installing the dependencies"
 export RG_VENV=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}
 export RG_VERL_DIR=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/verl-0.9.1}
 
+# Debug builds here keep line tables only (-g1): file and line in every sanitizer report and
+# backtrace, a third less compile and link time than full debug info (docs/testing.md, "How
+# long the suite takes"). Configure a preset yourself for a debugger.
+debug_info=-DCMAKE_CXX_FLAGS_DEBUG=${RG_DEBUG_FLAGS:--g1}
 preset=${RG_PRESET:-debug}
-cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" >/dev/null
+cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" \
+  "$debug_info" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
 stage_done "the $preset build"
 
@@ -67,14 +73,15 @@ fi
 if [ "${RG_SKIP_SANITIZERS:-0}" != 1 ]; then
   if [ "$preset" != asan ]; then
     echo "test: the ASan+UBSan suite (preset asan), everything but the real-Ray tests"
-    cmake --preset asan -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" >/dev/null
+    cmake --preset asan -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" \
+      "$debug_info" >/dev/null
     cmake --build --preset asan -j "$(nproc)"
     stage_done "the asan build"
     ctest --preset asan -j 2 --timeout 600 -LE e2e
     stage_done "the asan suite"
   fi
   echo "test: the fuzzers (preset fuzz), ${RG_FUZZ_SECONDS:-45} s each"
-  cmake --preset fuzz -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-45}" >/dev/null
+  cmake --preset fuzz -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-45}" "$debug_info" >/dev/null
   cmake --build --preset fuzz -j "$(nproc)"
   stage_done "the fuzz build"
   ctest --preset fuzz -j 2
