@@ -14,6 +14,7 @@
 #include <system_error>
 #include <utility>
 
+#include "reconciler/adapters/fd_io.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/time_format.h"
 
@@ -32,17 +33,9 @@ bool IsSafePathComponent(std::string_view id) {
 
 std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
 
-core::Status WriteAll(int fd, std::string_view content, const fs::path& path) {
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return core::Error::Fatal("cannot write " + path.string() + ": " + ErrnoText(errno));
-    }
-    done += static_cast<size_t>(n);
-  }
-  return core::OkStatus();
+core::Status WriteContent(int fd, std::string_view content, const fs::path& path) {
+  if (WriteAll(fd, content)) return core::OkStatus();
+  return core::Error::Fatal("cannot write " + path.string() + ": " + ErrnoText(errno));
 }
 
 // False when the file cannot be read (normally: it does not exist yet).
@@ -86,7 +79,7 @@ core::Status WriteFileAtomically(const fs::path& path, std::string_view content)
   temp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return core::Error::Fatal("cannot create " + temp.string() + ": " + ErrnoText(errno));
-  core::Status written = WriteAll(fd, content, temp);
+  core::Status written = WriteContent(fd, content, temp);
   if (written.ok() && ::fsync(fd) != 0) {
     written = core::Error::Fatal("cannot flush " + temp.string() + ": " + ErrnoText(errno));
   }

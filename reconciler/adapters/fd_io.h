@@ -9,11 +9,13 @@
 
 namespace rg::adapters {
 
-// Every byte of `bytes` to `fd`, again after a short write or a signal; false on an error.
+// Every byte of `bytes` to `fd`, again after a short write or a signal; false on an error,
+// with errno saying which.
 inline bool WriteAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = EIO;  // nothing written and no error: say so
     if (n <= 0) return false;
     bytes.remove_prefix(static_cast<size_t>(n));
   }

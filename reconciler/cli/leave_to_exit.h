@@ -24,7 +24,14 @@ template <typename F>
 class AtScopeEnd {
  public:
   explicit AtScopeEnd(F f) : f_(std::move(f)) {}
-  ~AtScopeEnd() { f_(); }
+  // A destructor must not throw: if `f` does (out of memory while handing a structure to
+  // the exit), the scope's objects are freed the usual way instead.
+  ~AtScopeEnd() {
+    try {
+      f_();
+    } catch (...) {  // see above: nothing more to do
+    }
+  }
   AtScopeEnd(const AtScopeEnd&) = delete;
   AtScopeEnd& operator=(const AtScopeEnd&) = delete;
   AtScopeEnd(AtScopeEnd&&) = delete;

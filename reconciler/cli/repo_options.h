@@ -99,7 +99,14 @@ struct RepoHandles {
   RepoHandles& operator=(RepoHandles&&) = default;
   RepoHandles(const RepoHandles&) = delete;
   RepoHandles& operator=(const RepoHandles&) = delete;
-  ~RepoHandles() { SaveParseCache(parse_cache.get()); }
+  // A destructor must not throw: a save that fails by throwing (out of memory) leaves the
+  // cache file as it was, which only costs the next command its parsing.
+  ~RepoHandles() {
+    try {
+      SaveParseCache(parse_cache.get());
+    } catch (...) {  // see above: nothing more to do
+    }
+  }
 
   std::shared_ptr<adapters::GitWorkspace> workspace;
   std::unique_ptr<adapters::GitDesiredStateSource> source;

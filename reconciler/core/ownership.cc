@@ -17,7 +17,7 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-std::string_view Trim(std::string_view s) {
+std::string_view TrimUrl(std::string_view s) {
   auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (!s.empty() && blank(s.front())) s.remove_prefix(1);
   while (!s.empty() && blank(s.back())) s.remove_suffix(1);
@@ -131,7 +131,7 @@ size_t ScpColon(std::string_view url) {
 }  // namespace
 
 std::string RepoIdentity(std::string_view url) {
-  url = Trim(url);
+  url = TrimUrl(url);
   if (url.empty()) return "";
   if (const size_t scheme_end = url.find("://"); scheme_end != std::string_view::npos) {
     const std::string scheme = Lower(url.substr(0, scheme_end));

@@ -8,7 +8,7 @@ namespace rg::server {
 
 namespace {
 
-std::string_view Trim(std::string_view s) {
+std::string_view TrimFieldValue(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
     s.remove_suffix(1);
@@ -79,7 +79,8 @@ core::Result<RequestHead> ParseRequestHead(std::string_view head) {
         line.front() == '\t') {
       return core::Error::InvalidInput("malformed header line");
     }
-    if (auto st = ApplyHeader(line.substr(0, colon), Trim(line.substr(colon + 1)), out); !st.ok()) {
+    if (auto st = ApplyHeader(line.substr(0, colon), TrimFieldValue(line.substr(colon + 1)), out);
+        !st.ok()) {
       return st.error();
     }
   }

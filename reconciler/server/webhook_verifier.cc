@@ -92,7 +92,7 @@ Scheme PickScheme(WebhookAuthMode mode, const WebhookRequest& r) {
   return Scheme::kNone;
 }
 
-std::string_view Trim(std::string_view s) {
+std::string_view TrimBlanks(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
@@ -154,9 +154,9 @@ bool SecretsEqual(std::string_view a, std::string_view b) {
 
 bool BearerTokenMatches(const std::optional<std::string>& authorization, std::string_view secret) {
   if (!authorization) return false;
-  const std::string_view header = Trim(*authorization);
+  const std::string_view header = TrimBlanks(*authorization);
   if (!StartsWithNoCase(header, kBearerPrefix)) return false;
-  return SecretsEqual(Trim(header.substr(kBearerPrefix.size())), secret);
+  return SecretsEqual(TrimBlanks(header.substr(kBearerPrefix.size())), secret);
 }
 
 std::string GitHubSignature(std::string_view secret, std::string_view body) {
@@ -181,7 +181,7 @@ std::variant<std::string, WebhookVerdict> Authenticate(WebhookAuthMode mode,
     case Scheme::kNone:
       return Reject(401, "missing_signature", "missing signature or token");
     case Scheme::kGitHub: {
-      const std::string_view header = Trim(*request.github_signature);
+      const std::string_view header = TrimBlanks(*request.github_signature);
       constexpr std::string_view kPrefix = "sha256=";
       if (!header.starts_with(kPrefix)) {
         return Reject(400, "malformed_signature", "X-Hub-Signature-256 is not sha256=<hex>");
@@ -202,7 +202,7 @@ std::variant<std::string, WebhookVerdict> Authenticate(WebhookAuthMode mode,
       }
       return std::string("webhook:gitlab");
     case Scheme::kBearer:
-      if (!StartsWithNoCase(Trim(*request.authorization), kBearerPrefix)) {
+      if (!StartsWithNoCase(TrimBlanks(*request.authorization), kBearerPrefix)) {
         return Reject(401, "missing_signature", "Authorization is not a bearer token");
       }
       if (!BearerTokenMatches(request.authorization, secret)) {
@@ -229,7 +229,7 @@ std::optional<std::string> IgnoredEvent(const WebhookRequest& request) {
 // A bearer caller may send no body at all; GitHub and GitLab always send JSON.
 std::variant<std::optional<std::string>, WebhookVerdict> PushedRef(const std::string& source,
                                                                    std::string_view body) {
-  if (Trim(body).empty()) {
+  if (TrimBlanks(body).empty()) {
     if (source != "webhook:bearer") return Reject(400, "malformed_payload", "empty body");
     return std::optional<std::string>();
   }

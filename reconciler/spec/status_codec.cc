@@ -49,9 +49,9 @@ void AppendFields(std::string& out, std::string_view first_prefix, std::string_v
 }
 
 // Reads fields of one mapping, remembering the first problem; later reads become no-ops.
-class FieldReader {
+class StatusFieldReader {
  public:
-  FieldReader(const Value::Object& object, std::string where)
+  StatusFieldReader(const Value::Object& object, std::string where)
       : object_(object), where_(std::move(where)) {}
 
   const std::optional<std::string>& problem() const { return problem_; }
@@ -175,7 +175,7 @@ core::Result<Value> StatusDocument(std::string_view text, const std::string& pat
 
 // The record's own fields, everything but `errors` and `attempts`.
 core::Status ReadRecordFields(const Value& root, const std::string& path, core::StatusRecord& r) {
-  FieldReader fields(root.as_object(), path + ": ");
+  StatusFieldReader fields(root.as_object(), path + ": ");
   fields.String("name", r.name);
   if (!fields.problem() && r.name.empty()) fields.Fail("name", "a non-empty string");
   fields.String("instance", r.instance);
@@ -221,7 +221,7 @@ core::Status ReadErrors(const Value& root, const std::string& path, core::Status
 core::Result<core::AttemptRecord> ReadAttempt(const Value& item, const std::string& where) {
   if (!item.is_object()) return core::Error::InvalidInput(where + " must be a mapping");
   core::AttemptRecord a;
-  FieldReader af(item.as_object(), where + ".");
+  StatusFieldReader af(item.as_object(), where + ".");
   af.String("submission_id", a.submission_id);
   std::optional<int> number;
   af.Integer("attempt", number);
