@@ -29,12 +29,16 @@ tidy=$(command -v run-clang-tidy || command -v run-clang-tidy-14)
 mkdir -p "$root/build"
 work=$(mktemp -d "$root/build/tidy-units.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# -Wno-error: the build already fails on a compiler warning (RG_WERROR). Promoted to errors,
+# warnings of libgit2's initializer macros, which clang leaves out as a system header's, were
+# reported by clang-tidy as findings of our sources.
+nowerror=(-extra-arg=-Wno-error)
 counts=$(python3 "$root/scripts/tidy_units.py" "$build/compile_commands.json" "$files" "$work")
 failed=0
 "$tidy" -p "$build" -j "$(nproc)" -quiet -checks='-*,clang-analyzer-*' \
   -extra-arg=-Xclang -extra-arg=-analyzer-config -extra-arg=-Xclang \
-  -extra-arg=max-nodes=75000 "$files" >"$work/analyzer.log" 2>&1 || failed=1
-"$tidy" -p "$work" -j "$(nproc)" -quiet -checks='-clang-analyzer-*' '.*' >"$work/checks.log" 2>&1 ||
+  -extra-arg=max-nodes=75000 "${nowerror[@]}" "$files" >"$work/analyzer.log" 2>&1 || failed=1
+"$tidy" -p "$work" -j "$(nproc)" -quiet -checks='-clang-analyzer-*' "${nowerror[@]}" '.*' >"$work/checks.log" 2>&1 ||
   failed=1
 if [ "$failed" = 0 ]; then
   echo "tidy: clean (the analyzer file by file, the other checks over $counts)"

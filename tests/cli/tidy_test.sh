@@ -40,24 +40,15 @@ namespace planted {
 int Twice(int x) { return 2 * x; }
 }  // namespace planted
 EOF
-cat >"$src/one/alone.cc" <<'EOF'
-namespace planted {
-int Alone(bool b) {
-  if (b) {
-    return 1;
-  } else {
-    return 2;
-  }
-}
-}  // namespace planted
-EOF
+# The same finding in a folder of one source (a unit of one: the source itself).
+cp "$src/many/else.cc" "$src/one/alone.cc"
 {
   echo '['
   first=1
   for f in many/null many/else many/clean one/alone; do
     [ "$first" = 1 ] || echo ','
     first=0
-    printf '{"directory": "%s", "file": "%s", "command": "c++ -std=c++20 -Wall -o %s.o -c %s"}' \
+    printf '{"directory": "%s", "file": "%s", "command": "c++ -std=c++20 -Wall -Wextra -Werror -o %s.o -c %s"}' \
       "$work" "$src/$f.cc" "$work/$(basename "$f")" "$src/$f.cc"
   done
   echo ']'
