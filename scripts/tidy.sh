@@ -29,9 +29,9 @@ tidy=$(command -v run-clang-tidy || command -v run-clang-tidy-14)
 mkdir -p "$root/build"
 work=$(mktemp -d "$root/build/tidy-units.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# -Wno-error: the build already fails on a compiler warning (RG_WERROR). Promoted to errors,
-# warnings of libgit2's initializer macros, which clang leaves out as a system header's, were
-# reported by clang-tidy as findings of our sources.
+# -Wno-error: the build already fails on a compiler warning (RG_WERROR), with g++ in the debug
+# build and clang++ in the ASan one; promoted to errors here, warnings would be reported as
+# clang-tidy findings of our sources instead.
 nowerror=(-extra-arg=-Wno-error)
 counts=$(python3 "$root/scripts/tidy_units.py" "$build/compile_commands.json" "$files" "$work")
 failed=0

@@ -250,7 +250,8 @@ bool Irregular(uint32_t mode) { return mode == GIT_FILEMODE_LINK || mode == GIT_
 
 bool DiffJobsTrees(git_repository* repo, git_tree* before, git_tree* after, const WalkState& filter,
                    SpecDelta& out) {
-  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  git_diff_options options{};
+  git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION);
   options.flags = GIT_DIFF_SKIP_BINARY_CHECK;
   git_diff* raw = nullptr;
   if (git_diff_tree_to_tree(&raw, repo, before, after, &options) != 0) {

@@ -451,7 +451,8 @@ core::Status GitWorkspace::OpenClone() {
   // configuration, and Fetch names its refspec itself. It skips libgit2's own insteadOf
   // handling (see ApplyInsteadOf for why); the rules are applied to the URL instead.
   remote_url_ = ApplyInsteadOf(repo_, url_);
-  git_remote_create_options remote_options = GIT_REMOTE_CREATE_OPTIONS_INIT;
+  git_remote_create_options remote_options{};
+  git_remote_create_options_init(&remote_options, GIT_REMOTE_CREATE_OPTIONS_VERSION);
   remote_options.repository = repo_;
   remote_options.flags =
       GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
@@ -536,7 +537,8 @@ core::Status GitWorkspace::Fetch() {
     }
   }
   CallbackState state{&options_, 0, {}, GitCancelGeneration()};
-  git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
+  git_fetch_options opts{};
+  git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
   opts.prune = GIT_FETCH_PRUNE;
   opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_ALL;
   opts.callbacks.credentials = AcquireCredentials;
@@ -588,7 +590,8 @@ core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::
   if (rc != 0) return git::LastError(rc, "cannot prepare the push");
 
   CallbackState state{&options_, 0, {}, GitCancelGeneration()};
-  git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+  git_push_options opts{};
+  git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
   opts.callbacks.credentials = AcquireCredentials;
   opts.callbacks.push_transfer_progress = StopPushIfCancelled;
   opts.callbacks.push_update_reference = RecordPushStatus;

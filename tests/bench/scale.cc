@@ -572,7 +572,8 @@ void CommitTree(git_repository* repo, const git_oid& tree_id, const std::string&
 // a spec in bytes.
 double BuildRepo(const std::string& path, int n, const std::string& address, const std::string& tag,
                  const std::string& worktree = "") {
-  git_repository_init_options init = GIT_REPOSITORY_INIT_OPTIONS_INIT;
+  git_repository_init_options init{};
+  git_repository_init_options_init(&init, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
   init.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
   init.initial_head = "main";
   git_repository* raw = nullptr;

@@ -55,7 +55,8 @@ namespace {
 
 void InitRepository(const std::string& path, const std::string& default_branch, bool bare) {
   Init();
-  git_repository_init_options opts = GIT_REPOSITORY_INIT_OPTIONS_INIT;
+  git_repository_init_options opts{};
+  git_repository_init_options_init(&opts, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
   opts.flags = GIT_REPOSITORY_INIT_MKPATH;
   if (bare) opts.flags |= GIT_REPOSITORY_INIT_BARE;
   const std::string head = "refs/heads/" + default_branch;
@@ -87,7 +88,8 @@ GitTestClone::GitTestClone(const std::string& remote_url, const std::string& pat
     : impl_(std::make_unique<Impl>()) {
   Init();
   Check(git_repository_init(&impl_->repo, path.c_str(), 1), "init " + path);
-  git_remote_create_options opts = GIT_REMOTE_CREATE_OPTIONS_INIT;
+  git_remote_create_options opts{};
+  git_remote_create_options_init(&opts, GIT_REMOTE_CREATE_OPTIONS_VERSION);
   opts.repository = impl_->repo;
   opts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
   Check(git_remote_create_with_opts(&impl_->remote, remote_url.c_str(), &opts), "remote");
@@ -111,7 +113,8 @@ void GitTestClone::Fetch() {
   char spec[] = "+refs/heads/*:refs/heads/*";
   char* specs[] = {spec};
   const git_strarray refspecs{specs, 1};
-  git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
+  git_fetch_options opts{};
+  git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
   opts.prune = GIT_FETCH_PRUNE;
   Check(git_remote_fetch(impl_->remote, &refspecs, &opts, nullptr), "fetch");
 }
@@ -178,7 +181,8 @@ void GitTestClone::Push(const std::string& branch) {
   const std::string spec = "refs/heads/" + branch + ":refs/heads/" + branch;
   char* specs[] = {const_cast<char*>(spec.c_str())};
   const git_strarray refspecs{specs, 1};
-  git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+  git_push_options opts{};
+  git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
   Check(git_remote_push(impl_->remote, &refspecs, &opts), "push " + branch);
 }
 
@@ -186,7 +190,8 @@ void GitTestClone::DeleteRemoteBranch(const std::string& branch) {
   const std::string spec = ":refs/heads/" + branch;
   char* specs[] = {const_cast<char*>(spec.c_str())};
   const git_strarray refspecs{specs, 1};
-  git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+  git_push_options opts{};
+  git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
   Check(git_remote_push(impl_->remote, &refspecs, &opts), "delete " + branch);
 }
 

@@ -26,6 +26,7 @@
 #include "reconciler/adapters/ray_http_rules.h"
 #include "reconciler/core/siphash.h"
 #include "tests/support/fake_ray_server.h"
+#include "tests/support/sanitizer.h"
 #include "tests/support/test_files.h"
 
 // Every byte operator new hands out, to report how much a decoder allocates at its peak.
@@ -54,12 +55,7 @@ std::atomic<int64_t> g_heap_peak{0};
 // Not under AddressSanitizer, which has its own operator new and reports any allocation it
 // made that this free() releases: there the counts stay 0 (the timing cases that print them
 // are for optimized builds anyway).
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RG_ASAN_BUILD 1
-#endif
-#endif
-#if !defined(__SANITIZE_ADDRESS__) && !defined(RG_ASAN_BUILD)
+#if !defined(RG_UNDER_ASAN)
 void* operator new(size_t size) { return CountedAlloc(size); }
 void* operator new[](size_t size) { return CountedAlloc(size); }
 void operator delete(void* p) noexcept { CountedFree(p); }
@@ -504,7 +500,7 @@ class JobTextGenerator {
 // Under ASan a parse costs about ten times as much. The debug suite reads every generated list
 // and every prefix; the ASan suite a fifth of them, still every shape (docs/testing.md, "The
 // ASan+UBSan stage").
-#if defined(__SANITIZE_ADDRESS__) || defined(RG_ASAN_BUILD)
+#if defined(RG_UNDER_ASAN)
 constexpr int kSampleStride = 5;
 #else
 constexpr int kSampleStride = 1;

@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/sanitizer.h"
+
 namespace rg::cli {
 namespace {
 
 // AddressSanitizer keeps freed memory in its quarantine on purpose: nothing to measure there.
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(RG_UNDER_ASAN)
 int64_t ResidentBytes() {
   std::ifstream statm("/proc/self/statm");
   int64_t pages = 0;

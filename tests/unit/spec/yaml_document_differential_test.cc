@@ -17,6 +17,7 @@
 #include "reconciler/spec/spec_loader.h"
 #include "reconciler/spec/status_codec.h"
 #include "reconciler/spec/yaml_document.h"
+#include "tests/support/sanitizer.h"
 #include "tests/support/test_files.h"
 #include "tests/unit/spec/diagnostic_messages.h"
 #include "tests/unit/spec/yaml_document_legacy.h"
@@ -291,7 +292,7 @@ struct Tally {
 // Under ASan a parse costs about ten times as much, and every line prefix of every file is a
 // parse: the debug suite compares every prefix, the ASan suite every fifth (docs/testing.md,
 // "The ASan+UBSan stage").
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(RG_UNDER_ASAN)
 constexpr size_t kPrefixStride = 5;
 #else
 constexpr size_t kPrefixStride = 1;
