@@ -450,6 +450,15 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadWhole(const std:
   return ReadCommit(ref, false);
 }
 
+void GitDesiredStateSource::PutPendingSpecs() {
+  if (options_.parse_cache) {
+    for (const PendingSpec& p : pending_specs_) {
+      options_.parse_cache->PutSpec(p.blob_id, p.path, options_.jobs_dir, *p.loaded);
+    }
+  }
+  pending_specs_.clear();
+}
+
 core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadCommit(const std::string& ref,
                                                                        bool lean) {
   auto resolved = Resolve(ref);
@@ -474,17 +483,16 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadCommit(const std
   snapshot.repo_url = workspace_->recorded_url();
   snapshot.repo_aliases = workspace_->aliases();
 
-  if (options_.parse_cache) {
-    for (const PendingSpec& p : pending_specs_) {
-      options_.parse_cache->PutSpec(p.blob_id, p.path, options_.jobs_dir, *p.loaded);
-    }
-  }
-  pending_specs_.clear();
+  PutPendingSpecs();
   std::map<std::string, CachedCluster> next_cluster_cache;
   auto cluster = ReadClusterFile(repo, tree.get(), snapshot, next_cluster_cache);
   if (!cluster.ok()) return cluster.error();
   core::Result<WalkState> walk = ListSpecBlobs(repo, tree.get(), options_, resolved->commit);
   if (!walk.ok()) return walk.error();
+  // From here on only blobs are read, by id: nothing of the repository is held between two
+  // reads, so the workspace may reopen it among them (GitWorkspace::NoteBlobRead).
+  tree.reset();
+  commit.reset();
   std::map<std::string, CachedSpec> next_spec_cache;
   std::vector<spec::LoadedSpecFile> files;
   files.reserve(walk->blobs.size() + walk->rejected.size());
@@ -494,10 +502,14 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadCommit(const std
   // A whole read of a lean source leaves its own map alone: the map holds lean specs.
   const bool own_map = lean || !options_.lean_instance;
   for (const BlobAt& blob : walk->blobs) {
+    const int parses_before = spec_parses_;
     core::Result<CachedSpec> spec =
         own_map ? SpecFile(repo, blob.oid, blob.path, next_spec_cache)
                 : ParseSpecBlob(repo, blob.oid, git::OidHex(blob.oid), blob.path);
     if (!spec) return spec.error();
+    if (spec_parses_ != parses_before && workspace_->NoteBlobRead()) {
+      repo = workspace_->repository();
+    }
     files.push_back({blob.path, ForPass(std::move(spec->loaded), lean)});
   }
   if (own_map) spec_cache_ = std::move(next_spec_cache);

@@ -122,6 +122,8 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   std::shared_ptr<const spec::LoadedJobSpec> ForPass(
       std::shared_ptr<const spec::LoadedJobSpec> loaded, bool lean) const;
   core::Result<ports::DesiredSnapshot> ReadCommit(const std::string& ref, bool lean);
+  // Puts pending_specs_ into the parse cache (a full read loads it anyway) and clears them.
+  void PutPendingSpecs();
   core::Result<CachedCluster> ParseClusterBlob(git_repository* repo, const git_oid& oid,
                                                const std::string& blob_id);
 

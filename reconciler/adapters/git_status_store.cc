@@ -114,24 +114,35 @@ std::string ProblemOf(const std::string& message, const std::string& path) {
 using StatusDecoder = std::function<std::optional<core::Result<core::StatusRecord>>(
     const git_oid& oid, const std::string& path)>;
 
+// One entry of status/, copied out of its tree: reading the blobs of a copy needs no libgit2
+// object of the repository alive (GitWorkspace::NoteBlobRead may reopen it among them).
+struct StatusEntryAt {
+  std::string file;
+  git_oid id{};
+  git_object_t type = GIT_OBJECT_INVALID;
+  git_filemode_t mode = GIT_FILEMODE_UNREADABLE;
+};
+
+StatusEntryAt CopyStatusEntry(const git_tree_entry* entry) {
+  return {git_tree_entry_name(entry), *git_tree_entry_id(entry), git_tree_entry_type(entry),
+          git_tree_entry_filemode(entry)};
+}
+
 // Sorts one entry of status/ into a usable record or a skipped file. Only a blob named
 // <job name>.yaml whose record has that name is a record: anything else would either be lost
 // on the next write or, read under another name, take the place of that job's history.
-void ReadStatusEntry(const git_tree_entry* entry, const StatusDecoder& decode, StatusFiles& out) {
-  const std::string file = git_tree_entry_name(entry);
+void ReadStatusEntry(const StatusEntryAt& entry, const StatusDecoder& decode, StatusFiles& out) {
+  const std::string& file = entry.file;
   const std::string path = std::string(spec::kStatusDir) + "/" + file;
   const std::string stem = file.ends_with(".yaml") ? file.substr(0, file.size() - 5) : "";
   const std::string name = core::IsValidJobName(stem) ? stem : "";
   auto skip = [&](std::string problem) { out.skipped.push_back({path, name, std::move(problem)}); };
-  const git_object_t type = git_tree_entry_type(entry);
-  if (type == GIT_OBJECT_TREE) return skip("a folder, not a status file");
-  if (type != GIT_OBJECT_BLOB) return skip("a submodule, not a status file");
-  if (git_tree_entry_filemode(entry) == GIT_FILEMODE_LINK) {
-    return skip("a symbolic link, not a status file");
-  }
+  if (entry.type == GIT_OBJECT_TREE) return skip("a folder, not a status file");
+  if (entry.type != GIT_OBJECT_BLOB) return skip("a submodule, not a status file");
+  if (entry.mode == GIT_FILEMODE_LINK) return skip("a symbolic link, not a status file");
   if (!file.ends_with(".yaml")) return skip("not a status file (they are status/<job>.yaml)");
   if (name.empty()) return skip("not a status file: \"" + stem + "\" is not a valid job name");
-  std::optional<core::Result<core::StatusRecord>> record = decode(*git_tree_entry_id(entry), path);
+  std::optional<core::Result<core::StatusRecord>> record = decode(entry.id, path);
   if (!record) return skip("cannot read the blob");
   if (!record->ok()) return skip(ProblemOf(record->error().message(), path));
   if ((*record)->name != name) {
@@ -185,21 +196,39 @@ std::optional<std::string> StatusDirKey(git_repository* repo, const git_oid& tre
   return git::OidHex(*git_tree_entry_id(entry));
 }
 
-// Every entry of status/.
-StatusFiles ReadStatusFiles(const StatusDir& dir, const StatusDecoder& decode) {
+// Every entry of status/, copied out of its tree (nothing when there is none to read).
+std::vector<StatusEntryAt> StatusEntries(const StatusDir& dir) {
+  std::vector<StatusEntryAt> entries;
+  if (!dir.folder || !dir.tree) return entries;
+  const size_t count = git_tree_entrycount(dir.tree.get());
+  entries.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    entries.push_back(CopyStatusEntry(git_tree_entry_byindex(dir.tree.get(), i)));
+  }
+  return entries;
+}
+
+// The records and skipped files of `entries`, the entries of status/ (`dir`); `after_each`,
+// when given, is called after each entry is read.
+StatusFiles ReadStatusEntries(const StatusDir& dir, const std::vector<StatusEntryAt>& entries,
+                              const StatusDecoder& decode,
+                              const std::function<void()>& after_each = {}) {
   StatusFiles out;
-  if (!dir.present) return out;
-  if (!dir.folder) {
+  if (dir.present && !dir.folder) {
     out.skipped.push_back(
         {std::string(spec::kStatusDir), "", "not a folder; status files are status/<job>.yaml"});
     return out;
   }
-  if (!dir.tree) return out;
-  const size_t count = git_tree_entrycount(dir.tree.get());
-  for (size_t i = 0; i < count; ++i) {
-    ReadStatusEntry(git_tree_entry_byindex(dir.tree.get(), i), decode, out);
+  for (const StatusEntryAt& entry : entries) {
+    ReadStatusEntry(entry, decode, out);
+    if (after_each) after_each();
   }
   return out;
+}
+
+// Every entry of status/.
+StatusFiles ReadStatusFiles(const StatusDir& dir, const StatusDecoder& decode) {
+  return ReadStatusEntries(dir, StatusEntries(dir), decode);
 }
 
 // The entries status/<name>.yaml of `names` alone, looked up by name (no walk of the folder),
@@ -213,7 +242,7 @@ StatusFiles ReadStatusFilesOf(const StatusDir& dir, const std::vector<std::strin
     if (!core::IsValidJobName(name)) continue;
     const std::string file = name + ".yaml";
     const git_tree_entry* entry = git_tree_entry_byname(dir.tree.get(), file.c_str());
-    if (entry != nullptr) ReadStatusEntry(entry, decode, out);
+    if (entry != nullptr) ReadStatusEntry(CopyStatusEntry(entry), decode, out);
   }
   return out;
 }
@@ -606,14 +635,24 @@ core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& 
   }
   auto tree = TreeOf(tip->value().get());
   if (!tree) return tree.error();
-  const StatusDir dir = OpenStatusDir(repo, tree->get());
+  StatusDir dir = OpenStatusDir(repo, tree->get());
+  const std::vector<StatusEntryAt> entries = StatusEntries(dir);
+  // From here on only blobs are read, by id: the clone may be reopened among them.
+  dir.tree.reset();
+  tree->reset();
+  tip->reset();
   // Records of this tree only are kept in memory for the next pass, when no parse cache
   // keeps them: with one, a second copy of every record would only spare the write decoding
   // the few it changes (from the cache too).
   std::unordered_map<std::string, core::StatusRecord> used;
   ++full_status_reads_;
   const bool keep = writes && options_.parse_cache == nullptr;
-  StatusFiles files = ReadStatusFiles(dir, DecoderInto(keep ? &used : nullptr));
+  int parses_seen = status_parses_;
+  StatusFiles files = ReadStatusEntries(dir, entries, DecoderInto(keep ? &used : nullptr), [&]() {
+    if (status_parses_ == parses_seen) return;  // found decoded, or in the parse cache
+    parses_seen = status_parses_;
+    workspace_->NoteBlobRead();
+  });
   decoded_ = std::move(used);
   skipped_ = std::move(files.skipped);
   // The rows of every record, of every owner: what a full Write would render. Skipped files

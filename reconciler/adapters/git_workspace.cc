@@ -440,6 +440,7 @@ bool GitWorkspace::CloneIntact() const {
 core::Status GitWorkspace::OpenClone() {
   git_remote_free(std::exchange(remote_, nullptr));
   git_repository_free(std::exchange(repo_, nullptr));
+  blobs_read_ = 0;
   std::error_code ec;
   fs::create_directories(fs::path(clone_path_).parent_path(), ec);
   int rc = git_repository_open_bare(&repo_, clone_path_.c_str());
@@ -464,6 +465,17 @@ core::Status GitWorkspace::OpenClone() {
 core::Status GitWorkspace::DropCaches() {
   if (in_place_ || repo_ == nullptr) return core::OkStatus();
   return OpenClone();
+}
+
+bool GitWorkspace::NoteBlobRead() {
+  if (in_place_ || repo_ == nullptr || ++blobs_read_ < options_.blobs_per_cache_drop) {
+    return false;
+  }
+  // A reopen that fails leaves no clone open; the next Fetch opens it again (Fetch), and the
+  // caller's next read reports the error.
+  (void)DropCaches();
+  ++cache_drops_;
+  return true;
 }
 
 GitWorkspace::~GitWorkspace() {

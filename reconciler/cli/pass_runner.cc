@@ -142,9 +142,10 @@ core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOp
   const AtScopeEnd leave([&]() { LeaveRepoToExit(std::move(*handles)); });
   PassWiring wiring;
   wiring.artifacts = artifacts;
-  // A pass that acts (`sync`) lets go of what libgit2 cached for its reads before it builds
-  // its records and its status commit; a dry run's peak is elsewhere (its plan's text).
-  if (!options.dry_run) wiring.after_reads = [&handles]() { DropGitCaches(*handles); };
+  // libgit2's caches of the packs a one-shot pass read go as soon as it has read from them:
+  // after the specs, before the ledger (and Ray's list) are read on top of them; after the
+  // ledger, before the records and the status commit.
+  wiring.drop_git_caches = [&handles]() { DropGitCaches(*handles); };
   return RunPassOnRepo(global, repo, *handles->source, handles->store.get(), std::move(options),
                        wiring);
 }
@@ -191,7 +192,8 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   deps.server_factory = make_server;
   deps.store = store;
   deps.artifacts = sink.get();
-  deps.after_reads = wiring.after_reads;
+  deps.after_reads = wiring.drop_git_caches;
+  deps.after_load = wiring.drop_git_caches;
   run.result = engine::RunReconcilePass(deps, options);
   run.make_server = make_server;
   // A pass that loaded again planned from a newer commit: show that one.

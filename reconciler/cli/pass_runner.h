@@ -104,8 +104,9 @@ struct PassWiring {
   // a one-shot command has nothing above it to try again). The daemon gives 1: its loop is the
   // one backoff layer (docs/daemon.md, "Deadlines"), and a pass never sleeps inside itself.
   int ray_call_attempts = 0;
-  // engine::ReconcileDeps::after_reads of a full pass; empty: nothing.
-  std::function<void()> after_reads;
+  // engine::ReconcileDeps::after_load and after_reads of a full pass: lets go of libgit2's
+  // caches. Empty: nothing.
+  std::function<void()> drop_git_caches;
 };
 
 // RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live

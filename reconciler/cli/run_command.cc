@@ -547,7 +547,7 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     wiring.artifacts = true;
     wiring.decorate = decorate;
     wiring.ray_call_attempts = 1;
-    wiring.after_reads = [&repo]() { DropGitCaches(repo); };
+    wiring.drop_git_caches = [&repo]() { DropGitCaches(repo); };
     if (std::optional<engine::PassResult> narrow =
             NarrowPass(global, flags, source, store, options, wiring, *state)) {
       accounting.Record();

@@ -180,6 +180,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     if (CannotReach(loaded.error())) result.unreachable = "Git";
     return std::nullopt;
   }
+  if (deps.after_load) deps.after_load();
   PassInputs in;
   in.snapshot = std::move(*loaded);
   in.owner = OwnershipFor(options.policy.owner, in.snapshot);

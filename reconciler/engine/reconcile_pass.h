@@ -44,11 +44,16 @@ struct ReconcileDeps {
   ports::StatusStore* store = nullptr;          // optional: no ledger, nothing recorded
   ports::ArtifactSink* artifacts = nullptr;     // optional
   // Optional: called once a full pass has read the commit, the ledger and Ray's list, before
-  // it plans. A pass reads nothing more from Git until its status commit, so the daemon and
-  // `sync` reopen their clone here: the packs' mapped windows and delta-base caches (about
-  // 30 MB after reading 50,000 specs and status files) are gone before the pass's peak, which
-  // is where it builds its records (docs/performance.md).
+  // it plans. A pass reads nothing more from Git until its status commit, so the daemon,
+  // `sync` and `plan` reopen their clone here: the packs' mapped windows and delta-base caches
+  // (about 30 MB after reading 50,000 specs and status files) are gone before the pass's
+  // peak, which is where it builds its records (docs/performance.md).
   std::function<void()> after_reads;
+  // Optional: called each time a pass has read the desired state, before it reads the ledger
+  // (and, with overlap_reads, Ray's list beside it). `sync` and `plan` reopen their clone here
+  // too: libgit2 keeps up to 16 MiB of delta bases for each pack it read the specs from, and
+  // the ledger's status files and Ray's list are read on top of them (docs/performance.md).
+  std::function<void()> after_load;
 };
 
 struct ReconcileOptions {

@@ -31,10 +31,10 @@ std::string CustomSpec(const std::string& command) {
 }
 
 struct Repo : testing::TestRemote {
-  std::shared_ptr<GitWorkspace> Workspace(const std::string& repo_arg = "") {
-    GitWorkspaceOptions options;
+  std::shared_ptr<GitWorkspace> Workspace(const std::string& repo_arg = "",
+                                          GitWorkspaceOptions options = {}) {
     options.repo = repo_arg.empty() ? remote : repo_arg;
-    options.cache_dir = tmp.Sub("cache");
+    if (options.cache_dir.empty()) options.cache_dir = tmp.Sub("cache");
     auto ws = GitWorkspace::Open(options);
     if (!ws) FAIL(ws.error().ToString());
     return *ws;
@@ -223,6 +223,48 @@ TEST_CASE("DropCaches reopens the clone: Load and Fetch work on after it, from t
   REQUIRE(after.ok());
   CHECK(after->commit == pushed);
   CHECK(after->state.jobs.size() == before->state.jobs.size() + 1);
+}
+
+TEST_CASE("A long read reopens the clone every few blobs it parses and reads the same specs",
+          "[git][workspace]") {
+  Repo repo;
+  repo.PushInitial();
+  // Specs arrive in three fetches, so the clone reads them from three packs.
+  GitWorkspaceOptions every_two;
+  every_two.cache_dir = repo.tmp.Sub("every-two");
+  every_two.blobs_per_cache_drop = 2;
+  std::shared_ptr<GitWorkspace> ws = repo.Workspace("", every_two);
+  GitDesiredStateSource source(ws, {});
+  REQUIRE(source.Load("main").ok());
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      const std::string name = "r" + std::to_string(round) + "-" + std::to_string(i);
+      repo.person->Write("jobs/more/" + name + ".yaml", CustomSpec("echo " + name));
+    }
+    repo.person->CommitAndPush("main", "round " + std::to_string(round));
+    REQUIRE(ws->Fetch().ok());
+  }
+  const int drops_before = ws->cache_drops();
+  auto read = source.Load("main");
+  REQUIRE(read.ok());
+  // Six new blobs parsed, the clone reopened after every second one.
+  CHECK(ws->cache_drops() - drops_before == 3);
+
+  std::shared_ptr<GitWorkspace> plain = repo.Workspace();
+  GitDesiredStateSource reference(plain, {});
+  auto expected = reference.Load("main");
+  REQUIRE(expected.ok());
+  CHECK(plain->cache_drops() == 0);  // 9 blobs, far below the default
+  REQUIRE(JobNames(read->state) == JobNames(expected->state));
+  CHECK(read->state.jobs.size() == 9);
+  for (size_t i = 0; i < read->state.jobs.size(); ++i) {
+    CHECK(read->state.jobs[i].spec_hash == expected->state.jobs[i].spec_hash);
+    CHECK(read->state.jobs[i].entrypoint == expected->state.jobs[i].entrypoint);
+  }
+  // A read that parses nothing (every blob known) does not reopen the clone.
+  const int drops = ws->cache_drops();
+  REQUIRE(source.Load("main").ok());
+  CHECK(ws->cache_drops() == drops);
 }
 
 TEST_CASE("A reopen that fails leaves no dangling clone: the next Load opens it again",

@@ -72,8 +72,8 @@ struct Repo : testing::TestRemote {
   }
 
   // Workspaces of one cache folder share their clone; another folder is another clone.
-  std::shared_ptr<GitWorkspace> Workspace(const std::string& cache = "cache") {
-    adapters::GitWorkspaceOptions options;
+  std::shared_ptr<GitWorkspace> Workspace(const std::string& cache = "cache",
+                                          adapters::GitWorkspaceOptions options = {}) {
     options.repo = remote;
     options.cache_dir = tmp.Sub(cache);
     auto ws = GitWorkspace::Open(options);
@@ -647,6 +647,56 @@ TEST_CASE("Files that are no usable status record are skipped and listed, the re
   REQUIRE(garbage_only.ok());
   CHECK(garbage_only->empty());
   CHECK(store.SkippedFiles().size() == 5);
+}
+
+TEST_CASE("A ledger read reopens the clone every few blobs and reads every record and skip",
+          "[git][status][skipped]") {
+  Repo repo;
+  // Records written in three commits, fetched by the reader three times: three packs.
+  GitStatusStore writer(repo.Workspace("writer"), {});
+  adapters::GitWorkspaceOptions every_two;
+  every_two.blobs_per_cache_drop = 2;
+  std::shared_ptr<GitWorkspace> ws = repo.Workspace("reader", every_two);
+  GitStatusStore reader(ws, {});
+  std::map<std::string, core::StatusRecord> written;
+  for (int round = 0; round < 3; ++round) {
+    ports::StatusChanges changes;
+    for (int i = 0; i < 2; ++i) {
+      const std::string name = "job-" + std::to_string(round) + "-" + std::to_string(i);
+      const core::StatusRecord record =
+          Record(name, Phase::kRunning, RayJobStatus::kRunning, round);
+      changes.emplace(name, record);
+      written.emplace(name, record);
+    }
+    REQUIRE(writer.Write(changes, Message("round")).ok());
+    REQUIRE(reader.ReadLedger({}).ok());
+  }
+  repo.person->Fetch();
+  repo.person->Write("status/broken.yaml", "name: broken\nphase: [Running\n");
+  repo.person->CommitAndPush(kBranch, "a broken file");
+
+  // A store of its own over the reader's clone (the reader keeps what it decoded): all seven
+  // blobs are read, the clone reopened after every second.
+  GitStatusStore fresh(ws, {});
+  const int drops_before = ws->cache_drops();
+  auto ledger = fresh.ReadLedger({});
+  REQUIRE(ledger.ok());
+  CHECK(ws->cache_drops() - drops_before == 3);
+  CHECK(*ledger == core::Ledger(written.begin(), written.end()));
+  REQUIRE(fresh.SkippedFiles().size() == 1);
+  CHECK(fresh.SkippedFiles()[0].path == "status/broken.yaml");
+
+  // A fresh reader with the default bound reads the same, and the reopened clone writes.
+  GitStatusStore plain(repo.Workspace("plain"), {});
+  auto expected = plain.ReadLedger({});
+  REQUIRE(expected.ok());
+  CHECK(*ledger == *expected);
+  const auto late = Record("late", Phase::kSucceeded, RayJobStatus::kSucceeded);
+  REQUIRE(fresh.Write({{"late", late}}, Message("late")).ok());
+  auto after = plain.ReadLedger({});
+  REQUIRE(after.ok());
+  CHECK(after->at("late") == late);
+  CHECK(after->size() == written.size() + 1);
 }
 
 TEST_CASE("Write leaves files it could not read untouched and writes the other records",
