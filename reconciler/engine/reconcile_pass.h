@@ -50,9 +50,9 @@ struct ReconcileDeps {
   // peak, which is where it builds its records (docs/performance.md).
   std::function<void()> after_reads;
   // Optional: called each time a pass has read the desired state, before it reads the ledger
-  // (and, with overlap_reads, Ray's list beside it). `sync` and `plan` reopen their clone here
-  // too: libgit2 keeps up to 16 MiB of delta bases for each pack it read the specs from, and
-  // the ledger's status files and Ray's list are read on top of them (docs/performance.md).
+  // (and, with overlap_reads, Ray's list beside it). The daemon, `sync` and `plan` reopen their
+  // clone here too: libgit2 keeps up to 16 MiB of delta bases for each pack it read the specs from,
+  // and the ledger's status files and Ray's list are read on top of them (docs/performance.md).
   std::function<void()> after_load;
 };
 

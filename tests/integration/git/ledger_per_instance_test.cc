@@ -88,6 +88,11 @@ class Daemon {
         const core::Status dropped = workspace_->DropCaches();
         CHECK(dropped.ok());
       };
+      deps.after_load = [this]() {
+        ++after_load_calls;
+        const core::Status dropped = workspace_->DropCaches();
+        CHECK(dropped.ok());
+      };
     }
     engine::ReconcileOptions options;
     options.policy.owner.instance = instance_;
@@ -98,9 +103,11 @@ class Daemon {
     return result;
   }
 
-  // What the daemon and `sync` do (engine::ReconcileDeps::after_reads): the clone reopened
-  // between the pass's reads and its plan. Counted, with Ray's job count at that moment.
+  // What the daemon, `sync` and `plan` do (engine::ReconcileDeps::after_load, after_reads):
+  // the clone reopened between reading the specs and the ledger, and between the pass's
+  // reads and its plan. Counted, with Ray's job count at the second.
   bool drop_caches_after_reads = false;
+  int after_load_calls = 0;
   int after_reads_calls = 0;
   size_t jobs_at_reads = 0;
 
@@ -238,6 +245,7 @@ TEST_CASE("A pass that reopens its clone between its reads and its plan acts and
 
   auto first = a.Pass();
   CHECK(Errors(first).empty());
+  CHECK(a.after_load_calls == 1);  // the ledger read through the clone reopened after the specs
   CHECK(a.after_reads_calls == 1);
   CHECK(a.jobs_at_reads == 0);  // before anything was applied
   CHECK(ray.JobCount() == 1);
@@ -251,6 +259,7 @@ TEST_CASE("A pass that reopens its clone between its reads and its plan acts and
   repo.person->CommitAndPush("main", "hello sleeps longer");
   auto second = a.Pass();
   CHECK(Errors(second).empty());
+  CHECK(a.after_load_calls == 2);
   CHECK(a.after_reads_calls == 2);
   CHECK(ray.JobCount() == 2);
   a.Converge();
