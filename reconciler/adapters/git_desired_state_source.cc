@@ -507,8 +507,10 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadCommit(const std
         own_map ? SpecFile(repo, blob.oid, blob.path, next_spec_cache)
                 : ParseSpecBlob(repo, blob.oid, git::OidHex(blob.oid), blob.path);
     if (!spec) return spec.error();
-    if (spec_parses_ != parses_before && workspace_->NoteBlobRead()) {
-      repo = workspace_->repository();
+    if (spec_parses_ != parses_before) {
+      core::Result<bool> reopened = workspace_->NoteBlobRead();
+      if (!reopened) return reopened.error();
+      if (*reopened) repo = workspace_->repository();
     }
     files.push_back({blob.path, ForPass(std::move(spec->loaded), lean)});
   }

@@ -209,10 +209,10 @@ std::vector<StatusEntryAt> StatusEntries(const StatusDir& dir) {
 }
 
 // The records and skipped files of `entries`, the entries of status/ (`dir`); `after_each`,
-// when given, is called after each entry is read.
+// when given, is called after each entry is read, and the read stops where it answers false.
 StatusFiles ReadStatusEntries(const StatusDir& dir, const std::vector<StatusEntryAt>& entries,
                               const StatusDecoder& decode,
-                              const std::function<void()>& after_each = {}) {
+                              const std::function<bool()>& after_each = {}) {
   StatusFiles out;
   if (dir.present && !dir.folder) {
     out.skipped.push_back(
@@ -221,7 +221,7 @@ StatusFiles ReadStatusEntries(const StatusDir& dir, const std::vector<StatusEntr
   }
   for (const StatusEntryAt& entry : entries) {
     ReadStatusEntry(entry, decode, out);
-    if (after_each) after_each();
+    if (after_each && !after_each()) break;
   }
   return out;
 }
@@ -648,11 +648,16 @@ core::Result<core::Ledger> GitStatusStore::ReadLedger(const ports::LedgerScope& 
   ++full_status_reads_;
   const bool keep = writes && options_.parse_cache == nullptr;
   int parses_seen = status_parses_;
+  std::optional<core::Error> reopen_failed;
   StatusFiles files = ReadStatusEntries(dir, entries, DecoderInto(keep ? &used : nullptr), [&]() {
-    if (status_parses_ == parses_seen) return;  // found decoded, or in the parse cache
+    if (status_parses_ == parses_seen) return true;  // found decoded, or in the parse cache
     parses_seen = status_parses_;
-    workspace_->NoteBlobRead();
+    core::Result<bool> reopened = workspace_->NoteBlobRead();
+    if (!reopened) reopen_failed = reopened.error();
+    return reopened.ok();
   });
+  // No clone to read the rest from: the ledger is unknown, not short of the files left.
+  if (reopen_failed) return *reopen_failed;
   decoded_ = std::move(used);
   skipped_ = std::move(files.skipped);
   // The rows of every record, of every owner: what a full Write would render. Skipped files

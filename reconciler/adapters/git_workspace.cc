@@ -467,14 +467,17 @@ core::Status GitWorkspace::DropCaches() {
   return OpenClone();
 }
 
-bool GitWorkspace::NoteBlobRead() {
+core::Result<bool> GitWorkspace::NoteBlobRead() {
   if (in_place_ || repo_ == nullptr || ++blobs_read_ < options_.blobs_per_cache_drop) {
     return false;
   }
-  // A reopen that fails leaves no clone open; the next Fetch opens it again (Fetch), and the
-  // caller's next read reports the error.
-  (void)DropCaches();
   ++cache_drops_;
+  // A reopen that fails leaves no clone open; the next Fetch opens it again (Fetch).
+  if (core::Status reopened = DropCaches(); !reopened) {
+    return core::Error(reopened.error().kind(),
+                       "cannot reopen the clone at " + clone_path_ +
+                           " among its reads: " + reopened.error().message());
+  }
   return true;
 }
 

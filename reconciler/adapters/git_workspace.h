@@ -126,9 +126,11 @@ class GitWorkspace {
   // libgit2 keeps up to 16 MiB of delta bases for each pack it reads from while the clone is
   // open: a cold `plan` at 50,000 specs over a clone of four packs peaked at 292 to 297 MB,
   // and at 234 MB, as over one pack, once reopened every 4,096 blobs (docs/performance.md).
-  // True when the clone was reopened: the caller takes repository() afresh.
-  // REQUIRES: as DropCaches.
-  bool NoteBlobRead();
+  // True when the clone was reopened: the caller takes repository() afresh. A reopen that
+  // fails is an error naming the clone and the cause; no clone is open then, so the caller
+  // stops its read and reports it (never a blob read from a null repository, nor a status
+  // file skipped for it). REQUIRES: as DropCaches.
+  core::Result<bool> NoteBlobRead();
   // How often NoteBlobRead reopened the clone.
   int cache_drops() const { return cache_drops_; }
 

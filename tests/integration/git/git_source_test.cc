@@ -289,6 +289,36 @@ TEST_CASE("A reopen that fails leaves no dangling clone: the next Load opens it 
   CHECK(again->commit == commit);
 }
 
+TEST_CASE("A reopen among a long read that fails is an error naming the clone and its cause",
+          "[git][workspace]") {
+  Repo repo;
+  repo.PushInitial();
+  GitWorkspaceOptions every_one;
+  every_one.cache_dir = repo.tmp.Sub("every-one");
+  every_one.blobs_per_cache_drop = 1;
+  std::shared_ptr<GitWorkspace> ws = repo.Workspace("", every_one);
+  GitDesiredStateSource source(ws, {});
+  REQUIRE(source.Load("main").ok());
+
+  const std::filesystem::path clone = ws->clone_path();
+  const std::filesystem::path aside = clone.string() + ".aside";
+  std::filesystem::rename(clone, aside);
+  std::ofstream(clone) << "not a repository\n";
+  core::Result<bool> reopened = ws->NoteBlobRead();
+  REQUIRE_FALSE(reopened.ok());
+  CHECK_THAT(reopened.error().message(), Catch::Contains("cannot reopen the clone at " +
+                                                         clone.string() + " among its reads: "));
+  CHECK(ws->repository() == nullptr);
+  std::filesystem::remove(clone);
+  std::filesystem::rename(aside, clone);
+
+  // Nothing of the failed reopen stays: the next read opens the clone again.
+  REQUIRE(source.Load("main").ok());
+  core::Result<bool> again = ws->NoteBlobRead();
+  REQUIRE(again.ok());
+  CHECK(*again);
+}
+
 TEST_CASE(
     "A renamed file with the same content is parsed again, since its name derives from the path",
     "[git][source][cache]") {
