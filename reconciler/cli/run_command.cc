@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
@@ -33,6 +32,7 @@
 #include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/pass_thread.h"
 #include "reconciler/cli/repo_options.h"
+#include "reconciler/core/duration.h"
 #include "reconciler/core/metrics.h"
 #include "reconciler/core/render.h"
 #include "reconciler/engine/instrumented_ports.h"
@@ -57,29 +57,6 @@ struct RunFlags {
   std::string webhook_kind = "auto";
   PassFlags pass;
 };
-
-// "500ms", "15s", "2m", "1h"; a bare number is seconds. nullopt unless positive.
-std::optional<int64_t> ParseDurationMs(std::string_view text) {
-  int64_t n = 0;
-  const char* end = text.data() + text.size();
-  auto [rest, ec] = std::from_chars(text.data(), end, n);
-  if (ec != std::errc() || n <= 0) return std::nullopt;
-  const std::string_view unit(rest, static_cast<size_t>(end - rest));
-  int64_t scale = 0;
-  if (unit == "ms") {
-    scale = 1;
-  } else if (unit == "s" || unit.empty()) {
-    scale = 1'000;
-  } else if (unit == "m") {
-    scale = 60'000;
-  } else if (unit == "h") {
-    scale = 3'600'000;
-  } else {
-    return std::nullopt;
-  }
-  if (n > INT64_MAX / scale / 1000) return std::nullopt;
-  return n * scale;
-}
 
 std::string ShortCommit(const std::string& commit) { return commit.substr(0, 12); }
 
@@ -255,10 +232,10 @@ struct Timings {
 };
 
 std::optional<Timings> ParseTimings(const RunFlags& flags) {
-  const auto interval = ParseDurationMs(flags.interval);
-  const auto max_backoff = ParseDurationMs(flags.max_backoff);
-  const auto pass_deadline = ParseDurationMs(flags.pass_deadline);
-  const auto git_timeout = ParseDurationMs(flags.git_timeout);
+  const auto interval = core::ParseDurationMs(flags.interval);
+  const auto max_backoff = core::ParseDurationMs(flags.max_backoff);
+  const auto pass_deadline = core::ParseDurationMs(flags.pass_deadline);
+  const auto git_timeout = core::ParseDurationMs(flags.git_timeout);
   if (!interval || !max_backoff || !pass_deadline || !git_timeout) {
     LogEvent("error",
              "--interval, --max-backoff, --pass-deadline and --git-timeout take a positive "
@@ -532,8 +509,9 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
                &slot](const engine::ReconcileOptions& pass_options) {
     PassAccounting accounting(repo, metrics, clock, *state);
     if (state->checker) {
-      std::optional<engine::PassResult> same = engine::UnchangedPass(
-          state->memo, source, store, *state->checker, pass_options.ref, state->digest_key);
+      std::optional<engine::PassResult> same =
+          engine::UnchangedPass(state->memo, source, store, *state->checker, pass_options.ref,
+                                state->digest_key, pass_options.now_ms);
       if (same) {
         accounting.Record();
         // Ray's job list as received (1 KB a job) was read into this thread's arena.

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "reconciler/core/duration.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/time_format.h"
@@ -426,6 +427,16 @@ class Planner {
       PlanRestore(spec, latest, *remembered, jp);
       return;
     }
+    // A run stopped for its deadline stays stopped, whatever it ended in: never retried,
+    // never restored (a new spec hash, `rerun` included, starts a new run).
+    if (remembered != nullptr && remembered->stop_reason == StopReason::kDeadline &&
+        status != RayJobStatus::kSucceeded && (lost || IsTerminal(status))) {
+      jp.phase = Phase::kDeadlineExceeded;
+      jp.message = jp.submission_id +
+                   " was stopped when it exceeded its deadline; it is not retried (change "
+                   "the spec, or its rerun token, to start a new run)";
+      return;
+    }
     if (lost) {
       PlanLost(spec, latest, status, jp);
       return;
@@ -459,7 +470,8 @@ class Planner {
       case StopReason::kRemoval:
       case StopReason::kReplacement:
         return true;
-      case StopReason::kUnknown:  // a newer version's reason: not one a spec undoes
+      case StopReason::kDeadline:  // the run's own limit: a spec desired again does not undo it
+      case StopReason::kUnknown:   // a newer version's reason: not one a spec undoes
         return false;
       case StopReason::kNone:
         break;
@@ -475,6 +487,7 @@ class Planner {
         return "when its spec was removed";
       case StopReason::kSuspend:
         return "for suspend: true";
+      case StopReason::kDeadline:
       case StopReason::kNone:
       case StopReason::kUnknown:
         break;
@@ -533,6 +546,7 @@ class Planner {
     if (!spec.suspend) {
       jp.phase = PhaseForRayStatus(status);
       jp.message = job != nullptr ? job->message : "";
+      if (job != nullptr) CheckDeadline(spec, latest, *job, jp);
       return;
     }
     jp.phase = Phase::kSuspended;
@@ -542,6 +556,25 @@ class Planner {
       jp.phase = Phase::kStopping;
       jp.message = StoppingMessage("suspend: true", sent, *job);
     }
+  }
+
+  // An active run past the spec's deadline, counted from Ray's start_time (the submission:
+  // time spent PENDING counts), is stopped and not retried. One not past it yet makes its due
+  // time a time to plan again (Plan::recheck_at_ms). Without the pass's time, nothing.
+  void CheckDeadline(const JobSpec& spec, int latest, const RayJob& job, JobPlan& jp) {
+    const std::optional<int64_t> deadline = spec.lifecycle().deadline_ms;
+    if (!deadline || !job.start_time_ms || policy_.now_ms == 0) return;
+    const int64_t due = *job.start_time_ms + *deadline;
+    if (policy_.now_ms < due) {
+      if (!plan_.recheck_at_ms || due < *plan_.recheck_at_ms) plan_.recheck_at_ms = due;
+      return;
+    }
+    const std::string why = "deadline " + FormatDurationMs(*deadline) + " exceeded (submitted at " +
+                            FormatRfc3339Millis(*job.start_time_ms) + ")";
+    const int64_t sent = AddStop(job, spec.name, latest, StopReason::kDeadline,
+                                 why + ": stopping the run; it is not retried");
+    jp.phase = Phase::kDeadlineExceeded;
+    jp.message = StoppingMessage(why, sent, job);
   }
 
   void PlanFailed(const JobSpec& spec, int latest, const std::string& message, JobPlan& jp) {

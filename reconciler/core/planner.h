@@ -103,6 +103,11 @@ struct Plan {
   std::string instance;  // the instance planned for, for the messages about foreign jobs
   // Runs recorded under a --previous-repo URL that this plan takes as ours: URL -> count.
   std::map<std::string, int, std::less<>> adopted_previous;
+  // The earliest wall-clock time (ms since the epoch) at which the same inputs would be
+  // planned differently: an active run's `deadline` falling due. nullopt: only a change of the
+  // inputs changes the plan. The daemon's memo of a pass at rest holds until then
+  // (engine/pass_memo.h).
+  std::optional<int64_t> recheck_at_ms;
 
   bool HasChanges() const { return !actions.empty() || blocked; }
   int CountActions(ActionKind kind) const;

@@ -81,6 +81,17 @@ struct TrainerFields {
   friend bool operator==(const TrainerFields&, const TrainerFields&) = default;
 };
 
+// The fields of a JobSpec about the course of its runs rather than what they run
+// (docs/jobspec.md, "Lifecycle"): policy fields, never part of the spec hash. Most specs set
+// none of them; kept in a box on the JobSpec.
+struct LifecycleFields {
+  // `deadline`: a run PENDING or RUNNING for longer than this, counted from Ray's start_time
+  // (the submission), is stopped and not retried (phase DeadlineExceeded).
+  std::optional<int64_t> deadline_ms;
+
+  friend bool operator==(const LifecycleFields&, const LifecycleFields&) = default;
+};
+
 struct JobSpec {
   std::string path;  // repo-relative, e.g. "jobs/ppo/qwen.yaml"
   Workload workload = Workload::kCustom;
@@ -99,6 +110,8 @@ struct JobSpec {
   std::optional<ResourceMap> entrypoint_resources;
   int64_t retries = 0;
   StringMap annotations;
+  // deadline (and the other lifecycle fields), apart: most specs set none (lifecycle()).
+  Boxed<LifecycleFields> lifecycle_fields;
 
   // The document as parsed (YAML scalars resolved to their types); the hash input.
   Value document = Value::Object{};
@@ -121,6 +134,7 @@ struct JobSpec {
 
   const TrainerFields& trainer() const { return trainer_fields.get(); }
   TrainerFields& mutable_trainer() { return trainer_fields.mutable_get(); }
+  const LifecycleFields& lifecycle() const { return lifecycle_fields.get(); }
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

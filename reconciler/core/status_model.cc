@@ -8,7 +8,7 @@ namespace rg::core {
 
 namespace {
 
-constexpr std::array<std::pair<Phase, std::string_view>, 12> kPhaseNames{{
+constexpr std::array<std::pair<Phase, std::string_view>, 13> kPhaseNames{{
     {Phase::kPending, "Pending"},
     {Phase::kRunning, "Running"},
     {Phase::kSucceeded, "Succeeded"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<Phase, std::string_view>, 12> kPhaseNames{{
     {Phase::kConflict, "Conflict"},
     {Phase::kRemoved, "Removed"},
     {Phase::kStopping, "Stopping"},
+    {Phase::kDeadlineExceeded, "DeadlineExceeded"},
 }};
 static_assert(kPhaseNames.size() == kAllPhases.size(), "a phase without a name");
 
@@ -46,10 +47,11 @@ AttemptRecord MergeAttempt(const AttemptRecord& theirs, const AttemptRecord& our
   return out;
 }
 
-constexpr std::array<std::pair<StopReason, std::string_view>, 3> kStopReasonNames{{
+constexpr std::array<std::pair<StopReason, std::string_view>, 4> kStopReasonNames{{
     {StopReason::kSuspend, "suspend"},
     {StopReason::kRemoval, "removed"},
     {StopReason::kReplacement, "replaced"},
+    {StopReason::kDeadline, "deadline"},
 }};
 
 }  // namespace

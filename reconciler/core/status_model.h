@@ -20,22 +20,24 @@ enum class Phase {
   kPending,  // submitted (or about to be), driver not running yet
   kRunning,
   kSucceeded,
-  kFailed,     // failed and out of retries
-  kStopped,    // stopped by a person (or by us for a reason that still holds)
-  kSuspended,  // `suspend: true`
-  kLost,       // Ray forgot an active attempt (head restart)
-  kInvalid,    // the spec failed validation: frozen
-  kBlocked,    // a guard held back the stop this job needs
-  kConflict,   // the id is taken by a run of different content (or not ours)
-  kRemoved,    // the spec is gone; the record stays while a run of it may still be active
-  kStopping,   // a stop was sent and Ray still reports the run active (docs/reconcile.md)
+  kFailed,            // failed and out of retries
+  kStopped,           // stopped by a person (or by us for a reason that still holds)
+  kSuspended,         // `suspend: true`
+  kLost,              // Ray forgot an active attempt (head restart)
+  kInvalid,           // the spec failed validation: frozen
+  kBlocked,           // a guard held back the stop this job needs
+  kConflict,          // the id is taken by a run of different content (or not ours)
+  kRemoved,           // the spec is gone; the record stays while a run of it may still be active
+  kStopping,          // a stop was sent and Ray still reports the run active (docs/reconcile.md)
+  kDeadlineExceeded,  // active longer than the spec's `deadline`: stopped, never retried
 };
 
 // Every phase, in the order above: the order of the page's counts and of rg_jobs's series.
-inline constexpr std::array<Phase, 12> kAllPhases = {
-    Phase::kPending, Phase::kRunning,   Phase::kSucceeded, Phase::kFailed,
-    Phase::kStopped, Phase::kSuspended, Phase::kLost,      Phase::kInvalid,
-    Phase::kBlocked, Phase::kConflict,  Phase::kRemoved,   Phase::kStopping,
+inline constexpr std::array<Phase, 13> kAllPhases = {
+    Phase::kPending,          Phase::kRunning,   Phase::kSucceeded, Phase::kFailed,
+    Phase::kStopped,          Phase::kSuspended, Phase::kLost,      Phase::kInvalid,
+    Phase::kBlocked,          Phase::kConflict,  Phase::kRemoved,   Phase::kStopping,
+    Phase::kDeadlineExceeded,
 };
 
 std::string_view PhaseName(Phase p);
@@ -45,11 +47,12 @@ std::optional<Phase> ParsePhase(std::string_view s);
 // status files, the plan's JSON and the logs as the names below. kUnknown is a name this
 // version does not know (a newer version wrote it): a spec cannot undo such a stop, and the
 // name is kept as written (AttemptRecord::unknown_stop_reason).
-enum class StopReason { kNone, kSuspend, kRemoval, kReplacement, kUnknown };
+// kDeadline is the one reason a spec does not undo: the run is not retried or restored.
+enum class StopReason { kNone, kSuspend, kRemoval, kReplacement, kDeadline, kUnknown };
 
-// "suspend", "removed", "replaced"; "" for kNone and kUnknown.
+// "suspend", "removed", "replaced", "deadline"; "" for kNone and kUnknown.
 std::string_view StopReasonName(StopReason r);
-// The reverse of StopReasonName for the three reasons; nullopt for anything else ("" included).
+// The reverse of StopReasonName for the four reasons; nullopt for anything else ("" included).
 std::optional<StopReason> ParseStopReason(std::string_view s);
 
 // A stop that Ray acknowledged but has not carried out (a job PENDING for resources the

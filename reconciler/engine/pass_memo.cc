@@ -35,14 +35,20 @@ PassMemo RememberPass(const PassResult& result, const ports::StatusStore* store)
   }
   memo.spec_commit = result.spec_commit;
   memo.ray_digest = *result.ray_digest;
+  memo.valid_until_ms = result.plan.recheck_at_ms;
   memo.valid = true;
   return memo;
 }
 
+bool MemoHolds(const PassMemo& memo, int64_t now_ms) {
+  return memo.valid && (!memo.valid_until_ms || now_ms < *memo.valid_until_ms);
+}
+
 std::optional<PassResult> UnchangedPass(const PassMemo& memo, ports::DesiredStateSource& source,
                                         ports::StatusStore* store, ports::JobServer& server,
-                                        const std::string& ref, const core::SipHasher::Key& key) {
-  if (!memo.valid) return std::nullopt;
+                                        const std::string& ref, const core::SipHasher::Key& key,
+                                        int64_t now_ms) {
+  if (!MemoHolds(memo, now_ms)) return std::nullopt;
   core::Result<std::optional<std::string>> head = source.Head(ref);
   if (!head.ok() || !head->has_value() || **head != memo.spec_commit) return std::nullopt;
   if (store != nullptr) {

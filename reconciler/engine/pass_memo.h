@@ -7,8 +7,9 @@
 // watched ref names, the tip of the status branch, and a keyed digest of Ray's job list. When
 // all three are the same, a full pass would read the same inputs and decide the same nothing
 // (a plan is a pure function of them; only PENDING and Stopping runs depend on the time or on
-// the cluster's resources), so the pass stops there: no tree is read, no YAML parsed, no
-// record built or encoded, no tree written.
+// the cluster's resources, and a run's `deadline` falls due at a time the plan names), so the
+// pass stops there: no tree is read, no YAML parsed, no record built or encoded, no tree
+// written. The memo holds until the plan's recheck time (core::Plan::recheck_at_ms).
 
 #include <optional>
 #include <string>
@@ -32,7 +33,13 @@ struct PassMemo {
   std::string spec_commit;
   std::string ledger_tip;  // "" when the status branch does not exist (or no ledger is kept)
   uint64_t ray_digest = 0;
+  // When the same inputs would be planned differently (a deadline falls due): the memo does
+  // not hold from then on. nullopt: it holds until an input moves.
+  std::optional<int64_t> valid_until_ms;
 };
+
+// True when `memo` is valid and, at wall-clock time `now_ms`, not past its valid_until_ms.
+bool MemoHolds(const PassMemo& memo, int64_t now_ms);
 
 // True when `result` found the world at rest (see the file comment).
 bool IsFixpoint(const PassResult& result);
@@ -44,8 +51,10 @@ PassMemo RememberPass(const PassResult& result, const ports::StatusStore* store)
 // Reads the three inputs cheaply and compares them with `memo`: a PassResult marked
 // `unchanged` when all three are the same, nullopt when anything moved or could not be read
 // (the caller then runs a full pass, which reports any error as usual).
+// `now_ms`: the wall-clock time of the pass (MemoHolds).
 std::optional<PassResult> UnchangedPass(const PassMemo& memo, ports::DesiredStateSource& source,
                                         ports::StatusStore* store, ports::JobServer& server,
-                                        const std::string& ref, const core::SipHasher::Key& key);
+                                        const std::string& ref, const core::SipHasher::Key& key,
+                                        int64_t now_ms);
 
 }  // namespace rg::engine

@@ -155,6 +155,7 @@ td.message { max-width: 36em; white-space: pre-wrap; word-break: break-word; }
 .phase-blocked { background: #953800; }
 .phase-conflict { background: #bf3989; }
 .phase-removed { background: #57606a; }
+.phase-deadlineexceeded { background: #a40e26; }
 .empty { color: #6e7781; font-style: italic; }
 .notice { border: 1px solid; border-radius: 6px; padding: 8px 12px; margin: 0 0 16px;
           font-size: 14px; }

@@ -21,9 +21,10 @@ static_assert(sizeof(core::Diagnostic) == 72, "update the parse cache codec");
 static_assert(sizeof(core::Value) == 56, "update the parse cache codec");
 static_assert(sizeof(core::RayConfig) == 392, "update the parse cache codec");
 static_assert(sizeof(core::TrainerFields) == 264, "update the parse cache codec");
-static_assert(sizeof(core::JobSpec) == 576, "update the parse cache codec");
-static_assert(sizeof(LoadedJobSpec) == 728, "update the parse cache codec");
-static_assert(sizeof(Parsed<core::JobSpec>) == 608, "update the parse cache codec");
+static_assert(sizeof(core::LifecycleFields) == 16, "update the parse cache codec");
+static_assert(sizeof(core::JobSpec) == 584, "update the parse cache codec");
+static_assert(sizeof(LoadedJobSpec) == 736, "update the parse cache codec");
+static_assert(sizeof(Parsed<core::JobSpec>) == 616, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::RayConfig>) == 424, "update the parse cache codec");
 static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
 static_assert(sizeof(core::StatusRecord) == 488, "update the parse cache codec");
@@ -322,6 +323,7 @@ void PutJobFields(ByteWriter& w, const core::JobSpec& s) {
   w.Bool(s.suspend);
   PutEnum(w, s.on_remove);
   Put(w, s.annotations);
+  Put(w, s.lifecycle().deadline_ms);
 }
 
 void Put(ByteWriter& w, const core::JobSpec& s) {
@@ -361,6 +363,9 @@ void GetJobFields(ByteReader& r, core::JobSpec& s) {
   s.suspend = r.Bool();
   GetEnum(r, s.on_remove, core::OnRemove::kKeep);
   Get(r, s.annotations, kMinString);
+  core::LifecycleFields lifecycle;
+  Get(r, lifecycle.deadline_ms);
+  s.lifecycle_fields.set(lifecycle);  // most specs keep no box
 }
 
 void Get(ByteReader& r, core::JobSpec& s) {
@@ -402,7 +407,7 @@ void Get(ByteReader& r, core::AttemptRecord& a) {
   a.submission_id = r.String();
   a.spec_hash = r.String();
   GetEnum(r, a.status, core::RayJobStatus::kUnknown);
-  GetEnum(r, a.phase, core::Phase::kStopping);
+  GetEnum(r, a.phase, core::Phase::kDeadlineExceeded);
   Get(r, a.start_time_ms);
   Get(r, a.end_time_ms);
   a.message = r.String();
@@ -443,7 +448,7 @@ void GetRecordHead(ByteReader& r, core::StatusRecord& s) {
   s.spec_path = r.String();
   s.spec_hash = r.String();
   s.spec_commit = r.String();
-  GetEnum(r, s.phase, core::Phase::kStopping);
+  GetEnum(r, s.phase, core::Phase::kDeadlineExceeded);
   GetEnum(r, s.on_remove, core::OnRemove::kKeep);
   s.submission_id = r.String();
   GetOptionalInt(r, s.attempt);

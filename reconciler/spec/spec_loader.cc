@@ -6,6 +6,7 @@
 #include <functional>
 #include <utility>
 
+#include "reconciler/core/duration.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/spec/loaded_job_spec.h"
 #include "reconciler/spec/yaml_document.h"
@@ -448,10 +449,30 @@ void ReadOnRemove(JobFields& f, const YamlEntry& e) {
   }
 }
 
+void ReadDeadline(JobFields& f, const YamlEntry& e) {
+  std::optional<int64_t> ms;
+  if (e.value.is_string()) {
+    ms = core::ParseDurationMs(e.value.scalar.as_string(), core::BareNumber::kRefused);
+  }
+  if (!ms) {
+    f.reader.TypeError(e.key, "a duration such as 90m, 72h or 1h30m (units d, h, m, s, ms)",
+                       e.value);
+    return;
+  }
+  f.doc.lifecycle_fields.mutable_get().deadline_ms = *ms;
+}
+
+// A free token: only a change of it matters (it is part of the spec hash, as written).
+void ReadRerun(JobFields& f, const YamlEntry& e) {
+  const bool token = e.value.is_scalar() && !e.value.is_null() &&
+                     !(e.value.is_string() && e.value.scalar.as_string().empty());
+  if (!token) f.reader.TypeError(e.key, "a non-empty token (a string or a number)", e.value);
+}
+
 using JobRule = FieldRule<JobFields>;
 constexpr bool kTrainerOnly = true;
 
-constexpr std::array<JobRule, 24> kJobFields = {{
+constexpr std::array<JobRule, 26> kJobFields = {{
     // Read before the others (the entrypoint and the trainer-only fields depend on it).
     {"workload", [](JobFields&, const YamlEntry&) {}},
     {"name", ReadJobName},
@@ -513,6 +534,8 @@ constexpr std::array<JobRule, 24> kJobFields = {{
      }},
     {"suspend", ReadSuspend},
     {"on_remove", ReadOnRemove},
+    {"deadline", ReadDeadline},
+    {"rerun", ReadRerun},
     {"annotations",
      [](JobFields& f, const YamlEntry& e) {
        if (auto annotations = f.reader.ScalarMap(e.key, e.value, false)) {

@@ -111,10 +111,8 @@ int main(int argc, char** argv) {
             Write(dir, "invalid-spec.yaml", InvalidSpec()) &&
             Write(dir, "removed-but-kept.yaml", RemovedButKept());
 
-  const std::vector<Phase> phases = {Phase::kPending,  Phase::kRunning, Phase::kSucceeded,
-                                     Phase::kFailed,   Phase::kStopped, Phase::kSuspended,
-                                     Phase::kLost,     Phase::kInvalid, Phase::kBlocked,
-                                     Phase::kConflict, Phase::kRemoved, Phase::kStopping};
+  // Every phase the model has, so that a new one cannot be missing from the schema.
+  const auto& phases = rg::core::kAllPhases;
   const std::vector<RayJobStatus> statuses = {RayJobStatus::kPending, RayJobStatus::kRunning,
                                               RayJobStatus::kStopped, RayJobStatus::kSucceeded,
                                               RayJobStatus::kFailed,  RayJobStatus::kUnknown};
@@ -124,6 +122,9 @@ int main(int argc, char** argv) {
     r.status = statuses[i % statuses.size()];
     r.attempts.back().phase = phases[i];
     r.attempts.back().status = r.status;
+    if (phases[i] == Phase::kDeadlineExceeded) {
+      r.attempts.back().stop_reason = rg::core::StopReason::kDeadline;
+    }
     ok = ok && Write(dir, "phase-" + std::string(rg::core::PhaseName(phases[i])) + ".yaml", r);
   }
   if (!ok) {

@@ -67,6 +67,9 @@ class PassHarness {
 
   const core::StatusRecord& Record(const std::string& name) { return store_.ledger().at(name); }
   FakeRayServer& ray() { return ray_; }
+  // The head's clock: Ray's start and end times are read on it. A pass that compares them with
+  // its own time (a deadline) sets options.now_ms from it.
+  FakeClock& clock() { return clock_; }
   ports::JobServer& client() { return *client_; }
   InMemoryStatusStore& store() { return store_; }
 

@@ -39,7 +39,7 @@ class World : public testing::PassHarness {
     return {};
   }
   std::optional<PassResult> Check(const PassMemo& memo) {
-    return UnchangedPass(memo, *source_, &store(), client(), "HEAD", kKey);
+    return UnchangedPass(memo, *source_, &store(), client(), "HEAD", kKey, clock().NowMs());
   }
   testing::InMemoryDesiredStateSource& source() { return *source_; }
 
@@ -69,6 +69,37 @@ TEST_CASE("a pass at rest is remembered and the next one stops early without loa
   CHECK(w.source().loads() == loads);
   CHECK(w.store().commits().size() == commits);
   CHECK(w.Check(memo));  // as often as nothing moves
+}
+
+TEST_CASE("a pass at rest with a run's deadline ahead holds only until the deadline falls due") {
+  World w;
+  w.source().SetFile("jobs/a.yaml", "workload: custom\nentrypoint: sleep 600\ndeadline: 1m\n",
+                     CommitId(1));
+  // Passes on the head's clock, as the daemon's are on its own.
+  auto pass = [&w]() {
+    ReconcileOptions options;
+    options.digest_key = kKey;
+    options.now_ms = w.clock().NowMs();
+    return w.PassHarness::Pass(w.source(), options);
+  };
+  PassResult first = pass();
+  REQUIRE(first.outcomes.size() == 1);
+  PassMemo memo;
+  for (int i = 0; i < 5 && !memo.valid; ++i) {  // until the run is RUNNING and recorded so
+    w.Advance(200ms);
+    memo = RememberPass(pass(), &w.store());
+  }
+  REQUIRE(memo.valid);
+  REQUIRE(memo.valid_until_ms);
+  const int64_t due = *memo.valid_until_ms;
+  CHECK(w.Check(memo));  // nothing moved and the deadline is ahead
+  CHECK(MemoHolds(memo, due - 1));
+  CHECK_FALSE(MemoHolds(memo, due));
+  w.Advance(std::chrono::milliseconds(due - w.clock().NowMs()));
+  CHECK_FALSE(w.Check(memo));  // the same inputs now plan a stop: a full pass must run
+  PassResult stop = pass();
+  REQUIRE(stop.outcomes.size() == 1);
+  CHECK(stop.outcomes[0].action.stop_reason == core::StopReason::kDeadline);
 }
 
 TEST_CASE("any moved input makes the early check give way to a full pass") {

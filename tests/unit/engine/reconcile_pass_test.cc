@@ -342,6 +342,57 @@ TEST_CASE("a run stopped by a person is not resubmitted", "[engine]") {
   CHECK(w.Record("a").attempts.back().stop_reason == core::StopReason::kNone);
 }
 
+TEST_CASE("a run past its deadline is stopped, recorded DeadlineExceeded and never resubmitted",
+          "[engine]") {
+  World w;
+  // Passes on the head's clock: the deadline is counted from Ray's start_time.
+  auto pass = [&w]() {
+    ReconcileOptions options;
+    options.now_ms = w.clock().NowMs();
+    return w.Pass(options);
+  };
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 600", "deadline: 5s\nretries: 3\n"),
+                     CommitId(1));
+  const std::string id0 = "a-" + w.HashOf("jobs/a.yaml");
+  REQUIRE(pass().exit_status == kExitApplied);
+  w.Advance(1s);
+  PassResult running = pass();
+  CHECK(running.plan.actions.empty());
+  CHECK(w.Record("a").phase == Phase::kRunning);
+  REQUIRE(running.plan.recheck_at_ms);
+  CHECK(*running.plan.recheck_at_ms - w.clock().NowMs() == 4'000);
+
+  w.Advance(4s);
+  PassResult due = pass();
+  REQUIRE(due.outcomes.size() == 1);
+  CHECK(due.outcomes[0].action.kind == core::ActionKind::kStop);
+  CHECK(due.outcomes[0].action.stop_reason == core::StopReason::kDeadline);
+  CHECK(w.Record("a").phase == Phase::kDeadlineExceeded);
+  REQUIRE(w.Record("a").FindAttempt(id0) != nullptr);
+  CHECK(w.Record("a").FindAttempt(id0)->stop_reason == core::StopReason::kDeadline);
+
+  // Ended STOPPED: not retried though retries are left, not restored, on every later pass.
+  for (int i = 0; i < 3; ++i) {
+    w.Advance(1s);
+    PassResult later = pass();
+    CHECK(later.plan.actions.empty());
+    CHECK(w.ray().StatusOf(id0) == RayJobStatus::kStopped);
+    CHECK(w.Record("a").phase == Phase::kDeadlineExceeded);
+  }
+  CHECK(w.ray().JobCount() == 1);
+
+  // Editing the deadline (a policy field) starts nothing; a new rerun token starts a new run.
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 600", "deadline: 1h\nretries: 3\n"),
+                     CommitId(2));
+  CHECK(pass().plan.actions.empty());
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 600", "deadline: 1h\nretries: 3\nrerun: 2\n"),
+                     CommitId(3));
+  PassResult rerun = pass();
+  REQUIRE(rerun.outcomes.size() == 1);
+  CHECK(rerun.outcomes[0].action.kind == core::ActionKind::kSubmit);
+  CHECK(rerun.outcomes[0].action.submission_id != id0);
+}
+
 TEST_CASE("the max-stops guard blocks the stops and exits 3 until overridden", "[engine]") {
   World w;
   for (const char* n : {"a", "b", "c"}) {

@@ -186,11 +186,35 @@ TEST_CASE("each row of the per-job state machine gives its action and phase") {
        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kSucceeded, "replaced")})}},
        Phase::kSucceeded,
        ""},
-      {"stopped for a reason a spec cannot undo: nothing",
+      {"stopped for a reason a newer version wrote: nothing",
+       plain,
+       {Job("a", 0, RayJobStatus::kStopped)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "quota")})}},
+       Phase::kStopped,
+       ""},
+      {"stopped by us for its deadline: never restored",
        plain,
        {Job("a", 0, RayJobStatus::kStopped)},
        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kStopped, "deadline")})}},
-       Phase::kStopped,
+       Phase::kDeadlineExceeded,
+       ""},
+      {"failed after a stop for its deadline, retries left: not retried",
+       retry2,
+       {Job("a", 0, RayJobStatus::kFailed)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "deadline")})}},
+       Phase::kDeadlineExceeded,
+       ""},
+      {"stopped for its deadline, then Ray forgot it, retries left: not lost, not resubmitted",
+       retry2,
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning, "deadline")})}},
+       Phase::kDeadlineExceeded,
+       ""},
+      {"succeeded before the stop for its deadline took: succeeded",
+       plain,
+       {Job("a", 0, RayJobStatus::kSucceeded)},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kSucceeded, "deadline")})}},
+       Phase::kSucceeded,
        ""},
       {"latest attempt wins over earlier ones",
        retry2,
@@ -207,6 +231,87 @@ TEST_CASE("each row of the per-job state machine gives its action and phase") {
       CHECK(Describe(plan) == row.actions);
       CHECK_FALSE(plan.blocked);
     }
+  }
+}
+
+// A spec with `deadline`, its run submitted (Ray's start_time) at `start_ms`.
+JobSpec WithDeadline(int64_t deadline_ms) {
+  JobSpec spec = Spec("a");
+  spec.lifecycle_fields.mutable_get().deadline_ms = deadline_ms;
+  return spec;
+}
+
+RayJob StartedAt(RayJobStatus status, int64_t start_ms) {
+  RayJob job = Job("a", 0, status);
+  job.start_time_ms = start_ms;
+  return job;
+}
+
+TEST_CASE("a run active longer than its deadline is stopped, counted from the submission") {
+  const JobSpec spec = WithDeadline(5'000);
+  PlanPolicy at;
+  SECTION("running, within the deadline: nothing, and the plan names when it falls due") {
+    at.now_ms = 14'999;
+    Plan plan = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, 10'000)}, {}, at);
+    CHECK(Describe(plan).empty());
+    CHECK(plan.jobs[0].phase == Phase::kRunning);
+    CHECK(plan.recheck_at_ms == 15'000);
+  }
+  SECTION("running, at the deadline: stopped for it, not retried") {
+    at.now_ms = 15'000;
+    Plan plan = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, 10'000)}, {}, at);
+    CHECK(Describe(plan) == "stop a-aaaaaaaaaa;");
+    CHECK(plan.actions[0].stop_reason == StopReason::kDeadline);
+    CHECK(plan.jobs[0].phase == Phase::kDeadlineExceeded);
+    CHECK_THAT(plan.jobs[0].message, Catch::StartsWith("deadline 5s exceeded (submitted at "));
+    CHECK_FALSE(plan.recheck_at_ms);
+  }
+  SECTION("pending for longer than the deadline: the time spent waiting counts") {
+    at.now_ms = 20'000;
+    Plan plan = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kPending, 10'000)}, {}, at);
+    CHECK(Describe(plan) == "stop a-aaaaaaaaaa;");
+    CHECK(plan.jobs[0].phase == Phase::kDeadlineExceeded);
+  }
+  SECTION("the stop already sent and not carried out: not sent again within ten minutes") {
+    at.now_ms = 20'000;
+    AttemptRecord sent = Attempt("a", 0, RayJobStatus::kRunning, "deadline");
+    sent.stop_sent_ms = 16'000;
+    Plan plan = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, 10'000)},
+                            {{"a", Record("a", {sent})}}, at);
+    CHECK(Describe(plan).empty());
+    CHECK(plan.jobs[0].phase == Phase::kDeadlineExceeded);
+    CHECK_THAT(plan.jobs[0].message, Catch::Contains("Ray still reports RUNNING"));
+  }
+  SECTION("the earliest deadline of several runs is the plan's recheck time") {
+    JobSpec b = WithDeadline(60'000);
+    b.name = "b";
+    b.path = "jobs/b.yaml";
+    RayJob run_b = Job("b", 0, RayJobStatus::kRunning);
+    run_b.start_time_ms = 1'000;
+    at.now_ms = 12'000;
+    Plan plan =
+        PlanActions(Desired({spec, b}), {StartedAt(RayJobStatus::kRunning, 10'000), run_b}, {}, at);
+    CHECK(Describe(plan).empty());
+    CHECK(plan.recheck_at_ms == 15'000);
+  }
+  SECTION("no deadline, a finished run, a suspended spec or no pass time: no deadline stop") {
+    at.now_ms = 100'000;
+    Plan none =
+        PlanActions(Desired({Spec("a")}), {StartedAt(RayJobStatus::kRunning, 10'000)}, {}, at);
+    CHECK(Describe(none).empty());
+    CHECK_FALSE(none.recheck_at_ms);
+    Plan done = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kSucceeded, 10'000)}, {}, at);
+    CHECK(Describe(done).empty());
+    CHECK(done.jobs[0].phase == Phase::kSucceeded);
+    JobSpec suspended = spec;
+    suspended.suspend = true;
+    Plan paused =
+        PlanActions(Desired({suspended}), {StartedAt(RayJobStatus::kRunning, 10'000)}, {}, at);
+    REQUIRE(Describe(paused) == "stop a-aaaaaaaaaa;");
+    CHECK(paused.actions[0].stop_reason == StopReason::kSuspend);
+    Plan unknown_time =
+        PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, 10'000)}, {}, {});
+    CHECK(Describe(unknown_time).empty());
   }
 }
 

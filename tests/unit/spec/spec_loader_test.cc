@@ -116,6 +116,24 @@ TEST_CASE("every JobSpec validation error names its field, what was written, lin
        {"jobs/t.yaml:2:10: error: suspend must be true or false (got \"true\")"}},
       {"workload: ppo\non_remove: Stop\n",
        {"jobs/t.yaml:2:12: error: on_remove must be stop or keep (got \"Stop\")"}},
+      {"workload: ppo\ndeadline: 300\n",
+       {"jobs/t.yaml:2:11: error: deadline must be a duration such as 90m, 72h or 1h30m (units "
+        "d, h, m, s, ms) (got 300)"}},
+      {"workload: ppo\ndeadline: 5 minutes\n",
+       {"jobs/t.yaml:2:11: error: deadline must be a duration such as 90m, 72h or 1h30m (units "
+        "d, h, m, s, ms) (got \"5 minutes\")"}},
+      {"workload: ppo\ndeadline: 0s\n",
+       {"jobs/t.yaml:2:11: error: deadline must be a duration such as 90m, 72h or 1h30m (units "
+        "d, h, m, s, ms) (got \"0s\")"}},
+      {"workload: ppo\ndeadline: 30m1h\n",
+       {"jobs/t.yaml:2:11: error: deadline must be a duration such as 90m, 72h or 1h30m (units "
+        "d, h, m, s, ms) (got \"30m1h\")"}},
+      {"workload: ppo\nrerun:\n",
+       {"jobs/t.yaml:2:1: error: rerun must be a non-empty token (a string or a number) (got "
+        "null)"}},
+      {"workload: ppo\nrerun: [1]\n",
+       {"jobs/t.yaml:2:8: error: rerun must be a non-empty token (a string or a number) (got a "
+        "list)"}},
       {"workload: ppo\nannotations: [a]\n",
        {"jobs/t.yaml:2:14: error: annotations must be a mapping (got a list)"}},
       {"workload: ppo\nannotations:\n  owner: {name: me}\n",
@@ -374,6 +392,15 @@ TEST_CASE("the spec hash ignores formatting, key order, comments and policy fiel
             .spec_hash == hash);
   CHECK(LoadValidJob(base + "retries: 5\nsuspend: true\non_remove: keep\nannotations: {a: b}\n")
             .spec_hash == hash);
+  // A deadline is policy: editing it never restarts a run. A rerun token is the restart.
+  const core::JobSpec bounded = LoadValidJob(base + "deadline: 1h30m\n");
+  CHECK(bounded.spec_hash == hash);
+  CHECK(bounded.lifecycle().deadline_ms == int64_t{5'400'000});
+  CHECK_FALSE(LoadValidJob(base).lifecycle().deadline_ms);
+  const std::string rerun = LoadValidJob(base + "rerun: \"2026-11-28\"\n").spec_hash;
+  CHECK(rerun != hash);
+  CHECK(LoadValidJob(base + "rerun: 2026-11-28\n").spec_hash == rerun);
+  CHECK(LoadValidJob(base + "rerun: 2\n").spec_hash != rerun);
 
   CHECK(LoadValidJob("workload: ppo\nmodel_id: m2\nnnodes: 2\noverrides: [a=1, b=2]\n"
                      "env_vars: {X: 1}\n")

@@ -139,13 +139,13 @@ TEST_CASE("A stop reason a newer version wrote is read as unknown and written ba
           "[status][codec]") {
   const std::string text =
       "name: x\nspec_path: jobs/x.yaml\nphase: Stopped\nattempts:\n"
-      "- submission_id: x-0123456789\n  attempt: 0\n  stop_reason: deadline\n";
+      "- submission_id: x-0123456789\n  attempt: 0\n  stop_reason: quota\n";
   auto back = spec::DecodeStatusYaml(text, "status/x.yaml");
   REQUIRE(back.ok());
   REQUIRE(back->attempts.size() == 1);
   CHECK(back->attempts[0].stop_reason == core::StopReason::kUnknown);
-  CHECK(back->attempts[0].unknown_stop_reason == "deadline");
-  CHECK(spec::EncodeStatusYaml(*back).find("stop_reason: deadline\n") != std::string::npos);
+  CHECK(back->attempts[0].unknown_stop_reason == "quota");
+  CHECK(spec::EncodeStatusYaml(*back).find("stop_reason: quota\n") != std::string::npos);
   auto known = spec::DecodeStatusYaml(
       "name: x\nspec_path: jobs/x.yaml\nphase: Stopped\nattempts:\n"
       "- submission_id: x-0123456789\n  stop_reason: removed\n",
@@ -153,6 +153,15 @@ TEST_CASE("A stop reason a newer version wrote is read as unknown and written ba
   REQUIRE(known.ok());
   CHECK(known->attempts[0].stop_reason == core::StopReason::kRemoval);
   CHECK(known->attempts[0].unknown_stop_reason.empty());
+  // A stop for the run's deadline is a reason this version knows, and writes back as it read.
+  auto deadline = spec::DecodeStatusYaml(
+      "name: x\nspec_path: jobs/x.yaml\nphase: DeadlineExceeded\nattempts:\n"
+      "- submission_id: x-0123456789\n  stop_reason: deadline\n",
+      "status/x.yaml");
+  REQUIRE(deadline.ok());
+  CHECK(deadline->phase == core::Phase::kDeadlineExceeded);
+  CHECK(deadline->attempts[0].stop_reason == core::StopReason::kDeadline);
+  CHECK(spec::EncodeStatusYaml(*deadline).find("stop_reason: deadline\n") != std::string::npos);
 }
 
 TEST_CASE("Files that are not status records are errors naming the file", "[status][codec]") {
