@@ -109,11 +109,35 @@ ArtifactWriter::ArtifactWriter(fs::path root, const std::vector<std::string>& se
 ArtifactWriter::ArtifactWriter(fs::path root, core::Redactor redactor, NowFunction now)
     : root_(std::move(root)), redactor_(std::move(redactor)), now_(std::move(now)) {}
 
+std::string LastOfDriverLog(std::string_view log, size_t max_bytes) {
+  if (log.size() <= max_bytes) return std::string(log);
+  size_t from = log.size() - max_bytes;
+  // Start at a line: a cut line (or a cut UTF-8 character) would read as garbage.
+  constexpr size_t kLineSearch = 4096;
+  const size_t newline = log.substr(from, kLineSearch).find('\n');
+  if (newline != std::string_view::npos) from += newline + 1;
+  return "[ray-gitops: the first " + std::to_string(from) + " bytes of this driver log (" +
+         std::to_string(log.size()) + " in all) are left out; logs/driver.log keeps at most " +
+         std::to_string(max_bytes) + "]\n" + std::string(log.substr(from));
+}
+
 fs::path ArtifactWriter::JobDir(std::string_view submission_id) const {
   return root_ / "jobs" / std::string(submission_id);
 }
 
 std::string ArtifactWriter::Scrub(const std::string& text) const { return redactor_.Apply(text); }
+
+core::Status ArtifactWriter::WriteDriverLog(std::string_view submission_id, std::string_view log) {
+  if (!IsSafePathComponent(submission_id)) {
+    return core::Error::InvalidInput("submission id '" + std::string(submission_id) +
+                                     "' cannot name an artifacts directory");
+  }
+  // Redacted whole before it is cut, so that no secret is left in part at the cut.
+  std::string text(log);
+  redactor_.ApplyInPlace(text);
+  return WriteFileAtomically(JobDir(submission_id) / "logs" / "driver.log",
+                             LastOfDriverLog(text, ports::kDriverLogMaxBytes));
+}
 
 core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& record) {
   if (!IsSafePathComponent(record.submission_id)) {

@@ -3,7 +3,7 @@
 //
 //   <root>/jobs/<submission_id>/
 //     config/ray_config.yaml  config/jobspec.yaml  config/submit_payload.json
-//     logs/submit.out  debug/ray_status_pre.txt  debug/ray_job_list_post.txt
+//     logs/submit.out  logs/driver.log  debug/ray_status_pre.txt  debug/ray_job_list_post.txt
 //
 // Every file is written to a temporary name in its own directory and renamed over the final
 // name, so a reader sees the old content or the new, never a torn file. A fresh submission
@@ -37,6 +37,7 @@ class ArtifactWriter : public ports::ArtifactSink {
                  NowFunction now = std::chrono::system_clock::now);
 
   core::Status WriteSubmission(const ports::SubmissionRecord& record) override;
+  core::Status WriteDriverLog(std::string_view submission_id, std::string_view log) override;
 
   // <root>/jobs/<submission_id>
   std::filesystem::path JobDir(std::string_view submission_id) const;
@@ -48,6 +49,10 @@ class ArtifactWriter : public ports::ArtifactSink {
   core::Redactor redactor_;
   NowFunction now_;
 };
+
+// The last `max_bytes` of `log` (from the start of a line when one starts in its first 4 KiB),
+// after a line saying how many bytes were left out; `log` itself when it fits.
+std::string LastOfDriverLog(std::string_view log, size_t max_bytes);
 
 // Writes `content` to `path` through a temporary file in the same directory, flushed to disk
 // and renamed over `path`. Creates missing parent directories.

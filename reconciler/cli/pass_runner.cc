@@ -292,6 +292,17 @@ void LogPass(const engine::PassResult& result) {
   if (!result.status_commit.empty()) {
     LogEvent("info", "status committed", {{"commit", result.status_commit}});
   }
+  for (const std::string& id : result.driver_logs_kept) {
+    LogEvent("info", "driver log kept", {{"submission_id", id}});
+  }
+  for (const std::string& id : result.deleted) {
+    LogEvent("info", "deleted from Ray", {{"submission_id", id}, {"reason", "gc-finished-after"}});
+  }
+  for (const engine::Warning& w : result.warnings) {
+    if (w.kind == engine::kWarnDriverLog || w.kind == engine::kWarnGcFinished) {
+      LogEvent("warn", w.message);
+    }
+  }
 }
 
 }  // namespace rg::cli

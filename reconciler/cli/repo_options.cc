@@ -6,6 +6,7 @@
 
 #include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
+#include "reconciler/core/duration.h"
 #include "reconciler/core/render.h"
 
 namespace rg::cli {
@@ -196,6 +197,20 @@ CLI::Option* AddPassFlags(CLI::App* cmd, PassFlags* flags, std::string_view stop
             return "--dashboard-url must start with http:// or https://";
           },
           "URL");
+  cmd->add_option_function<std::string>(
+         "--gc-finished-after",
+         [flags](const std::string& text) {
+           flags->gc_finished_after_ms = core::ParseDurationMs(text, core::BareNumber::kRefused);
+         },
+         "delete runs of ours from Ray once they ended this long ago (e.g. 7d, 12h) and their "
+         "end is committed to the status branch; the ledger keeps them (default: never)")
+      ->check(
+          [](const std::string& text) -> std::string {
+            if (core::ParseDurationMs(text, core::BareNumber::kRefused)) return "";
+            return "--gc-finished-after takes a duration such as 7d, 12h or 30m (got \"" + text +
+                   "\")";
+          },
+          "DURATION");
   return max_stops;
 }
 
@@ -205,6 +220,7 @@ void ApplyPassFlags(const PassFlags& flags, engine::ReconcileOptions* options) {
   options->policy.max_stops_explicit = flags.max_stops_given;
   options->parallelism = flags.parallelism;
   options->dashboard_url = core::StripUrlCredentials(flags.dashboard_url);
+  options->gc_finished_after_ms = flags.gc_finished_after_ms;
 }
 
 }  // namespace rg::cli

@@ -3,7 +3,9 @@
 // status branch (--repo and friends), the Ray client resolved from the global flags with
 // cluster.yaml's address as the last fallback, artifacts, and the log output.
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +71,9 @@ struct PassFlags {
   int parallelism = 4;
   // --dashboard-url: the Ray dashboard as browsers reach it, for links; empty: the Ray address.
   std::string dashboard_url;
+  // --gc-finished-after: delete finished runs from Ray this long after they ended (ms); unset:
+  // never.
+  std::optional<int64_t> gc_finished_after_ms;
 };
 
 // Registers the pass flags on `cmd`. `stops_per` completes the --max-stops help ("stop at most

@@ -20,6 +20,10 @@ class LockedSink : public ports::ArtifactSink {
     std::lock_guard<std::mutex> lock(mu_);
     return inner_->WriteSubmission(record);
   }
+  core::Status WriteDriverLog(std::string_view submission_id, std::string_view log) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return inner_->WriteDriverLog(submission_id, log);
+  }
 
  private:
   ports::ArtifactSink* inner_;

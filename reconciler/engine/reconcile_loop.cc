@@ -13,8 +13,9 @@ namespace {
 
 // Every kind of engine/warning.h: rg_warnings has a series for each, 0 when none, so an alert
 // can rely on the series existing.
-constexpr std::array<std::string_view, 4> kWarningKinds = {kWarnInvalidCluster, kWarnInvalidSpec,
-                                                           kWarnUnreadableStatus, kWarnForeignJobs};
+constexpr std::array<std::string_view, 6> kWarningKinds = {kWarnInvalidCluster,   kWarnInvalidSpec,
+                                                           kWarnUnreadableStatus, kWarnForeignJobs,
+                                                           kWarnDriverLog,        kWarnGcFinished};
 
 std::string Seconds(int64_t us) { return std::to_string(us / 1'000'000) + " s"; }
 

@@ -13,6 +13,7 @@
 #include "reconciler/core/pending_reason.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_update.h"
+#include "reconciler/engine/finished_runs.h"
 #include "reconciler/engine/pass_memo.h"
 #include "reconciler/engine/pass_steps.h"
 #include "reconciler/engine/status_commit.h"
@@ -453,6 +454,26 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   for (auto& [name, record] : update.records) result.records.push_back(std::move(record));
 }
 
+// Step 5 of a pass that acts, continued: the driver log of each run of ours whose end is news
+// (when artifacts are kept), and the finished runs due for deletion (--gc-finished-after; only
+// with a ledger this pass records to, whose ends earlier passes committed).
+FinishedRuns EndedRuns(const ReconcileDeps& deps, const ReconcileOptions& options,
+                       const core::Ledger& ledger, const core::RayJobsById& ray_jobs,
+                       PassResult& result) {
+  if (options.dry_run) return {};
+  if (deps.artifacts != nullptr) {
+    KeepDriverLogs(*deps.server, *deps.artifacts,
+                   RunsEndedSinceLedger(ray_jobs, ledger, options.policy.owner, result.outcomes),
+                   result);
+  }
+  if (!options.gc_finished_after_ms || !options.record_status || deps.store == nullptr ||
+      options.now_ms == 0) {
+    return {};
+  }
+  return FinishedRunsToDelete(ray_jobs, ledger, options.policy.owner, *options.gc_finished_after_ms,
+                              options.now_ms);
+}
+
 int ExitStatusOf(const PassResult& r) {
   if (!r.errors.empty() || !r.diagnostics.empty()) return kExitError;
   // A frozen job is an error for `sync` too, though not a failed pass for the daemon.
@@ -513,9 +534,19 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
     ApplyAndObserve(deps, planned, snapshot, only, result, ray_jobs);
   }
 
+  // Runs that ended: from the ledger as read, before Record lets go of it.
+  const FinishedRuns finished = EndedRuns(deps, planned, in.ledger, ray_jobs.by_id, result);
+
   // 6. Record.
   Record(deps, planned, snapshot, in.ledger, ray_jobs, result);
   result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
+
+  // 7. Finished runs whose end an earlier pass committed, deleted from Ray.
+  if (!finished.due.empty()) DeleteFinishedRuns(*deps.server, finished.due, result);
+  if (finished.next_due_ms &&
+      (!result.plan.recheck_at_ms || *finished.next_due_ms < *result.plan.recheck_at_ms)) {
+    result.plan.recheck_at_ms = finished.next_due_ms;
+  }
 }
 
 void FinishPass(PassResult& result) {

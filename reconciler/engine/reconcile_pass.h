@@ -83,6 +83,9 @@ struct ReconcileOptions {
   // Wall-clock time of the pass, ms since the epoch: when a stop was sent (the Stopping
   // phase) and when it is due again. 0: the caller did not say; nothing is resent then.
   int64_t now_ms = 0;
+  // --gc-finished-after: runs of ours that ended at least this long ago, whose end an
+  // earlier pass committed, are deleted from Ray (engine/finished_runs.h). Unset: none.
+  std::optional<int64_t> gc_finished_after_ms;
   // When set, the pass digests Ray's job list with this key (PassResult::ray_digest), so that
   // the daemon can tell the next pass's inputs from this one's (engine/pass_memo.h).
   std::optional<core::SipHasher::Key> digest_key;
@@ -129,6 +132,10 @@ struct PassResult {
   int actions_not_started = 0;           // plan actions left undone after a stop request
   std::vector<std::string> transitions;  // what the status commit says (or would say)
   std::string status_commit;             // empty when nothing was committed
+  // Runs whose driver log this pass kept in their artifacts, and runs it deleted from Ray
+  // (--gc-finished-after), by submission id (engine/finished_runs.h).
+  std::vector<std::string> driver_logs_kept;
+  std::vector<std::string> deleted;
   // Every planned job's record after this pass (what the status branch now holds, or would
   // hold after a dry run), by name; empty when the pass stopped before planning.
   std::vector<core::StatusRecord> records;

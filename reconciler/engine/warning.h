@@ -2,7 +2,8 @@
 // Something a person should look at that does not make the daemon unready (docs/daemon.md,
 // "Readiness"): an invalid cluster file or spec, an unreadable status file, foreign jobs. A pass
 // returns its warnings; the daemon shows them in /readyz's body, on the status page and as the
-// metric rg_warnings{kind=...} that the documented alerts use (docs/operations.md).
+// metric rg_warnings{kind=...} that the documented alerts use (docs/operations.md). A driver
+// log not kept and a finished run not deleted are warnings too.
 
 #include <string>
 #include <string_view>
@@ -13,6 +14,10 @@ inline constexpr std::string_view kWarnInvalidCluster = "invalid_cluster";
 inline constexpr std::string_view kWarnInvalidSpec = "invalid_spec";
 inline constexpr std::string_view kWarnUnreadableStatus = "unreadable_status";
 inline constexpr std::string_view kWarnForeignJobs = "foreign_jobs";
+// A run ended and its driver log could not be read from Ray or written to its artifacts.
+inline constexpr std::string_view kWarnDriverLog = "driver_log";
+// A finished run due for deletion (--gc-finished-after) could not be deleted from Ray.
+inline constexpr std::string_view kWarnGcFinished = "gc_finished";
 
 struct Warning {
   std::string kind;     // one of kWarn*

@@ -3,7 +3,9 @@
 // after the fact, exactly what was sent to Ray, from which inputs, and what Ray said. The
 // adapter in adapters/artifact_writer.h writes them under <root>/jobs/<submission_id>/.
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "reconciler/core/result.h"
 #include "reconciler/core/value.h"
@@ -26,6 +28,9 @@ struct SubmissionRecord {
   std::string job_list_post;       // the job list right after the submit, one line per job
 };
 
+// The most of a run's driver log that logs/driver.log keeps: its last 8 MiB.
+inline constexpr size_t kDriverLogMaxBytes = size_t{8} << 20;
+
 class ArtifactSink {
  public:
   virtual ~ArtifactSink() = default;
@@ -34,6 +39,11 @@ class ArtifactSink {
   // and go on. REQUIRES: record.submission_id is a valid submission id (no '/', not "." or
   // "..").
   virtual core::Status WriteSubmission(const SubmissionRecord& record) = 0;
+
+  // Keeps the driver log of a run that ended (logs/driver.log, replaced whole): secrets
+  // redacted, then at most its last kDriverLogMaxBytes, after a first line that says how much
+  // was left out. REQUIRES: as WriteSubmission.
+  virtual core::Status WriteDriverLog(std::string_view submission_id, std::string_view log) = 0;
 };
 
 }  // namespace rg::ports

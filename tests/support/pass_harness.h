@@ -42,6 +42,7 @@ class PassHarness {
       return InProcessClient(ray_);
     };
     deps.store = &store_;
+    deps.artifacts = artifacts;
     options.ray_address = ray_.address();
     if (options.now_ms == 0) options.now_ms = now_ms_ += 1000;
     engine::PassResult r = engine::RunReconcilePass(deps, options);
@@ -72,6 +73,9 @@ class PassHarness {
   FakeClock& clock() { return clock_; }
   ports::JobServer& client() { return *client_; }
   InMemoryStatusStore& store() { return store_; }
+
+  // Where passes keep artifacts (driver logs included); null: none.
+  ports::ArtifactSink* artifacts = nullptr;
 
  private:
   static FakeRayOptions InProcess(FakeRayOptions options, ports::Clock* clock) {

@@ -22,14 +22,16 @@ dmn_spec() {
 }
 
 # dmn_start LOG [run flags...]: starts the daemon in the background on 127.0.0.1:<free port>
-# and waits for its "started" line. Sets DMN_PID and DMN_URL.
+# and waits for its "started" line. Sets DMN_PID and DMN_URL. Artifacts go to
+# $DMN_ARTIFACTS_ROOT when it is set, else nowhere.
 dmn_start() {
   local log=$1
   shift
-  local token_args=()
+  local token_args=() artifact_args=(--no-artifacts)
   [ -n "$RG_TOKEN" ] && token_args=(--ray-token-file "$RG_TOKEN_FILE")
+  [ -n "${DMN_ARTIFACTS_ROOT:-}" ] && artifact_args=(--artifacts-root "$DMN_ARTIFACTS_ROOT")
   "$RG_BIN" --ray-address "$RG_ADDRESS" "${token_args[@]}" run --repo "$DMN_REMOTE" \
-    --branch main --cache-dir "$RG_TMP/cache" --instance "$DMN_INSTANCE" --no-artifacts \
+    --branch main --cache-dir "$RG_TMP/cache" --instance "$DMN_INSTANCE" "${artifact_args[@]}" \
     --listen 127.0.0.1:0 "$@" 2>"$log" &
   DMN_PID=$!
   DMN_LOG=$log
@@ -130,6 +132,15 @@ dmn_field() { rg_yaml_field "$1"; }
 dmn_now_ms() {
   local t=$EPOCHREALTIME
   echo $((${t/./} / 1000))
+}
+
+# dmn_has_phase NAME PHASE: succeeds when the status branch records job NAME in PHASE.
+dmn_has_phase() { dmn_status_file "$1" | grep -q "^phase: $2\$"; }
+
+# dmn_wait_passes N: waits (up to 60 s) until the daemon has made N more passes.
+dmn_wait_passes() {
+  local want=$(($(dmn_metric rg_passes_total) + $1))
+  dmn_wait 60 "$1 more passes" dmn_metric_ge "$want" rg_passes_total >/dev/null
 }
 
 # dmn_wait LIMIT_SECONDS WHAT COMMAND...: polls COMMAND every 50 ms until it succeeds.

@@ -15,9 +15,6 @@ rg_on_exit() {
   dmn_kill
   rg_stop_ours "$DMN_INSTANCE"
 }
-status_file() {
-  git -C "$DMN_REMOTE" show "ray-gitops/status-$DMN_INSTANCE:status/$1.yaml" 2>/dev/null
-}
 
 dmn_init_repo
 dmn_spec bounded "sleep 600"
@@ -29,12 +26,7 @@ dmn_start "$RG_TMP/daemon.log" --interval "${interval}s"
 
 # The record says DeadlineExceeded (the stop was sent) within the time the run takes to start
 # on a busy head, plus its 5 s.
-deadline=$((SECONDS + 180))
-until status_file bounded 2>/dev/null | grep -q '^phase: DeadlineExceeded'; do
-  [ $SECONDS -lt $deadline ] || { status_file bounded >&2 || true; cat "$DMN_LOG" >&2; rg_fail "bounded never became DeadlineExceeded"; }
-  kill -0 "$DMN_PID" 2>/dev/null || { cat "$DMN_LOG" >&2; rg_fail "the daemon exited"; }
-  sleep 0.2
-done
+dmn_wait 180 "bounded recorded DeadlineExceeded" dmn_has_phase bounded DeadlineExceeded >/dev/null
 id=$(dmn_list_ours | awk '{ print $1 }')
 [ "$(echo "$id" | wc -w)" = 1 ] || rg_fail "expected one run of ours, Ray has: $id"
 rg_wait_status "$id" STOPPED 60 2>/dev/null || true
@@ -42,7 +34,7 @@ rg_wait_status "$id" STOPPED 60 2>/dev/null || true
 
 # When the stop was sent, from the submission (Ray's start_time): never before 5 s, and within
 # two intervals after (3 s more for a pass on a loaded machine).
-status_file bounded >"$RG_TMP/bounded.yaml"
+dmn_status_file bounded >"$RG_TMP/bounded.yaml"
 grep -q 'stop_reason: deadline' "$RG_TMP/bounded.yaml" || { cat "$RG_TMP/bounded.yaml" >&2; rg_fail "the attempt's stop reason is not deadline"; }
 elapsed_ms=$("$RG_PY" - "$RG_TMP/bounded.yaml" <<'PYEOF'
 import datetime, re, sys
@@ -59,13 +51,8 @@ echo "deadline: the stop of $id was sent ${elapsed_ms} ms after its submission (
   rg_fail "the stop was sent ${elapsed_ms} ms after the submission, later than two intervals after 5 s"
 
 # Three more passes after Ray reported STOPPED: nothing is submitted, the phase stays.
-passes=$(dmn_metric rg_passes_total)
-deadline=$((SECONDS + 60))
-until dmn_metric_ge $((passes + 3)) rg_passes_total; do
-  [ $SECONDS -lt $deadline ] || rg_fail "the daemon made no three passes within 60 s"
-  sleep 0.2
-done
+dmn_wait_passes 3
 [ "$(dmn_list_ours | wc -l)" = 1 ] || { dmn_list_ours >&2; rg_fail "the run was submitted again"; }
-status_file bounded | grep -q '^phase: DeadlineExceeded' || rg_fail "the phase did not stay DeadlineExceeded"
+dmn_has_phase bounded DeadlineExceeded || rg_fail "the phase did not stay DeadlineExceeded"
 dmn_stop
 echo "deadline: $id stopped for its deadline, recorded DeadlineExceeded, not resubmitted"

@@ -24,7 +24,9 @@ hf_token="hf_$(rand)"
 header_secret="hdr-$(rand)"
 webhook_secret="whk-$(rand)"
 printf '%s' "$webhook_secret" >"$RG_TMP/webhook-secret"
-# The job reads the process's secrets from files, so they are never written into the repo.
+# The job reads the process's secrets from files, so they are never written into the repo. It
+# sleeps first, so that the daemon (which knows every secret, the webhook's included) sees it
+# end and keeps its driver log, not the first sync (which is given no webhook secret).
 secret_file=$RG_TMP/secrets.txt
 {
   [ -n "$RG_TOKEN" ] && echo "RAY_TOKEN_SEEN=$RG_TOKEN"
@@ -51,7 +53,7 @@ YAML
 mkdir -p "$DMN_WORK/jobs"
 cat >"$DMN_WORK/jobs/leaky.yaml" <<YAML
 workload: custom
-entrypoint: sh -c 'env | sort; echo "HF_SEEN=\$HF_TOKEN"; echo "WANDB_SEEN=\$WANDB_API_KEY"; cat $secret_file; exit 1'
+entrypoint: sh -c 'sleep 10; env | sort; echo "HF_SEEN=\$HF_TOKEN"; echo "WANDB_SEEN=\$WANDB_API_KEY"; cat $secret_file; exit 1'
 entrypoint_num_cpus: 0
 env_vars:
   HF_TOKEN: "$hf_token"
@@ -75,7 +77,9 @@ for s in "$wandb_key" "$hf_token" "$header_secret"; do
 done
 ray_first_line=$("$RG_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["message"].splitlines()[0].strip())' "$RG_TMP/ray-job.json")
 
-# 2. The daemon records the failure, serves /api/v1/status and the page, logs what it did.
+# 2. The daemon records the failure, serves /api/v1/status and the page, logs what it did,
+#    and (unless the first sync saw the failure already) keeps the driver log.
+DMN_ARTIFACTS_ROOT=$shared
 dmn_start "$RG_TMP/daemon.log" "${header_args[@]}" --interval 1s \
   --webhook-secret-file "$RG_TMP/webhook-secret"
 status_failed() { dmn_status_file leaky | grep -q '^phase: Failed'; }
@@ -100,6 +104,10 @@ dmn_push "one more job, so that a submit writes the job list into its artifacts"
 rg "${header_args[@]}" sync --repo "$DMN_REMOTE" --cache-dir "$RG_TMP/cache" \
   --instance "$DMN_INSTANCE" --artifacts-root "$shared" >"$RG_TMP/sync2.out" 2>"$RG_TMP/sync2.log"
 grep -rqF "$id" "$shared/jobs" || rg_fail "no artifact lists $id (the check below would be empty)"
+# The driver log holds what the job printed, the secrets among it (so the check below sees
+# them if they were not redacted).
+grep -q "HF_SEEN=" "$shared/jobs/$id/logs/driver.log" ||
+  rg_fail "no driver log of $id holds the job's output (the check below would miss it)"
 
 # 4. None of the secrets anywhere we write.
 git -C "$DMN_REMOTE" log -p $(dmn_ledger) >"$RG_TMP/status-history.txt"
