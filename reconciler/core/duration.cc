@@ -8,13 +8,13 @@
 namespace rg::core {
 namespace {
 
-struct Unit {
+struct DurationUnit {
   std::string_view name;
   int64_t ms;
 };
 
 // Largest first: the order a sum must be written in, and the order it is formatted in.
-constexpr std::array<Unit, 5> kUnits = {{
+constexpr std::array<DurationUnit, 5> kDurationUnits = {{
     {"d", int64_t{86'400'000}},
     {"h", int64_t{3'600'000}},
     {"m", int64_t{60'000}},
@@ -46,11 +46,11 @@ std::optional<int64_t> ParseDurationMs(std::string_view text, BareNumber bare) {
     const std::string_view unit = text.substr(0, letters);
     text.remove_prefix(letters);
     size_t u = next_unit;
-    while (u < kUnits.size() && kUnits[u].name != unit) ++u;
-    if (u == kUnits.size()) return std::nullopt;
+    while (u < kDurationUnits.size() && kDurationUnits[u].name != unit) ++u;
+    if (u == kDurationUnits.size()) return std::nullopt;
     next_unit = u + 1;
-    if (n > kMaxDurationMs / kUnits[u].ms) return std::nullopt;
-    total += n * kUnits[u].ms;
+    if (n > kMaxDurationMs / kDurationUnits[u].ms) return std::nullopt;
+    total += n * kDurationUnits[u].ms;
     if (total > kMaxDurationMs) return std::nullopt;
   }
   if (total <= 0) return std::nullopt;
@@ -59,7 +59,7 @@ std::optional<int64_t> ParseDurationMs(std::string_view text, BareNumber bare) {
 
 std::string FormatDurationMs(int64_t ms) {
   std::string out;
-  for (const Unit& unit : kUnits) {
+  for (const DurationUnit& unit : kDurationUnits) {
     if (ms >= unit.ms) {
       out += std::to_string(ms / unit.ms);
       out += unit.name;
