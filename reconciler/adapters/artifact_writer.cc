@@ -109,15 +109,14 @@ ArtifactWriter::ArtifactWriter(fs::path root, const std::vector<std::string>& se
 ArtifactWriter::ArtifactWriter(fs::path root, core::Redactor redactor, NowFunction now)
     : root_(std::move(root)), redactor_(std::move(redactor)), now_(std::move(now)) {}
 
-std::string LastOfDriverLog(std::string_view log, size_t max_bytes) {
-  if (log.size() <= max_bytes) return std::string(log);
-  size_t from = log.size() - max_bytes;
+std::string LastOfDriverLog(std::string_view log, size_t max_bytes, size_t skipped_bytes) {
+  if (log.size() <= max_bytes && skipped_bytes == 0) return std::string(log);
+  size_t from = log.size() > max_bytes ? log.size() - max_bytes : 0;
   // Start at a line: a cut line (or a cut UTF-8 character) would read as garbage.
-  constexpr size_t kLineSearch = 4096;
-  const size_t newline = log.substr(from, kLineSearch).find('\n');
+  const size_t newline = log.substr(from, ports::kDriverLogLineSearch).find('\n');
   if (newline != std::string_view::npos) from += newline + 1;
-  return "[ray-gitops: the first " + std::to_string(from) + " bytes of this driver log (" +
-         std::to_string(log.size()) + " in all) are left out; logs/driver.log keeps at most " +
+  return "[ray-gitops: the first " + std::to_string(skipped_bytes + from) +
+         " bytes of this driver log are left out; logs/driver.log keeps at most " +
          std::to_string(max_bytes) + "]\n" + std::string(log.substr(from));
 }
 
@@ -127,7 +126,8 @@ fs::path ArtifactWriter::JobDir(std::string_view submission_id) const {
 
 std::string ArtifactWriter::Scrub(const std::string& text) const { return redactor_.Apply(text); }
 
-core::Status ArtifactWriter::WriteDriverLog(std::string_view submission_id, std::string_view log) {
+core::Status ArtifactWriter::WriteDriverLog(std::string_view submission_id, std::string_view log,
+                                            size_t skipped_bytes) {
   if (!IsSafePathComponent(submission_id)) {
     return core::Error::InvalidInput("submission id '" + std::string(submission_id) +
                                      "' cannot name an artifacts directory");
@@ -136,7 +136,7 @@ core::Status ArtifactWriter::WriteDriverLog(std::string_view submission_id, std:
   std::string text(log);
   redactor_.ApplyInPlace(text);
   return WriteFileAtomically(JobDir(submission_id) / "logs" / "driver.log",
-                             LastOfDriverLog(text, ports::kDriverLogMaxBytes));
+                             LastOfDriverLog(text, ports::kDriverLogMaxBytes, skipped_bytes));
 }
 
 core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& record) {

@@ -37,7 +37,8 @@ class ArtifactWriter : public ports::ArtifactSink {
                  NowFunction now = std::chrono::system_clock::now);
 
   core::Status WriteSubmission(const ports::SubmissionRecord& record) override;
-  core::Status WriteDriverLog(std::string_view submission_id, std::string_view log) override;
+  core::Status WriteDriverLog(std::string_view submission_id, std::string_view log,
+                              size_t skipped_bytes) override;
 
   // <root>/jobs/<submission_id>
   std::filesystem::path JobDir(std::string_view submission_id) const;
@@ -50,9 +51,10 @@ class ArtifactWriter : public ports::ArtifactSink {
   NowFunction now_;
 };
 
-// The last `max_bytes` of `log` (from the start of a line when one starts in its first 4 KiB),
-// after a line saying how many bytes were left out; `log` itself when it fits.
-std::string LastOfDriverLog(std::string_view log, size_t max_bytes);
+// The last `max_bytes` of `log`, the end of a driver log after `skipped_bytes` bytes not read
+// (from the start of a line when one starts within ports::kDriverLogLineSearch of the cut),
+// after a line saying how many bytes were left out; `log` itself when it is whole and fits.
+std::string LastOfDriverLog(std::string_view log, size_t max_bytes, size_t skipped_bytes = 0);
 
 // Writes `content` to `path` through a temporary file in the same directory, flushed to disk
 // and renamed over `path`. Creates missing parent directories.

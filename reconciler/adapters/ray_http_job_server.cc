@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "reconciler/adapters/log_tail_stream.h"
 #include "reconciler/adapters/ray_http_rules.h"
 
 namespace rg::adapters {
@@ -277,6 +278,20 @@ class RayHttpJobServer::Impl {
     return it->get<std::string>();
   }
 
+  // The answer streamed through a LogTailStream: a log of any length costs at most twice
+  // `max_bytes` here.
+  core::Result<ports::LogTail> TailLogs(std::string_view id, size_t max_bytes) {
+    ray_http::LogTailStream stream(max_bytes);
+    auto ex = Retrying("GET", "/api/jobs/" + EncodePathSegment(id) + "/logs", "",
+                       options_.read_timeout, &stream);
+    if (!ex) return ex.error();
+    ports::LogTail out;
+    core::Result<std::string> tail = stream.Finish(&out.total_bytes);
+    if (!tail.ok()) return tail.error();
+    out.tail = std::move(*tail);
+    return out;
+  }
+
   core::Result<std::string> ClusterStatus() {
     auto ex = Retrying("GET", "/api/cluster_status?format=1", "", options_.read_timeout);
     if (!ex) return ex.error();
@@ -317,7 +332,7 @@ class RayHttpJobServer::Impl {
   }
 
   Exchange SendThroughTransport(const std::string& method, const std::string& path,
-                                const std::string& body, ray_http::JobListStream* stream) const {
+                                const std::string& body, ray_http::BodyStream* stream) const {
     RayHttpRequest request{method, split_.prefix + path, body, {}};
     if (method == "POST") {
       request.headers["Content-Type"] = kJsonType;
@@ -346,7 +361,7 @@ class RayHttpJobServer::Impl {
   // gathered here, reserved at its announced length: grown by doubling, a body of 50 MB took
   // 64 MB, and was copied on every doubling.
   static httplib::Result GetBody(httplib::Client& client, const std::string& full_path,
-                                 const httplib::Headers& headers, ray_http::JobListStream* stream) {
+                                 const httplib::Headers& headers, ray_http::BodyStream* stream) {
     std::string received;
     bool streaming = false;
     httplib::Result res = client.Get(
@@ -375,7 +390,7 @@ class RayHttpJobServer::Impl {
   // One request, no retry. With a stream, the body of a GET's 2xx answer goes to it as it
   // arrives (Begin, then Write), not into the exchange.
   Exchange Send(const std::string& method, const std::string& path, const std::string& body,
-                std::chrono::milliseconds read_timeout, ray_http::JobListStream* stream = nullptr) {
+                std::chrono::milliseconds read_timeout, ray_http::BodyStream* stream = nullptr) {
     Exchange ex;
     if (options_.address.empty()) {
       ex.transport = httplib::Error::Connection;
@@ -426,7 +441,7 @@ class RayHttpJobServer::Impl {
   // An idempotent request with retries on transient failures. Returns the 2xx answer.
   core::Result<Exchange> Retrying(const std::string& method, const std::string& path,
                                   const std::string& body, std::chrono::milliseconds read_timeout,
-                                  ray_http::JobListStream* stream = nullptr) {
+                                  ray_http::BodyStream* stream = nullptr) {
     if (options_.address.empty()) {
       return core::Error::InvalidInput(
           "no Ray address: pass --ray-address or set RAY_API_SERVER_ADDRESS or RAY_ADDRESS");
@@ -506,6 +521,9 @@ uint64_t RayHttpJobServer::ListedDigest(const std::vector<core::RayJob>& jobs,
 core::Result<bool> RayHttpJobServer::Stop(std::string_view id) { return impl_->Stop(id); }
 core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_->Delete(id); }
 core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }
+core::Result<ports::LogTail> RayHttpJobServer::TailLogs(std::string_view id, size_t max_bytes) {
+  return impl_->TailLogs(id, max_bytes);
+}
 core::Result<std::string> RayHttpJobServer::ClusterStatus() { return impl_->ClusterStatus(); }
 core::Result<core::ClusterResources> RayHttpJobServer::Resources() { return impl_->Resources(); }
 

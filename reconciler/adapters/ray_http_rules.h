@@ -50,6 +50,15 @@ core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text);
 core::Result<std::vector<core::RayJob>> ParseJobList(
     std::string_view text, const std::function<bool(const core::RayJob&)>& keep);
 
+// Where a GET's 2xx body goes as it arrives, instead of into one string: Begin once per
+// attempt (a retry starts over), then Write any number of times.
+class BodyStream {
+ public:
+  virtual ~BodyStream() = default;
+  virtual void Begin() = 0;
+  virtual void Write(std::string_view bytes) = 0;
+};
+
 // Reads Ray's job list as ParseJobList reads it, while its bytes arrive, so that the text of
 // an answer is never held whole: a 50 MB list passes through blocks of kBlockBytes, at most
 // kBlocksAhead of them waiting for the decoder, which runs on a thread of its own beside the
@@ -60,7 +69,7 @@ core::Result<std::vector<core::RayJob>> ParseJobList(
 // For one answer: Begin, Write any number of times, Finish. Begin again starts over and
 // drops what an earlier attempt read (a retry after a connection cut mid-answer). A text that
 // is not JSON is reported with its first kMessagePrefix bytes (TrimBodyForMessage of them).
-class JobListStream {
+class JobListStream : public BodyStream {
  public:
   static constexpr size_t kBlockBytes = size_t{256} << 10;
   static constexpr size_t kBlocksAhead = 2;
@@ -71,14 +80,14 @@ class JobListStream {
   explicit JobListStream(std::function<bool(const core::RayJob&)> keep = {},
                          std::optional<core::SipHasher::Key> digest_key = std::nullopt,
                          bool decode = true);
-  ~JobListStream();
+  ~JobListStream() override;
   JobListStream(const JobListStream&) = delete;
   JobListStream& operator=(const JobListStream&) = delete;
   JobListStream(JobListStream&&) = delete;
   JobListStream& operator=(JobListStream&&) = delete;
 
-  void Begin();
-  void Write(std::string_view bytes);
+  void Begin() override;
+  void Write(std::string_view bytes) override;
   // The jobs of the answer written since Begin, as ParseJobList gives them. REQUIRES: decode.
   core::Result<std::vector<core::RayJob>> Finish();
   // The digest of the bytes written since Begin. REQUIRES: a digest key.

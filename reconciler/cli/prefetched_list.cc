@@ -52,6 +52,10 @@ core::Result<bool> PrefetchedListServer::Delete(std::string_view id) {
 core::Result<std::string> PrefetchedListServer::Logs(std::string_view id) {
   return Settled().Logs(id);
 }
+
+core::Result<ports::LogTail> PrefetchedListServer::TailLogs(std::string_view id, size_t max_bytes) {
+  return Settled().TailLogs(id, max_bytes);
+}
 core::Result<std::string> PrefetchedListServer::ClusterStatus() {
   return Settled().ClusterStatus();
 }

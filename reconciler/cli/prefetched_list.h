@@ -43,6 +43,7 @@ class PrefetchedListServer : public ports::JobServer {
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;
+  core::Result<ports::LogTail> TailLogs(std::string_view id, size_t max_bytes) override;
   core::Result<std::string> ClusterStatus() override;
   core::Result<core::ClusterResources> Resources() override;
 

@@ -20,9 +20,10 @@ class LockedSink : public ports::ArtifactSink {
     std::lock_guard<std::mutex> lock(mu_);
     return inner_->WriteSubmission(record);
   }
-  core::Status WriteDriverLog(std::string_view submission_id, std::string_view log) override {
+  core::Status WriteDriverLog(std::string_view submission_id, std::string_view log,
+                              size_t skipped_bytes) override {
     std::lock_guard<std::mutex> lock(mu_);
-    return inner_->WriteDriverLog(submission_id, log);
+    return inner_->WriteDriverLog(submission_id, log, skipped_bytes);
   }
 
  private:

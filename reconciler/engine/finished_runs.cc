@@ -45,10 +45,16 @@ std::vector<std::string> RunsEndedSinceLedger(const core::RayJobsById& ray_jobs,
 void KeepDriverLogs(ports::JobServer& server, ports::ArtifactSink& sink,
                     const std::vector<std::string>& ids, PassResult& result) {
   for (const std::string& id : ids) {
-    core::Result<std::string> log = server.Logs(id);
-    // Every secret of the pass (the process's, the webhook's, the specs'), before the sink's.
-    if (log.ok()) result.redactor.ApplyInPlace(*log);
-    core::Status kept = log.ok() ? sink.WriteDriverLog(id, *log) : core::Status(log.error());
+    // Its end only, and a little more for the sink to start at a line: a log of any length.
+    core::Result<ports::LogTail> log =
+        server.TailLogs(id, ports::kDriverLogMaxBytes + ports::kDriverLogLineSearch);
+    core::Status kept = log.ok() ? core::OkStatus() : core::Status(log.error());
+    if (log.ok()) {
+      const size_t skipped = log->total_bytes - log->tail.size();  // before redaction
+      // Every secret of the pass (the process's, the webhook's, the specs'), before the sink's.
+      result.redactor.ApplyInPlace(log->tail);
+      kept = sink.WriteDriverLog(id, log->tail, skipped);
+    }
     if (kept.ok()) {
       result.driver_logs_kept.push_back(id);
     } else {

@@ -81,6 +81,11 @@ core::Result<std::string> InstrumentedJobServer::Logs(std::string_view id) {
   return Call("logs", [&] { return inner_->Logs(id); });
 }
 
+core::Result<ports::LogTail> InstrumentedJobServer::TailLogs(std::string_view id,
+                                                             size_t max_bytes) {
+  return Call("logs", [&] { return inner_->TailLogs(id, max_bytes); });
+}
+
 core::Result<std::string> InstrumentedJobServer::ClusterStatus() {
   return Call("cluster_status", [&] { return inner_->ClusterStatus(); });
 }

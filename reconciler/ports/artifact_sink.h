@@ -30,6 +30,9 @@ struct SubmissionRecord {
 
 // The most of a run's driver log that logs/driver.log keeps: its last 8 MiB.
 inline constexpr size_t kDriverLogMaxBytes = size_t{8} << 20;
+// How far past the cut a kept log looks for the start of a line (a reader of the log reads
+// this much more than it keeps).
+inline constexpr size_t kDriverLogLineSearch = 4096;
 
 class ArtifactSink {
  public:
@@ -40,10 +43,12 @@ class ArtifactSink {
   // "..").
   virtual core::Status WriteSubmission(const SubmissionRecord& record) = 0;
 
-  // Keeps the driver log of a run that ended (logs/driver.log, replaced whole): secrets
+  // Keeps the driver log of a run that ended (logs/driver.log, replaced whole): `log` is the
+  // end of it, after `skipped_bytes` bytes that were not read (0: the whole log). Secrets
   // redacted, then at most its last kDriverLogMaxBytes, after a first line that says how much
   // was left out. REQUIRES: as WriteSubmission.
-  virtual core::Status WriteDriverLog(std::string_view submission_id, std::string_view log) = 0;
+  virtual core::Status WriteDriverLog(std::string_view submission_id, std::string_view log,
+                                      size_t skipped_bytes) = 0;
 };
 
 }  // namespace rg::ports

@@ -5,6 +5,7 @@
 // connections), kNotFound (404), kConflict (duplicate submission id), kUnauthorized
 // (401/403), kInvalidInput (400), kFatal.
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,12 @@
 #include "reconciler/core/value.h"
 
 namespace rg::ports {
+
+// The end of a driver log: its last bytes, and how long the whole log is.
+struct LogTail {
+  std::string tail;
+  size_t total_bytes = 0;
+};
 
 class JobServer {
  public:
@@ -66,6 +73,18 @@ class JobServer {
   virtual core::Result<bool> Delete(std::string_view id) = 0;
   // GET /api/jobs/{id}/logs — the whole driver log.
   virtual core::Result<std::string> Logs(std::string_view id) = 0;
+  // The same answer, of which only the last `max_bytes` of the log are kept (cut anywhere; a
+  // caller that keeps lines cuts further). The default reads the whole log first; the HTTP
+  // client never holds more than twice `max_bytes` of a log of any length.
+  virtual core::Result<LogTail> TailLogs(std::string_view id, size_t max_bytes) {
+    core::Result<std::string> whole = Logs(id);
+    if (!whole.ok()) return whole.error();
+    LogTail out;
+    out.total_bytes = whole->size();
+    out.tail =
+        whole->size() > max_bytes ? whole->substr(whole->size() - max_bytes) : std::move(*whole);
+    return out;
+  }
   // GET /api/cluster_status?format=1 — the text of `ray status` (may be empty).
   virtual core::Result<std::string> ClusterStatus() = 0;
   // GET /api/cluster_status (JSON) — every resource's total and what is free, as Ray's

@@ -393,6 +393,29 @@ TEST_CASE("a stopped job turns STOPPED only later, or at once on Tick", "[client
   CHECK(client.Get("slow-stop")->status == RayJobStatus::kStopped);
 }
 
+TEST_CASE("the end of a driver log is read over HTTP as the whole log gives it", "[client][fake]") {
+  FakeRayOptions fo;
+  fo.start_delay = 0ms;  // RUNNING when next asked: Ray answers "" for a PENDING job's log
+  FakeRayServer fake(fo);
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client.Submit(Body("chatty", "sleep 60")).ok());
+  REQUIRE(client.Get("chatty")->status == RayJobStatus::kRunning);
+  std::string text;
+  for (int i = 0; i < 20'000; ++i) text += "step " + std::to_string(i) + " \"loss\"\t\u00e9\n";
+  REQUIRE(fake.AppendLogs("chatty", text));
+  auto whole = client.Logs("chatty");
+  REQUIRE(whole.ok());
+  REQUIRE(whole->size() > 100'000);
+  auto tail = client.TailLogs("chatty", 1'000);
+  REQUIRE(tail.ok());
+  CHECK(tail->total_bytes == whole->size());
+  CHECK(tail->tail == whole->substr(whole->size() - 1'000));
+  auto all = client.TailLogs("chatty", 10'000'000);
+  REQUIRE(all.ok());
+  CHECK(all->tail == *whole);
+  CHECK(client.TailLogs("nobody", 10).error().IsNotFound());
+}
+
 TEST_CASE("an https address speaks TLS: a plain-HTTP server is a transient error", "[client]") {
   FakeRayServer fake;
   RayClientOptions o;

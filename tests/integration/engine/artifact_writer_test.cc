@@ -165,11 +165,11 @@ TEST_CASE("ArtifactWriter keeps a driver log whole and redacted, and replaces it
   secrets.Add("hf_s3cr3t");
   ArtifactWriter writer(tmp.dir(), secrets, FixedClock(1700000000));
   const fs::path log = tmp.dir() / "jobs" / "sft-a-0123456789" / "logs" / "driver.log";
-  REQUIRE(writer.WriteDriverLog("sft-a-0123456789", "step 1\nHF_TOKEN=hf_s3cr3t\ndone\n").ok());
+  REQUIRE(writer.WriteDriverLog("sft-a-0123456789", "step 1\nHF_TOKEN=hf_s3cr3t\ndone\n", 0).ok());
   CHECK(ReadFileText(log) == "step 1\nHF_TOKEN=<redacted>\ndone\n");
-  REQUIRE(writer.WriteDriverLog("sft-a-0123456789", "").ok());
+  REQUIRE(writer.WriteDriverLog("sft-a-0123456789", "", 0).ok());
   CHECK(ReadFileText(log).empty());
-  CHECK_FALSE(writer.WriteDriverLog("../escape", "x").ok());
+  CHECK_FALSE(writer.WriteDriverLog("../escape", "x", 0).ok());
   CHECK_FALSE(fs::exists(tmp.dir() / "jobs" / "escape"));
 }
 
@@ -180,11 +180,17 @@ TEST_CASE("A driver log over the cap keeps its last lines after a line saying wh
   REQUIRE(log.size() == 10'000);
   const std::string kept = rg::adapters::LastOfDriverLog(log, 95);
   CHECK(kept ==
-        "[ray-gitops: the first 9910 bytes of this driver log (10000 in all) are left out; "
-        "logs/driver.log keeps at most 95]\n"
+        "[ray-gitops: the first 9910 bytes of this driver log are left out; logs/driver.log "
+        "keeps at most 95]\n"
         "line 0991\nline 0992\nline 0993\nline 0994\nline 0995\nline 0996\nline 0997\n"
         "line 0998\nline 0999\n");
   CHECK(rg::adapters::LastOfDriverLog(log, 10'000) == log);
+  // The end of a longer log, read after 5,000 bytes not read: those count as left out too,
+  // and the text starts at a line.
+  CHECK(rg::adapters::LastOfDriverLog(log.substr(5'003), 10'000, 5'003) ==
+        "[ray-gitops: the first 5010 bytes of this driver log are left out; logs/driver.log "
+        "keeps at most 10000]\n" +
+            log.substr(5'010));
   // No line starts near the cut: the last bytes as they are.
   const std::string one_line(100, 'x');
   CHECK(rg::adapters::LastOfDriverLog(one_line, 10).ends_with("]\nxxxxxxxxxx"));
@@ -192,7 +198,7 @@ TEST_CASE("A driver log over the cap keeps its last lines after a line saying wh
   TempDir tmp;
   ArtifactWriter writer(tmp.dir(), rg::core::Redactor{}, FixedClock(1700000000));
   const std::string big(rg::ports::kDriverLogMaxBytes + 100, 'y');
-  REQUIRE(writer.WriteDriverLog("big-0123456789", big).ok());
+  REQUIRE(writer.WriteDriverLog("big-0123456789", big, 0).ok());
   const std::string written =
       ReadFileText(tmp.dir() / "jobs" / "big-0123456789" / "logs" / "driver.log");
   CHECK(written.ends_with(std::string(rg::ports::kDriverLogMaxBytes, 'y')));

@@ -30,13 +30,16 @@ class MemorySink : public ports::ArtifactSink {
   core::Status WriteSubmission(const ports::SubmissionRecord& /*record*/) override {
     return core::OkStatus();
   }
-  core::Status WriteDriverLog(std::string_view id, std::string_view log) override {
+  core::Status WriteDriverLog(std::string_view id, std::string_view log,
+                              size_t skipped_bytes) override {
     if (broken) return core::Error::Fatal("disk full");
     ++writes;
     logs[std::string(id)] = std::string(log);
+    skipped[std::string(id)] = skipped_bytes;
     return core::OkStatus();
   }
   std::map<std::string, std::string> logs;
+  std::map<std::string, size_t> skipped;
   int writes = 0;
   bool broken = false;
 };
@@ -101,6 +104,21 @@ TEST_CASE("a run that ended by the listing after its submit has its log kept by 
   REQUIRE(w.Record("bad").status == RayJobStatus::kFailed);  // its end is committed at once
   CHECK(first.driver_logs_kept == std::vector<std::string>{bad});
   CHECK(w.sink.logs.contains(bad));
+}
+
+TEST_CASE("a kept driver log is redacted with the pass's secrets, none of it skipped", "[engine]") {
+  World w;
+  w.source().SetFile("jobs/leaky.yaml", "workload: custom\nentrypoint: echo token=k8Zq2xW1\n",
+                     CommitId(1));
+  const std::string leaky = w.IdOf("jobs/leaky.yaml");
+  ReconcileOptions options;
+  options.secrets.Add("k8Zq2xW1");  // shorter than "<redacted>"
+  REQUIRE(w.Pass(options).outcomes.size() == 1);
+  w.Advance(1s);
+  REQUIRE(w.Pass(options).driver_logs_kept == std::vector<std::string>{leaky});
+  CHECK_THAT(w.sink.logs.at(leaky), Catch::Contains("token=<redacted>"));
+  CHECK_THAT(w.sink.logs.at(leaky), !Catch::Contains("k8Zq2xW1"));
+  CHECK(w.sink.skipped.at(leaky) == 0);  // counted before the redaction lengthened it
 }
 
 TEST_CASE("a driver log that cannot be kept is a warning naming the run", "[engine]") {
