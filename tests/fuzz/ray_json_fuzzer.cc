@@ -3,8 +3,9 @@
 // Properties: nothing crashes or trips a sanitizer; parse failures are kFatal; a job read on
 // its own reads the same inside a list; the streamed job list reads exactly as the JSON-tree
 // reference does (the same jobs, or the same error message); a time of 0 is never reported
-// as set; an error body in a message is bounded; and a percent-encoded path segment decodes
-// back to the id.
+// as set; an error body in a message is bounded; a percent-encoded path segment decodes
+// back to the id; and the streamed end of a log answer is the same whatever the chunking,
+// its last bytes those of the whole log it holds.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "reconciler/adapters/log_tail_stream.h"
 #include "reconciler/adapters/ray_http_rules.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -71,6 +73,35 @@ void CheckSameList(std::string_view text) {
   for (size_t i = 0; i < tree->size(); ++i) RG_FUZZ_CHECK(SameJob((*streamed)[i], (*tree)[i]));
 }
 
+// The log answer's end read with `max` kept, in chunks of `chunk` bytes.
+rg::core::Result<std::string> TailOf(std::string_view text, size_t max, size_t chunk,
+                                     size_t* total) {
+  ray_http::LogTailStream stream(max);
+  stream.Begin();
+  for (size_t at = 0; at < text.size(); at += chunk) stream.Write(text.substr(at, chunk));
+  return stream.Finish(total);
+}
+
+// Read whole and in chunks of 1 and 3 bytes, with 0 and 5 bytes kept: the same answer, and
+// what is kept is the end of the whole log.
+void CheckLogTail(std::string_view text) {
+  size_t total = 0;
+  const auto whole = TailOf(text, text.size() + 1, text.size() + 1, &total);
+  for (const size_t max : {size_t{0}, size_t{5}}) {
+    for (const size_t chunk : {size_t{1}, size_t{3}}) {
+      size_t n = 0;
+      const auto tail = TailOf(text, max, chunk, &n);
+      RG_FUZZ_CHECK(tail.ok() == whole.ok());
+      if (!whole.ok()) {
+        RG_FUZZ_CHECK(tail.error().message() == whole.error().message());
+        continue;
+      }
+      RG_FUZZ_CHECK(n == total && whole->size() == total);
+      RG_FUZZ_CHECK(*tail == whole->substr(total > max ? total - max : 0));
+    }
+  }
+}
+
 void CheckJob(const RayJob& job) {
   RG_FUZZ_CHECK(job.start_time_ms != 0);
   RG_FUZZ_CHECK(job.end_time_ms != 0);
@@ -122,6 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
+  CheckLogTail(text);
   (void)ray_http::ParseVersionTriple(text);
   const rg::core::Value gated = ray_http::GateSubmitBody(
       rg::core::Value::Object{{"submission_id", rg::core::Value(std::string("x"))},
