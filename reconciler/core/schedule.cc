@@ -1,9 +1,10 @@
 #include "reconciler/core/schedule.h"
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
+#include <string>
 #include <utility>
+
+#include "reconciler/core/time_format.h"
 
 namespace rg::core {
 
@@ -166,14 +167,12 @@ std::optional<int64_t> NextSlotAfter(const CronExpression& cron, const TimeZone&
 }
 
 std::string SlotIdSuffix(int64_t utc_seconds) {
-  const int64_t day = FloorDivide(utc_seconds, kSecondsPerDay);
-  const CivilDate date = CivilFromDays(day);
-  const int64_t of_day = utc_seconds - day * kSecondsPerDay;
-  std::array<char, 40> buf{};
-  std::snprintf(buf.data(), buf.size(), "%04lld%02d%02d%02d%02d", static_cast<long long>(date.year),
-                date.month, date.day, static_cast<int>(of_day / 3600),
-                static_cast<int>(of_day % 3600 / 60));
-  return buf.data();
+  // "2026-03-29T01:00:00Z" -> "202603290100": the one way times are written, its digits.
+  std::string digits;
+  for (const char c : FormatRfc3339Seconds(utc_seconds * 1000).substr(0, 16)) {
+    if (c >= '0' && c <= '9') digits += c;
+  }
+  return digits;
 }
 
 }  // namespace rg::core

@@ -25,9 +25,11 @@ header_secret="hdr-$(rand)"
 webhook_secret="whk-$(rand)"
 printf '%s' "$webhook_secret" >"$RG_TMP/webhook-secret"
 # The job reads the process's secrets from files, so they are never written into the repo. It
-# sleeps first, so that the daemon (which knows every secret, the webhook's included) sees it
-# end and keeps its driver log, not the first sync (which is given no webhook secret).
+# waits for $go, which this script makes once the first sync is done, so that the daemon
+# (which knows every secret, the webhook's included) sees it end and keeps its driver log,
+# not the first sync (which is given no webhook secret).
 secret_file=$RG_TMP/secrets.txt
+go=$RG_TMP/go
 {
   [ -n "$RG_TOKEN" ] && echo "RAY_TOKEN_SEEN=$RG_TOKEN"
   echo "HEADER_SEEN=$header_secret"
@@ -53,7 +55,7 @@ YAML
 mkdir -p "$DMN_WORK/jobs"
 cat >"$DMN_WORK/jobs/leaky.yaml" <<YAML
 workload: custom
-entrypoint: sh -c 'sleep 10; env | sort; echo "HF_SEEN=\$HF_TOKEN"; echo "WANDB_SEEN=\$WANDB_API_KEY"; cat $secret_file; exit 1'
+entrypoint: sh -c 'while [ ! -e $go ]; do sleep 0.1; done; env | sort; echo "HF_SEEN=\$HF_TOKEN"; echo "WANDB_SEEN=\$WANDB_API_KEY"; cat $secret_file; exit 1'
 entrypoint_num_cpus: 0
 env_vars:
   HF_TOKEN: "$hf_token"
@@ -68,6 +70,7 @@ rg "${header_args[@]}" sync --repo "$DMN_REMOTE" --cache-dir "$RG_TMP/cache" \
   --instance "$DMN_INSTANCE" --artifacts-root "$shared" >"$RG_TMP/sync1.out" 2>"$RG_TMP/sync1.log"
 id=$(dmn_list_ours | awk 'NR == 1 { print $1 }')
 [ -n "$id" ] || rg_fail "sync submitted nothing"
+touch "$go"
 rg_wait_status "$id" FAILED 180 2>/dev/null || true
 [ "$(rg_status_of "$id")" = FAILED ] || rg_fail "$id did not fail"
 rg_api_get "/api/jobs/$id" >"$RG_TMP/ray-job.json"
