@@ -368,6 +368,9 @@ std::shared_ptr<const spec::LoadedJobSpec> GitDesiredStateSource::ForPass(
   std::shared_ptr<spec::LoadedJobSpec> own = spec::OwnLoadedSpec(std::move(loaded));
   core::JobSpec& spec = *own->parsed.value;
   core::BindSpecToInstance(spec, *options_.lean_instance);  // needs the document
+  // A job with `after` keeps it: its hash takes in its upstreams' in every pass
+  // (core::BindDesiredState).
+  if (!spec.pipeline().after.empty()) return own;
   spec.document = core::Value();
   spec.positions.clear();
   return own;

@@ -15,6 +15,7 @@
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/state_diff.h"
 #include "reconciler/spec/spec_loader.h"
@@ -51,7 +52,7 @@ core::Result<std::shared_ptr<adapters::GitWorkspace>> OpenWorkspace(const RepoOp
 }
 
 void BindToInstance(core::DesiredState& state, std::string_view instance) {
-  for (core::JobSpec& spec : state.jobs) core::BindSpecToInstance(spec, instance);
+  core::BindDesiredState(state, instance);
 }
 
 core::Result<Side> LoadCommit(adapters::GitDesiredStateSource& source, const std::string& ref) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/plan_format.h"
 
 namespace rg::cli {
@@ -21,7 +22,7 @@ class CommitStates {
     if (fresh) {
       core::Result<ports::DesiredSnapshot> read = source_.ReadWhole(commit);
       if (read.ok()) {
-        for (core::JobSpec& spec : read->state.jobs) core::BindSpecToInstance(spec, instance_);
+        core::BindDesiredState(read->state, instance_);
         it->second = std::move(read->state);
       }
     }
@@ -60,6 +61,14 @@ std::optional<core::JobSpec> SpecNow(adapters::GitDesiredStateSource& source,
   return std::move(*now);
 }
 
+// The pass's spec of `name` (its identity is the pass's, `after` included), or nullptr.
+const core::JobSpec* DesiredSpec(const core::DesiredState& desired, std::string_view name) {
+  for (const core::JobSpec& spec : desired.jobs) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
 std::optional<core::JobDiff> ReplacedJobChange(adapters::GitDesiredStateSource& source,
                                                CommitStates& states, const core::JobPlan& jp,
                                                const core::DesiredState& desired,
@@ -67,7 +76,12 @@ std::optional<core::JobDiff> ReplacedJobChange(adapters::GitDesiredStateSource& 
                                                const core::StatusRecord& record,
                                                const std::string& instance) {
   if (record.spec_commit.empty()) return std::nullopt;
-  const std::optional<core::JobSpec> whole = SpecNow(source, commit, jp, instance);
+  std::optional<core::JobSpec> whole = SpecNow(source, commit, jp, instance);
+  // A job with `after` has the hash its upstreams give it, which one file alone cannot.
+  if (const core::JobSpec* bound = DesiredSpec(desired, jp.name); whole && bound != nullptr) {
+    whole->spec_hash = bound->spec_hash;
+    whole->legacy_spec_hashes = bound->legacy_spec_hashes;
+  }
   const core::JobSpec* now = whole ? &*whole : nullptr;
   if (now == nullptr) return std::nullopt;
   const core::DesiredState* then = states.At(record.spec_commit);

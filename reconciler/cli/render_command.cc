@@ -10,6 +10,7 @@
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 #include "reconciler/spec/spec_loader.h"
@@ -46,14 +47,35 @@ bool ReportUnrenderable(const RenderOptions& options, const core::DesiredState& 
   return failed;
 }
 
+// A job with `after`: its ${runs.<name>.dir} stay as written, since which run of the upstream
+// succeeds is known only then; a note on stderr says what each will be.
+void NoteRunsVariables(const core::DesiredState& state, const core::JobSpec& spec) {
+  for (const std::string& name : spec.pipeline().after) {
+    const core::JobSpec* up = nullptr;
+    for (const core::JobSpec& job : state.jobs) {
+      if (job.name == name) up = &job;
+    }
+    std::string note = "note: " + spec.path + ": waits for " + name;
+    if (up != nullptr) {
+      note += "; ${runs." + name + ".dir} is resolved, when the daemon submits this job, to the " +
+              "run directory of " + name + "'s successful run: " +
+              core::RunDirectory(state.cluster->shared_root.value_or("<shared_root>"),
+                                 core::SubmissionIdBase(*up)) +
+              " if its first attempt succeeds";
+    } else {
+      note += ", whose spec is invalid: this job is frozen until it is valid";
+    }
+    std::cerr << note << "\n";
+  }
+}
+
 int PrintSubmission(const RenderOptions& options, const core::DesiredState& state,
                     const core::JobSpec& spec) {
   core::RenderContext context;
   context.instance = options.instance;
   context.attempt = options.attempt;
-  core::JobSpec bound = spec;  // the id this instance's daemon would give it
-  core::BindSpecToInstance(bound, options.instance);
-  auto body = core::RenderSubmission(bound, *state.cluster, context);
+  // `spec` is bound to the instance (and to its upstreams): the id its daemon would give it.
+  auto body = core::RenderSubmission(spec, *state.cluster, context);
   if (!body.ok()) {
     PrintError(spec.path, body.error().message());
     return 1;
@@ -78,8 +100,9 @@ int RunRender(const RenderOptions& options) {
     PrintError(options.file, "not inside the repository " + options.repo);
     return 1;
   }
-  const core::DesiredState state =
+  core::DesiredState state =
       spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
+  core::BindDesiredState(state, options.instance);
 
   const std::string& path = file->relative;
   const core::JobSpec* spec = nullptr;
@@ -96,6 +119,7 @@ int RunRender(const RenderOptions& options) {
     return 1;
   }
   if (ReportUnrenderable(options, state, invalid)) return 1;
+  NoteRunsVariables(state, *spec);
   return PrintSubmission(options, state, *spec);
 }
 

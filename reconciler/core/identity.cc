@@ -59,7 +59,8 @@ namespace {
 
 // The hash of `document` without the keys `leave_out` says to.
 template <typename Pred>
-std::string HashWithout(const Value& document, Pred leave_out, std::string_view instance = {}) {
+std::string HashWithout(const Value& document, Pred leave_out, std::string_view instance = {},
+                        const std::map<std::string, std::string, std::less<>>* after = nullptr) {
   Value::Object identity;
   for (const auto& [key, value] : document.as_object()) {
     if (!leave_out(key)) identity.emplace(key, value);
@@ -67,6 +68,11 @@ std::string HashWithout(const Value& document, Pred leave_out, std::string_view 
   // "@" never starts a spec key the loader accepts, so this never meets one written.
   if (!instance.empty() && instance != kDefaultInstance) {
     identity.emplace("@instance", Value(std::string(instance)));
+  }
+  if (after != nullptr) {
+    Value::Object upstream;
+    for (const auto& [name, hash] : *after) upstream.emplace(name, Value(hash));
+    identity.emplace("@after", Value(std::move(upstream)));
   }
   return Sha256Hex(ToCanonicalJson(Value(std::move(identity)))).substr(0, kSpecHashLength);
 }
@@ -78,6 +84,13 @@ std::string ComputeSpecHash(const Value& document, std::string_view instance) {
   // pinning its old name.
   return HashWithout(
       document, [](std::string_view key) { return key == "name" || IsPolicyField(key); }, instance);
+}
+
+std::string ComputeSpecHash(const Value& document, std::string_view instance,
+                            const std::map<std::string, std::string, std::less<>>& after_hashes) {
+  return HashWithout(
+      document, [](std::string_view key) { return key == "name" || IsPolicyField(key); }, instance,
+      &after_hashes);
 }
 
 void BindSpecToInstance(JobSpec& spec, std::string_view instance) {

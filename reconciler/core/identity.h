@@ -2,6 +2,7 @@
 // Deterministic identity of a run (docs/jobspec.md, "The spec hash and submission ids"): spec hash,
 // names, submission ids.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,12 @@ bool IsPolicyField(std::string_view key);
 // fields), with "@instance": `instance` added for an instance other than the default, so two
 // instances on one cluster never share an id. REQUIRES: document.is_object()
 std::string ComputeSpecHash(const Value& document, std::string_view instance = {});
+
+// The same with "@after": {upstream name: its spec_hash} added, for a job with `after`
+// (core/pipeline.h): a change of any upstream gives the job a new hash. REQUIRES:
+// document.is_object()
+std::string ComputeSpecHash(const Value& document, std::string_view instance,
+                            const std::map<std::string, std::string, std::less<>>& after_hashes);
 
 // Makes `spec` the spec of a run of `instance`: for an instance other than the default, its
 // spec_hash takes the instance in (ComputeSpecHash), and the hashes without it stay current

@@ -30,6 +30,7 @@ std::string ActionName(const JobPlan& job, bool submit, bool stop) {
   if (submit && stop) return "replace";
   if (submit) return "submit";
   if (stop) return "stop";
+  if (job.phase == Phase::kWaiting) return "wait";
   return job.phase == Phase::kBlocked ? "blocked" : "keep";
 }
 
@@ -53,7 +54,7 @@ std::vector<Row> Rows(const Plan& plan) {
   }
   for (const JobPlan& jp : plan.jobs) {
     if (acts.Acted(jp.name) || Settled(acts, jp)) continue;
-    rows.push_back({jp.phase == Phase::kBlocked ? "blocked" : "keep", jp.name,
+    rows.push_back({ActionName(jp, false, false), jp.name,
                     jp.submission_id.empty() ? "-" : jp.submission_id,
                     std::string(PhaseName(jp.phase)), jp.message});
   }

@@ -41,7 +41,8 @@ class PlanActionIndex {
  public:
   explicit PlanActionIndex(const Plan& plan);
   // What the plan does to the job, for the tables: "submit", "stop", "replace" (stop the old
-  // run, submit the new one), "blocked" (a guard held its stop back) or "keep".
+  // run, submit the new one), "blocked" (a guard held its stop back), "wait" (Waiting: `after`)
+  // or "keep".
   std::string JobActionName(const JobPlan& job) const;
   // Whether any action names the job.
   bool Acted(std::string_view name) const { return by_name_.contains(name); }

@@ -7,10 +7,12 @@
 #include <set>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "reconciler/core/duration.h"
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/time_format.h"
 
@@ -90,6 +92,9 @@ class Planner {
           const PlanPolicy& policy)
       : desired_(desired), ledger_(ledger), policy_(policy) {
     plan_.instance = policy.owner.instance;
+    for (const JobSpec& spec : desired.jobs) {
+      for (const std::string& up : spec.pipeline().after) planned_.emplace(up, kNotPlanned);
+    }
     std::vector<std::pair<std::string_view, const RayJob*>> ours;
     for (const auto& job : observed) {
       if (job.type == "DRIVER" || job.submission_id.empty()) continue;
@@ -150,7 +155,9 @@ class Planner {
       if (!handled.contains(name)) removed.insert(name);
     }
     IndexRemovedHashes(removed);
-    for (const auto& spec : desired_.jobs) {
+    // Upstreams first: a job with `after` is planned once the jobs it names are.
+    for (size_t i : PipelineOrder(desired_)) {
+      const JobSpec& spec = desired_.jobs[i];
       if (!policy_.frozen_jobs.contains(spec.name)) PlanDesired(spec);
     }
     for (const auto& name : removed) PlanRemoved(name);
@@ -179,6 +186,74 @@ class Planner {
     removed_by_hash_.erase("");
   }
 
+  // Adds a job's row to the plan, findable by name for the jobs that wait on it.
+  void AddJobPlan(JobPlan jp) {
+    if (auto it = planned_.find(jp.name); it != planned_.end()) it->second = plan_.jobs.size();
+    plan_.jobs.push_back(std::move(jp));
+  }
+
+  // The row of `name` planned so far, or nullptr.
+  const JobPlan* Planned(std::string_view name) const {
+    auto it = planned_.find(name);
+    return it == planned_.end() || it->second == kNotPlanned ? nullptr : &plan_.jobs[it->second];
+  }
+
+  // What `after` asks of `spec`, from the rows of its upstreams (planned before it).
+  struct Upstreams {
+    std::map<std::string, std::string, std::less<>> runs;  // the ones SUCCEEDED: name -> run
+    std::string waiting;  // "on a: Running; on b: Failed (...)": why it must wait, if it must
+    bool frozen = false;  // an upstream's identity is unknown (its spec is invalid)
+  };
+
+  // "Failed (its message)": an upstream's phase, with its message when that says why.
+  static std::string UpstreamState(const JobPlan& up) {
+    std::string out(PhaseName(up.phase));
+    if (up.phase == Phase::kPending || up.phase == Phase::kRunning || up.message.empty()) {
+      return out;
+    }
+    std::string_view why = up.message;
+    why = why.substr(0, why.find_first_of("\r\n"));
+    constexpr size_t kMaxWhy = 200;
+    if (why.size() > kMaxWhy) why = why.substr(0, kMaxWhy);
+    return out + " (" + std::string(why) + (why.size() < up.message.size() ? "...)" : ")");
+  }
+
+  Upstreams UpstreamsOf(const JobSpec& spec) const {
+    Upstreams out;
+    for (const std::string& name : spec.pipeline().after) {
+      const JobPlan* up = Planned(name);
+      std::string state;
+      if (up == nullptr) {
+        // Not a valid spec (the loader made an unknown name an error of this spec).
+        out.frozen = true;
+        state = "Invalid (its spec is invalid)";
+      } else if (up->phase == Phase::kSucceeded && !up->submission_id.empty()) {
+        out.runs.emplace(name, up->submission_id);
+        continue;
+      } else {
+        out.frozen = out.frozen || up->frozen ||
+                     (up->phase == Phase::kInvalid && !policy_.frozen_jobs.contains(name));
+        state = UpstreamState(*up);
+      }
+      if (!out.waiting.empty()) out.waiting += "; ";
+      out.waiting += "on " + name + ": " + state;
+    }
+    return out;
+  }
+
+  // A job waiting on an upstream whose identity is unknown: nothing is planned for it, its
+  // runs are neither submitted nor stopped (as for an invalid spec).
+  void PlanFrozenWaiting(const JobSpec& spec, const Upstreams& up) {
+    JobPlan jp;
+    jp.name = spec.name;
+    jp.spec_path = spec.path;
+    jp.phase = Phase::kWaiting;
+    jp.frozen = true;
+    jp.message = up.waiting + "; frozen until it is valid (nothing submitted or stopped)";
+    SetLatestKnown(spec.name, jp);
+    AddJobPlan(std::move(jp));
+  }
+
   // The latest run of `name` in Ray, else the ledger's, on `jp`.
   void SetLatestKnown(const std::string& name, JobPlan& jp) const {
     if (const std::span<const RayJob* const> jobs = JobsNamed(name); !jobs.empty()) {
@@ -205,7 +280,7 @@ class Planner {
     }
     SetLatestKnown(name, jp);
     if (!jp.spec_path.empty()) frozen_paths_.insert(jp.spec_path);
-    plan_.jobs.push_back(std::move(jp));
+    AddJobPlan(std::move(jp));
   }
 
   void PlanInvalid(const InvalidSpec& bad) {
@@ -215,7 +290,7 @@ class Planner {
     jp.phase = Phase::kInvalid;
     jp.message = "spec is invalid; its job is frozen (nothing submitted or stopped)";
     SetLatestKnown(bad.name, jp);
-    plan_.jobs.push_back(std::move(jp));
+    AddJobPlan(std::move(jp));
   }
 
   // The ledger's record of the attempt `job` is, or nullptr.
@@ -324,6 +399,12 @@ class Planner {
   // Adds the submit of `attempt` of `spec` to the plan, or marks `jp` a conflict when its id
   // is taken. True when the submit was planned.
   bool Submit(const JobSpec& spec, int attempt, std::string reason, JobPlan& jp) {
+    if (!upstreams_.waiting.empty()) {
+      // `after`: a job it names has no successful current run; nothing starts before it has.
+      jp.phase = Phase::kWaiting;
+      jp.message = upstreams_.waiting;
+      return false;
+    }
     const std::string id = SubmissionIdForAttempt(spec, attempt);
     std::string why;
     if (!IdUsable(id, spec, &why)) {
@@ -339,6 +420,7 @@ class Planner {
     a.attempt = attempt;
     a.spec_path = spec.path;
     a.reason = std::move(reason);
+    a.upstream_runs = upstreams_.runs;
     submits_.push_back(std::move(a));
     jp.submission_id = id;
     jp.attempt = attempt;
@@ -346,6 +428,20 @@ class Planner {
   }
 
   void PlanDesired(const JobSpec& spec) {
+    upstreams_ = Upstreams{};
+    if (!spec.pipeline().after.empty()) {
+      upstreams_ = UpstreamsOf(spec);
+      if (upstreams_.frozen) {
+        PlanFrozenWaiting(spec, upstreams_);
+        upstreams_ = Upstreams{};
+        return;
+      }
+    }
+    PlanDesiredNow(spec);
+    upstreams_ = Upstreams{};
+  }
+
+  void PlanDesiredNow(const JobSpec& spec) {
     const std::string base = SubmissionIdBase(spec);
     JobPlan jp;
     jp.name = spec.name;
@@ -365,7 +461,7 @@ class Planner {
       jp.message = conflict;
       jp.submission_id = base;
       if (const RayJob* listed = FindById(base)) jp.observed.emplace(*listed);
-      plan_.jobs.push_back(std::move(jp));
+      AddJobPlan(std::move(jp));
       return;  // no stop of the older run either: the person has to resolve the conflict
     }
 
@@ -386,7 +482,7 @@ class Planner {
           at.in_ledger.contains(latest) ? at.in_ledger.at(latest) : nullptr;
       PlanLatestAttempt(spec, latest, job, remembered, jp);
     }
-    plan_.jobs.push_back(std::move(jp));
+    AddJobPlan(std::move(jp));
   }
 
   // No attempt of this spec version exists: submit attempt 0 (a rename says so).
@@ -534,8 +630,7 @@ class Planner {
     if (spec.suspend) return;
     if (latest < spec.retries) {
       jp.message += "; resubmitting as " + RetryOf(latest + 1, spec.retries);
-      Submit(spec, latest + 1, jp.message, jp);
-      if (jp.phase != Phase::kConflict) jp.phase = Phase::kLost;
+      if (Submit(spec, latest + 1, jp.message, jp)) jp.phase = Phase::kLost;
     } else {
       jp.message += "; " + NoRetriesLeft(spec.retries);
     }
@@ -617,7 +712,7 @@ class Planner {
       if (frozen_paths_.contains(job->LabelView(kMetaSpecPath))) {
         jp.phase = Phase::kInvalid;
         jp.message = "its spec file is invalid; frozen";
-        plan_.jobs.push_back(std::move(jp));
+        AddJobPlan(std::move(jp));
         return;
       }
     }
@@ -641,7 +736,7 @@ class Planner {
       jp.phase = Phase::kStopping;
       jp.message = StoppingMessage("spec removed", sent, *Latest(active));
     }
-    plan_.jobs.push_back(std::move(jp));
+    AddJobPlan(std::move(jp));
   }
 
   void ApplyGuards() {
@@ -713,6 +808,11 @@ class Planner {
   std::map<std::string, std::pair<std::string, std::string>, std::less<>> removed_by_hash_;
   std::vector<Action> stops_;
   std::vector<Action> submits_;
+  // Upstream name (named in some `after`; views into the desired state) -> index in
+  // plan_.jobs of its row, once planned (kNotPlanned before).
+  static constexpr size_t kNotPlanned = static_cast<size_t>(-1);
+  std::unordered_map<std::string_view, size_t> planned_;
+  Upstreams upstreams_;  // of the spec being planned (PlanDesired)
 };
 
 }  // namespace

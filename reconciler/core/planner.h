@@ -51,6 +51,9 @@ struct Action {
   std::string spec_path;  // kSubmit: the spec to render (a path in DesiredState::jobs)
   // kStop: what Ray last reported for the run being stopped (its phase in a plan's stop row).
   RayJobStatus stopped_status = RayJobStatus::kUnknown;
+  // kSubmit of a job with `after`: the submission id of each upstream's successful current
+  // run, which the job's ${runs.<name>.dir} resolve to (core/pipeline.h).
+  std::map<std::string, std::string, std::less<>> upstream_runs;
 };
 
 // What carrying out one action came to (engine::ApplyPlan fills it; BuildStatusUpdate reads it).
@@ -89,6 +92,10 @@ struct JobPlan {
   // its derived name changed): the old name and spec path. Empty otherwise.
   std::string renamed_from;
   std::string renamed_from_path;
+  // Waiting on a job whose spec is invalid (or on one that is itself frozen so): its own
+  // identity cannot be computed, so nothing is submitted or stopped for it and its record
+  // keeps the hash it had (like an invalid spec's).
+  bool frozen = false;
 };
 
 struct Plan {

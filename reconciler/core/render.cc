@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/redaction.h"
 
 // Quoting, in two layers (docs/jobspec.md, "Rendering").
@@ -487,6 +488,13 @@ Value RenderMetadata(const JobSpec& spec, const RenderContext& context) {
 
 Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
                                const RenderContext& context) {
+  if (context.upstream_runs && !spec.pipeline().after.empty()) {
+    Result<JobSpec> resolved = ResolveRunsVariables(spec, *context.upstream_runs, cluster);
+    if (!resolved.ok()) return resolved.error();
+    RenderContext rest = context;
+    rest.upstream_runs.reset();
+    return RenderSubmission(*resolved, cluster, rest);
+  }
   std::string submission_id = SubmissionIdForAttempt(spec, context.attempt);
   auto entrypoint = RenderEntrypoint(spec, cluster, submission_id);
   if (!entrypoint.ok()) return entrypoint.error();

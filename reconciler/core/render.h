@@ -1,6 +1,7 @@
 #pragma once
 // From JobSpec to the exact body of `POST /api/jobs/` (docs/jobspec.md, "Rendering").
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,10 @@ struct RenderContext {
   int attempt = 0;
   std::string commit;    // the commit the spec was read from; left out of metadata when empty
   std::string repo_url;  // credentials are stripped before it is recorded; left out when empty
+  // For a spec with `after`: the submission id of each upstream's successful run, which its
+  // ${runs.<name>.dir} resolve to (core/pipeline.h); a name missing from it is an error. Unset:
+  // the variables are left as written (a review's rendering: `diff`, `render`).
+  std::optional<std::map<std::string, std::string, std::less<>>> upstream_runs;
 };
 
 // Quotes one shell word: returned as is when every character is in [A-Za-z0-9_./=:,@+%-]

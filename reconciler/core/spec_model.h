@@ -92,6 +92,22 @@ struct LifecycleFields {
   friend bool operator==(const LifecycleFields&, const LifecycleFields&) = default;
 };
 
+// A job's place in a pipeline (docs/jobspec.md, "Pipelines"): the jobs whose current run must
+// have SUCCEEDED before this one runs. Part of its identity (BindDesiredState, core/pipeline.h).
+// Most specs set none; kept in a box on the JobSpec.
+struct PipelineFields {
+  std::vector<std::string> after;    // job names, as written
+  std::vector<SourcePos> after_pos;  // where each name was written (after_pos[i] for after[i])
+
+  friend bool operator==(const PipelineFields&, const PipelineFields&) = default;
+};
+
+// Written in a JobSpec's strings: `${runs.<name>.dir}` is the run directory
+// (<shared_root>/jobs/<submission_id>) of the current successful run of the job <name>, which
+// the spec must list in `after`.
+inline constexpr std::string_view kRunsVariablePrefix = "${runs.";
+inline constexpr std::string_view kRunsVariableSuffix = ".dir}";
+
 struct JobSpec {
   std::string path;  // repo-relative, e.g. "jobs/ppo/qwen.yaml"
   Workload workload = Workload::kCustom;
@@ -112,6 +128,8 @@ struct JobSpec {
   StringMap annotations;
   // deadline (and the other lifecycle fields), apart: most specs set none (lifecycle()).
   Boxed<LifecycleFields> lifecycle_fields;
+  // after (pipelines), apart: most specs set none (pipeline()).
+  Boxed<PipelineFields> pipeline_fields;
 
   // The document as parsed (YAML scalars resolved to their types); the hash input.
   Value document = Value::Object{};
@@ -135,6 +153,7 @@ struct JobSpec {
   const TrainerFields& trainer() const { return trainer_fields.get(); }
   TrainerFields& mutable_trainer() { return trainer_fields.mutable_get(); }
   const LifecycleFields& lifecycle() const { return lifecycle_fields.get(); }
+  const PipelineFields& pipeline() const { return pipeline_fields.get(); }
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

@@ -192,7 +192,7 @@ StatusMarkdownRow StatusMarkdownRowOf(const StatusRecord& r, const StatusMarkdow
   const std::string name = EscapeMarkdownText(r.name);
   const std::string spec = SpecLink(r, header);
   std::string out = "| " + (spec.empty() ? name : Link(name, spec));
-  out += " | " + std::string(PhaseName(r.phase));
+  out += " | " + EscapeMarkdownText(PhaseLabel(r.phase, r.message));
   out += " | " + (r.attempt ? std::to_string(*r.attempt) : std::string());
   out += " | " + Code(r.submission_id);
   out += " | " + SinceCell(r);

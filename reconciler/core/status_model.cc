@@ -8,7 +8,7 @@ namespace rg::core {
 
 namespace {
 
-constexpr std::array<std::pair<Phase, std::string_view>, 13> kPhaseNames{{
+constexpr std::array<std::pair<Phase, std::string_view>, 14> kPhaseNames{{
     {Phase::kPending, "Pending"},
     {Phase::kRunning, "Running"},
     {Phase::kSucceeded, "Succeeded"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<Phase, std::string_view>, 13> kPhaseNames{{
     {Phase::kRemoved, "Removed"},
     {Phase::kStopping, "Stopping"},
     {Phase::kDeadlineExceeded, "DeadlineExceeded"},
+    {Phase::kWaiting, "Waiting"},
 }};
 static_assert(kPhaseNames.size() == kAllPhases.size(), "a phase without a name");
 
@@ -61,6 +62,22 @@ std::string_view PhaseName(Phase p) {
     if (phase == p) return name;
   }
   return "Unknown";
+}
+
+std::string PhaseLabel(Phase p, std::string_view message) {
+  std::string label(PhaseName(p));
+  if (p != Phase::kWaiting || !message.starts_with("on ")) return label;
+  std::string on;
+  // "on a: Failed (why); on b: Running; frozen ..." -> "on a: Failed; on b: Running"
+  while (message.starts_with("on ")) {
+    const size_t end = std::min(message.find("; on "), message.size());
+    std::string_view item = message.substr(0, end);
+    item = item.substr(0, std::min(item.find(" ("), item.find("; ")));
+    if (!on.empty()) on += "; ";
+    on += item;
+    message.remove_prefix(end == message.size() ? end : end + 2);
+  }
+  return label + " (" + on + ")";
 }
 
 std::optional<Phase> ParsePhase(std::string_view s) {

@@ -30,17 +30,22 @@ enum class Phase {
   kRemoved,           // the spec is gone; the record stays while a run of it may still be active
   kStopping,          // a stop was sent and Ray still reports the run active (docs/reconcile.md)
   kDeadlineExceeded,  // active longer than the spec's `deadline`: stopped, never retried
+  kWaiting,           // `after`: a job it names has no SUCCEEDED current run (yet)
 };
 
 // Every phase, in the order above: the order of the page's counts and of rg_jobs's series.
-inline constexpr std::array<Phase, 13> kAllPhases = {
+inline constexpr std::array<Phase, 14> kAllPhases = {
     Phase::kPending,          Phase::kRunning,   Phase::kSucceeded, Phase::kFailed,
     Phase::kStopped,          Phase::kSuspended, Phase::kLost,      Phase::kInvalid,
     Phase::kBlocked,          Phase::kConflict,  Phase::kRemoved,   Phase::kStopping,
-    Phase::kDeadlineExceeded,
+    Phase::kDeadlineExceeded, Phase::kWaiting,
 };
 
 std::string_view PhaseName(Phase p);
+// The phase as people read it on the status page and in STATUS.md: for Waiting, the jobs it
+// waits on and their phases from its message ("Waiting (on sft-qwen: Running)"; the detail a
+// message gives in parentheses is left to the message); else PhaseName.
+std::string PhaseLabel(Phase p, std::string_view message);
 std::optional<Phase> ParsePhase(std::string_view s);
 
 // Why ray-gitops stopped an attempt; kNone when it did not (or a person did). Written in

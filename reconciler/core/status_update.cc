@@ -159,7 +159,7 @@ StatusRecord StartRecord(const StatusInputs& in, const JobPlan& jp, const Status
   if (!jp.spec_path.empty()) rec.spec_path = jp.spec_path;
   rec.phase = jp.phase;
   rec.errors.clear();
-  if (spec != nullptr) {
+  if (spec != nullptr && !jp.frozen) {
     rec.spec_hash = spec->spec_hash;
     rec.on_remove = spec->on_remove;
   } else if (jp.phase == Phase::kInvalid) {

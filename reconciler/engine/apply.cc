@@ -81,6 +81,9 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   context.attempt = action.attempt;
   context.commit = snapshot.commit;
   context.repo_url = snapshot.repo_url;
+  // A job with `after`: its ${runs.<name>.dir} are the directories of the runs the plan found
+  // SUCCEEDED (core/pipeline.h).
+  if (!action.upstream_runs.empty()) context.upstream_runs = action.upstream_runs;
   SubmitArtifactInputs inputs;
   inputs.ray_config_text = TextOf(snapshot, options, snapshot.state.cluster->path);
   inputs.jobspec_text = TextOf(snapshot, options, spec->path);

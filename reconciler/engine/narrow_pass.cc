@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/render.h"
 #include "reconciler/engine/pass_steps.h"
 
@@ -39,6 +40,7 @@ PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store) {
   for (const core::StatusRecord& record : result.records) add_removed(record);
   for (const auto& [name, record] : *result.ledger) add_removed(record);
   index.cluster = state.cluster;
+  index.pipelines = core::HasPipelines(state);
   index.warnings = result.warnings;
   index.redactor = result.redactor;
   return index;
@@ -122,9 +124,7 @@ PassInputs ChangedInputs(ports::SpecChanges changes, const PassIndex& index,
   PassInputs in;
   in.snapshot = std::move(changes.snapshot);
   in.owner = OwnershipFor(options.policy.owner, in.snapshot);
-  for (core::JobSpec& spec : in.snapshot.state.jobs) {
-    core::BindSpecToInstance(spec, in.owner.instance);
-  }
+  core::BindDesiredState(in.snapshot.state, in.owner.instance);
   in.desired_elsewhere =
       static_cast<int>(index.name_of_path.size()) - static_cast<int>(changes.gone.size());
   result.spec_commit = in.snapshot.commit;
@@ -197,6 +197,10 @@ std::optional<PassInputs> NarrowInputs(const PassIndex& index, const ReconcileDe
     why = "a changed spec is invalid";
     return std::nullopt;
   }
+  if (core::HasPipelines(changed)) {
+    why = "a changed spec has after: its plan depends on its upstreams'";
+    return std::nullopt;
+  }
   const std::vector<std::string> gone = (*changes)->gone;
   PassInputs in = ChangedInputs(std::move(**changes), index, options, result);
   std::optional<Wanted> wanted = WantedNames(index, in.snapshot.state, gone, why);
@@ -236,6 +240,10 @@ std::optional<PassResult> NarrowPass(const PassIndex& index, const ReconcileDeps
   };
   if (!index.valid() || deps.store == nullptr) {
     why = index.valid() ? "no status store" : "no index of a full pass at rest";
+    return cannot();
+  }
+  if (index.pipelines) {
+    why = "a spec has after: a job's plan depends on its upstreams'";
     return cannot();
   }
   // A run's deadline fell due since: every job must be planned at this time, not only these.

@@ -13,8 +13,8 @@
 // pass: a changed cluster file, a link or submodule among the specs, an invalid spec, a name
 // or pinned id already held by an unchanged file, more than kMaxNarrowFiles changed files,
 // history rewritten, a run of those jobs from a newer commit, a status file of theirs that
-// cannot be used. After a narrow pass the next pass is a full one (the index describes the
-// world as the full pass left it).
+// cannot be used, a pipeline (`after`) anywhere. After a narrow pass the next pass is a full one
+// (the index describes the world as the full pass left it).
 
 #include <cstddef>
 #include <functional>
@@ -45,6 +45,9 @@ struct PassIndex {
   std::optional<core::RayConfig> cluster;  // the cluster file as the full pass read it
   std::vector<Warning> warnings;           // the full pass's (foreign jobs only)
   core::Redactor redactor;                 // every secret the full pass knew
+  // Some spec has `after`: a job's plan then depends on other jobs' (its upstreams'), which a
+  // narrow view does not hold, so every pass is a full one.
+  bool pipelines = false;
 
   bool valid() const { return memo.valid; }
 };

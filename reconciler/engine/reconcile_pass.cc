@@ -11,6 +11,7 @@
 
 #include "reconciler/core/identity.h"
 #include "reconciler/core/pending_reason.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_update.h"
 #include "reconciler/engine/finished_runs.h"
@@ -185,10 +186,9 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   PassInputs in;
   in.snapshot = std::move(*loaded);
   in.owner = OwnershipFor(options.policy.owner, in.snapshot);
-  // A non-default instance's ids take its name in (docs/jobspec.md).
-  for (core::JobSpec& spec : in.snapshot.state.jobs) {
-    core::BindSpecToInstance(spec, in.owner.instance);
-  }
+  // A non-default instance's ids take its name in, a job with `after` its upstreams' hashes
+  // (docs/jobspec.md).
+  core::BindDesiredState(in.snapshot.state, in.owner.instance);
   result.spec_commit = in.snapshot.commit;
   result.diagnostics = in.snapshot.state.AllDiagnostics();
   result.redactor.AddDesiredState(in.snapshot.state);

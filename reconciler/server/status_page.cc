@@ -156,6 +156,7 @@ td.message { max-width: 36em; white-space: pre-wrap; word-break: break-word; }
 .phase-conflict { background: #bf3989; }
 .phase-removed { background: #57606a; }
 .phase-deadlineexceeded { background: #a40e26; }
+.phase-waiting { background: #4d2d00; }
 .empty { color: #6e7781; font-style: italic; }
 .notice { border: 1px solid; border-radius: 6px; padding: 8px 12px; margin: 0 0 16px;
           font-size: 14px; }
@@ -386,7 +387,8 @@ std::string JobRow(const engine::DaemonSnapshot& s, const core::StatusRecord& jo
       R"(<tr class="job" data-name=")" + e(job.name) + R"(" data-phase=")" + e(phase) + R"(">)";
   h += R"(<td class="name" title=")" + e(job.spec_path) + R"("><a class="job-link" href="jobs/)" +
        e(PercentEncode(job.name)) + R"(">)" + e(job.name) + "</a></td>";
-  h += R"(<td><span class="phase )" + PhaseClass(job.phase) + R"(">)" + e(phase) + "</span></td>";
+  h += R"(<td><span class="phase )" + PhaseClass(job.phase) + R"(">)" +
+       e(core::PhaseLabel(job.phase, job.message)) + "</span></td>";
   h += SubmissionCell(s, job);
   h += "<td>" + (job.attempt ? std::to_string(*job.attempt) : std::string()) + "</td>";
   h += "<td>" +
@@ -491,7 +493,8 @@ std::string JobFacts(const engine::DaemonSnapshot& s, const core::StatusRecord& 
   };
   const std::string phase(core::PhaseName(job.phase));
   row("Phase", "job-phase",
-      R"(<span class="phase )" + PhaseClass(job.phase) + R"(">)" + e(phase) + "</span>");
+      R"(<span class="phase )" + PhaseClass(job.phase) + R"(">)" +
+          e(core::PhaseLabel(job.phase, job.message)) + "</span>");
   row("Message", "job-message", e(job.message));
   row("Spec", "job-spec", link(SpecFileLink(s, job), job.spec_path, "spec-link"));
   row("Spec commit", "job-spec-commit", e(job.spec_commit));

@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
 #include "reconciler/core/identity.h"
@@ -324,6 +327,100 @@ void CheckSharedRootUses(const core::RayConfig& cluster, SpecSet& set) {
       AddDiagnostic(*set.loaded[i], set.files[i]->path, pos,
                     core::NoSharedRootMessage(cluster.path));
     }
+    for (core::SourcePos pos : set.loaded[i]->run_dir_uses) {
+      AddDiagnostic(*set.loaded[i], set.files[i]->path, pos,
+                    "${runs.<name>.dir} is used but " + cluster.path +
+                        " sets no shared_root, which run directories are under");
+    }
+  }
+}
+
+// The `after` of a spec valid so far, or nullptr.
+const core::PipelineFields* PipelineOf(const LoadedJobSpec& spec) {
+  if (!spec.parsed.value || !spec.parsed.diagnostics.empty()) return nullptr;
+  const core::PipelineFields& p = spec.parsed.value->pipeline();
+  return p.after.empty() ? nullptr : &p;
+}
+
+// The cycles of `after` among the specs valid so far: each member gets an error at the name
+// that leads on along the cycle, which the error spells out with its files.
+void CheckAfterCycles(SpecSet& set, const std::unordered_map<std::string_view, size_t>& by_name) {
+  const size_t n = set.loaded.size();
+  // Whether spec i is still valid is read before any cycle's errors are added.
+  std::vector<const core::PipelineFields*> pipelines(n, nullptr);
+  for (size_t i = 0; i < n; ++i) pipelines[i] = PipelineOf(*set.loaded[i]);
+  // The index of the job `after` entry k of spec i names, when it is valid with after itself
+  // (only such a job can be on a cycle).
+  auto next_of = [&](size_t i, size_t k) -> std::optional<size_t> {
+    auto it = by_name.find(pipelines[i]->after[k]);
+    if (it == by_name.end() || pipelines[it->second] == nullptr) return std::nullopt;
+    return it->second;
+  };
+  std::vector<int> color(n, 0);  // 0 unvisited, 1 on the walk's path, 2 done
+  std::vector<bool> reported(n, false);
+  for (size_t start = 0; start < n; ++start) {
+    if (pipelines[start] == nullptr || color[start] != 0) continue;
+    std::vector<std::pair<size_t, size_t>> path = {{start, 0}};  // (spec, next after entry)
+    color[start] = 1;
+    while (!path.empty()) {
+      auto& [i, k] = path.back();
+      if (k == pipelines[i]->after.size()) {
+        color[i] = 2;
+        path.pop_back();
+        continue;
+      }
+      const size_t entry = k++;
+      const std::optional<size_t> next = next_of(i, entry);
+      if (!next) continue;
+      if (color[*next] == 0) {
+        color[*next] = 1;
+        path.emplace_back(*next, 0);
+        continue;
+      }
+      if (color[*next] != 1) continue;
+      // A cycle: the path from *next to i, then back to *next.
+      size_t from = path.size() - 1;
+      while (path[from].first != *next) --from;
+      std::string names;
+      std::string files;
+      for (size_t p = from; p < path.size(); ++p) {
+        names += set.loaded[path[p].first]->name + " -> ";
+        files += (p == from ? "" : ", ") + set.files[path[p].first]->path;
+      }
+      names += set.loaded[*next]->name;
+      for (size_t p = from; p < path.size(); ++p) {
+        const size_t member = path[p].first;
+        if (reported[member]) continue;
+        reported[member] = true;
+        const size_t via = path[p].second - 1;  // the entry that led on along the cycle
+        AddDiagnostic(
+            *set.loaded[member], set.files[member]->path, pipelines[member]->after_pos[via],
+            "after: " + names + " is a cycle (" + files + "); a job cannot wait for itself");
+      }
+    }
+  }
+}
+
+// `after` across files: every name it lists is a job of this repository, and no job waits on
+// itself through a cycle. (A name whose spec is invalid is known: the job waits, frozen.)
+void CheckPipelines(SpecSet& set) {
+  std::unordered_map<std::string_view, size_t> by_name;
+  bool any = false;
+  for (size_t i = 0; i < set.loaded.size(); ++i) {
+    by_name.emplace(set.loaded[i]->name, i);
+    any = any || PipelineOf(*set.loaded[i]) != nullptr;
+  }
+  if (!any) return;
+  CheckAfterCycles(set, by_name);
+  for (size_t i = 0; i < set.loaded.size(); ++i) {
+    const core::PipelineFields* p =
+        set.loaded[i]->parsed.value ? &set.loaded[i]->parsed.value->pipeline() : nullptr;
+    if (p == nullptr) continue;
+    for (size_t k = 0; k < p->after.size(); ++k) {
+      if (by_name.contains(p->after[k])) continue;
+      AddDiagnostic(*set.loaded[i], set.files[i]->path, p->after_pos[k],
+                    "after: there is no job named " + p->after[k] + " in this repository");
+    }
   }
 }
 
@@ -341,6 +438,7 @@ core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConf
   }
   SpecSet set = SortedSpecSet(spec_files);
   CheckUniqueNamesAndPins(set);
+  CheckPipelines(set);
   if (state.cluster) CheckSharedRootUses(*state.cluster, set);
 
   state.jobs.reserve(set.loaded.size());  // a JobSpec is large: no doubling slack

@@ -22,6 +22,8 @@ struct LoadedJobSpec {
   core::SourcePos pinned_id_pos;
   // Every string value that mentions ${shared_root}.
   std::vector<core::SourcePos> shared_root_uses;
+  // Every string value that uses ${runs.<name>.dir} (a run directory is under shared_root).
+  std::vector<core::SourcePos> run_dir_uses;
 
   friend bool operator==(const LoadedJobSpec&, const LoadedJobSpec&) = default;
 };

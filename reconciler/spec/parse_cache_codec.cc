@@ -22,9 +22,9 @@ static_assert(sizeof(core::Value) == 56, "update the parse cache codec");
 static_assert(sizeof(core::RayConfig) == 392, "update the parse cache codec");
 static_assert(sizeof(core::TrainerFields) == 264, "update the parse cache codec");
 static_assert(sizeof(core::LifecycleFields) == 16, "update the parse cache codec");
-static_assert(sizeof(core::JobSpec) == 584, "update the parse cache codec");
-static_assert(sizeof(LoadedJobSpec) == 736, "update the parse cache codec");
-static_assert(sizeof(Parsed<core::JobSpec>) == 616, "update the parse cache codec");
+static_assert(sizeof(core::JobSpec) == 592, "update the parse cache codec");
+static_assert(sizeof(LoadedJobSpec) == 768, "update the parse cache codec");
+static_assert(sizeof(Parsed<core::JobSpec>) == 624, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::RayConfig>) == 424, "update the parse cache codec");
 static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
 static_assert(sizeof(core::StatusRecord) == 488, "update the parse cache codec");
@@ -324,6 +324,8 @@ void PutJobFields(ByteWriter& w, const core::JobSpec& s) {
   PutEnum(w, s.on_remove);
   Put(w, s.annotations);
   Put(w, s.lifecycle().deadline_ms);
+  Put(w, s.pipeline().after);
+  Put(w, s.pipeline().after_pos);
 }
 
 void Put(ByteWriter& w, const core::JobSpec& s) {
@@ -366,6 +368,11 @@ void GetJobFields(ByteReader& r, core::JobSpec& s) {
   core::LifecycleFields lifecycle;
   Get(r, lifecycle.deadline_ms);
   s.lifecycle_fields.set(lifecycle);  // most specs keep no box
+  core::PipelineFields pipeline;
+  Get(r, pipeline.after, kMinString);
+  Get(r, pipeline.after_pos, kMinPos);
+  if (pipeline.after.size() != pipeline.after_pos.size()) r.Fail();
+  s.pipeline_fields.set(std::move(pipeline));  // most specs keep no box
 }
 
 void Get(ByteReader& r, core::JobSpec& s) {
@@ -407,7 +414,7 @@ void Get(ByteReader& r, core::AttemptRecord& a) {
   a.submission_id = r.String();
   a.spec_hash = r.String();
   GetEnum(r, a.status, core::RayJobStatus::kUnknown);
-  GetEnum(r, a.phase, core::Phase::kDeadlineExceeded);
+  GetEnum(r, a.phase, core::Phase::kWaiting);
   Get(r, a.start_time_ms);
   Get(r, a.end_time_ms);
   a.message = r.String();
@@ -448,7 +455,7 @@ void GetRecordHead(ByteReader& r, core::StatusRecord& s) {
   s.spec_path = r.String();
   s.spec_hash = r.String();
   s.spec_commit = r.String();
-  GetEnum(r, s.phase, core::Phase::kDeadlineExceeded);
+  GetEnum(r, s.phase, core::Phase::kWaiting);
   GetEnum(r, s.on_remove, core::OnRemove::kKeep);
   s.submission_id = r.String();
   GetOptionalInt(r, s.attempt);
@@ -581,6 +588,7 @@ void EncodeTo(ByteWriter& w, const LoadedJobSpec& v) {
   Put(w, v.pinned_id);
   Put(w, v.pinned_id_pos);
   Put(w, v.shared_root_uses);
+  Put(w, v.run_dir_uses);
 }
 
 void DecodeFrom(ByteReader& r, LoadedJobSpec& out) {
@@ -591,6 +599,7 @@ void DecodeFrom(ByteReader& r, LoadedJobSpec& out) {
   Get(r, out.pinned_id);
   Get(r, out.pinned_id_pos);
   Get(r, out.shared_root_uses, kMinPos);
+  Get(r, out.run_dir_uses, kMinPos);
 }
 
 void EncodeTo(ByteWriter& w, const Parsed<core::RayConfig>& v) { PutParsed(w, v); }

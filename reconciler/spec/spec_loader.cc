@@ -8,6 +8,7 @@
 
 #include "reconciler/core/duration.h"
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/spec/loaded_job_spec.h"
 #include "reconciler/spec/yaml_document.h"
 
@@ -469,10 +470,61 @@ void ReadRerun(JobFields& f, const YamlEntry& e) {
   if (!token) f.reader.TypeError(e.key, "a non-empty token (a string or a number)", e.value);
 }
 
+// `after`: a list of job names, each once; the checks across files find them (CheckPipelines).
+void ReadAfter(JobFields& f, const YamlEntry& e) {
+  if (!e.value.is_sequence()) {
+    f.reader.TypeError(e.key, "a list of job names, e.g. after: [sft-qwen]", e.value);
+    return;
+  }
+  core::PipelineFields& p = f.doc.pipeline_fields.mutable_get();
+  for (size_t i = 0; i < e.value.items.size(); ++i) {
+    const YamlNode& item = e.value.items[i];
+    const std::string field = "after[" + std::to_string(i) + "]";
+    if (!item.is_string() || !core::IsValidJobName(item.scalar.as_string())) {
+      f.reader.TypeError(field, "a job name", item);
+      continue;
+    }
+    const std::string& name = item.scalar.as_string();
+    if (std::ranges::find(p.after, name) != p.after.end()) {
+      f.reader.Error(item.pos, field + ": " + name + " is listed twice");
+      continue;
+    }
+    p.after.push_back(name);
+    p.after_pos.push_back(item.pos);
+  }
+}
+
+// Every ${runs.<name>.dir} in the strings of `node` names a job of `after`.
+void CheckRunsVariables(const YamlNode& node, const std::string& field, JobFields& f) {
+  if (node.is_string()) {
+    const std::vector<std::string>& after = f.doc.pipeline().after;
+    for (const core::RunsVariableUse& use : core::FindRunsVariables(node.scalar.as_string())) {
+      const std::string written = node.scalar.as_string().substr(use.begin, use.end - use.begin);
+      if (!use.well_formed) {
+        f.reader.Error(node.pos, field + ": " + written +
+                                     " is not a variable ray-gitops knows (write "
+                                     "${runs.<job name>.dir})");
+      } else if (std::ranges::find(after, use.name) == after.end()) {
+        f.reader.Error(node.pos, field + ": " + written + " names " + use.name +
+                                     ", which is not listed in after (add after: [" + use.name +
+                                     "])");
+      } else {
+        f.out.run_dir_uses.push_back(node.pos);
+      }
+    }
+  }
+  for (size_t i = 0; i < node.items.size(); ++i) {
+    CheckRunsVariables(node.items[i], field + "[" + std::to_string(i) + "]", f);
+  }
+  for (const auto& entry : node.entries) {
+    CheckRunsVariables(entry.value, field + "." + entry.key, f);
+  }
+}
+
 using JobRule = FieldRule<JobFields>;
 constexpr bool kTrainerOnly = true;
 
-constexpr std::array<JobRule, 26> kJobFields = {{
+constexpr std::array<JobRule, 27> kJobFields = {{
     // Read before the others (the entrypoint and the trainer-only fields depend on it).
     {"workload", [](JobFields&, const YamlEntry&) {}},
     {"name", ReadJobName},
@@ -536,6 +588,7 @@ constexpr std::array<JobRule, 26> kJobFields = {{
     {"on_remove", ReadOnRemove},
     {"deadline", ReadDeadline},
     {"rerun", ReadRerun},
+    {"after", ReadAfter},
     {"annotations",
      [](JobFields& f, const YamlEntry& e) {
        if (auto annotations = f.reader.ScalarMap(e.key, e.value, false)) {
@@ -629,7 +682,11 @@ void ReadJobEntries(const YamlNode& root, JobFields& fields) {
 
 // What only the whole document can show: a custom workload without its entrypoint, a name
 // that must be written because the path gives none.
-void CheckJobDocument(const YamlNode& root, const JobFields& fields) {
+void CheckJobDocument(const YamlNode& root, JobFields& fields) {
+  // ${runs.<name>.dir} in what is rendered (annotations are not).
+  for (const auto& entry : root.entries) {
+    if (entry.key != "annotations") CheckRunsVariables(entry.value, entry.key, fields);
+  }
   if (fields.custom && FindEntry(root, "entrypoint") == nullptr) {
     fields.reader.Error(root.pos, "missing required key \"entrypoint\" (workload custom needs it)");
   }
