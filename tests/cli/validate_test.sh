@@ -39,7 +39,7 @@ expect_out() {
 run broken validate --repo "$broken"
 expect_rc broken 1
 diff -u "$broken/expected-errors.txt" "$work/broken.err" || fail "broken: stderr differs"
-expect_out broken "47 errors in 22 files"
+expect_out broken "51 errors in 24 files"
 grep -q "jobs/valid/ok.yaml" "$work/broken.err" && fail "broken: the valid spec was reported"
 grep -q ".drafts\|notes.txt" "$work/broken.err" && fail "broken: a hidden or non-YAML file was read"
 

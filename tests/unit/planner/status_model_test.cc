@@ -17,6 +17,19 @@ TEST_CASE("phase names round-trip") {
   CHECK_FALSE(ParsePhase("running").has_value());
 }
 
+TEST_CASE("a Waiting job's phase names what it waits on, without the reasons") {
+  CHECK(PhaseLabel(Phase::kWaiting, "on sft-qwen: Running") == "Waiting (on sft-qwen: Running)");
+  CHECK(PhaseLabel(Phase::kWaiting, "on a: Failed (exit 1; see the log); on b: Pending") ==
+        "Waiting (on a: Failed; on b: Pending)");
+  CHECK(PhaseLabel(Phase::kWaiting, "on b: Waiting (on a: Running)") == "Waiting (on b: Waiting)");
+  CHECK(PhaseLabel(Phase::kWaiting,
+                   "on a: Invalid (its spec is invalid); frozen until it is valid (nothing "
+                   "submitted or stopped)") == "Waiting (on a: Invalid)");
+  // Other phases, and a message of another shape, are the phase's name.
+  CHECK(PhaseLabel(Phase::kWaiting, "") == "Waiting");
+  CHECK(PhaseLabel(Phase::kRunning, "on a: Running") == "Running");
+}
+
 TEST_CASE("stop reason names round-trip, and no reason has no name") {
   for (StopReason r : {StopReason::kSuspend, StopReason::kRemoval, StopReason::kReplacement}) {
     CHECK_FALSE(StopReasonName(r).empty());

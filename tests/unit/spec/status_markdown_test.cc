@@ -79,6 +79,16 @@ TEST_CASE("Pipes, markup and line breaks in a message cannot break the table",
   CHECK(Count(row, '|') - 2 == 8);
 }
 
+TEST_CASE("A Waiting job's phase cell names what it waits on", "[status][markdown]") {
+  core::Ledger ledger;
+  auto r = Row("grpo", Phase::kWaiting);
+  r.message = "on sft_qwen: Running";
+  ledger.emplace("grpo", r);
+  const std::string md = core::RenderStatusMarkdown(ledger);
+  CHECK(md.find("| grpo | Waiting (on sft\\_qwen: Running) |") != std::string::npos);
+  CHECK(md.find("1 Waiting") != std::string::npos);
+}
+
 TEST_CASE("A long message is cut to 80 characters", "[status][markdown]") {
   core::Ledger ledger;
   auto r = Row("x", Phase::kFailed);
