@@ -80,6 +80,14 @@ void DecideBothSides(const JobSpec& base, const JobSpec& head, JobDiff& d) {
                         "new is submitted" +
                             hashes;
     }
+  } else if (!same && d.fields.empty() && !head.pipeline().after.empty()) {
+    // Its own file is as it was: the identity it takes from its upstreams changed.
+    std::string after;
+    for (const std::string& name : head.pipeline().after) after += (after.empty() ? "" : ", ") + name;
+    d.action = DiffAction::kReplace;
+    d.reason = "a job it runs after changed (after: " + after + ")" + hashes +
+               ": the old run is stopped if active, a new one starts once the new upstream run "
+               "has succeeded";
   } else if (!same) {
     d.action = DiffAction::kReplace;
     d.reason = "spec changed" + hashes + ": the old run is stopped if active, a new one starts";

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/core/pipeline.h"
 #include "reconciler/spec/spec_loader.h"
 
 namespace rg::core {
@@ -39,6 +40,28 @@ const JobDiff& Find(const StateDiff& diff, const std::string& name) {
 bool HasLine(const std::vector<DiffLine>& lines, char op, const std::string& text) {
   return std::ranges::any_of(lines,
                              [&](const DiffLine& l) { return l.op == op && l.text == text; });
+}
+
+TEST_CASE("a change upstream replaces the jobs downstream, saying why", "[state_diff]") {
+  const auto repo = [](const std::string& a_entrypoint) {
+    DesiredState state = Load(
+        kCluster,
+        {{"jobs/a.yaml", "workload: custom\nentrypoint: " + a_entrypoint + "\n"},
+         {"jobs/b.yaml", "workload: custom\nentrypoint: ls ${runs.a.dir}\nafter: [a]\n"},
+         {"jobs/c.yaml", "workload: custom\nentrypoint: echo c\n"}});
+    BindDesiredState(state, "ray-gitops");
+    return state;
+  };
+  const StateDiff diff = DiffStates(repo("echo 1"), repo("echo 2"), "ray-gitops");
+  CHECK(Find(diff, "a").action == DiffAction::kReplace);
+  const JobDiff& b = Find(diff, "b");
+  CHECK(b.action == DiffAction::kReplace);
+  CHECK(b.fields.empty());
+  CHECK(b.reason.starts_with("a job it runs after changed (after: a) (spec hash "));
+  CHECK(b.base_submission_id != b.head_submission_id);
+  // Rendered with the variable as written (which run succeeds is known only then): no error.
+  CHECK(b.render_error.empty());
+  CHECK(Find(diff, "c").action == DiffAction::kUnchanged);
 }
 
 TEST_CASE("a diff names each job's action, its field change and its rendered change",
