@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/ownership.h"
 
 namespace rg::engine {
@@ -151,6 +152,11 @@ core::Result<SubmitAttemptResult> SubmitAttempt(
     ports::JobServer& server, ports::ArtifactSink* artifacts, const core::JobSpec& spec,
     const core::RayConfig& cluster, const core::RenderContext& context,
     const SubmitArtifactInputs& inputs, const core::Ownership* owner) {
+  // A job with `after` runs only from its upstreams' successful runs, which the plan names: a
+  // submission without them would carry ${runs.<name>.dir} unresolved.
+  if (!spec.pipeline().after.empty() && !context.upstream_runs) {
+    return core::Error::InvalidInput(spec.path + " has after, and no upstream run was given");
+  }
   core::Result<core::Value> body = core::RenderSubmission(spec, cluster, context);
   if (!body.ok()) return body.error();
   core::Ownership from_context;
@@ -170,6 +176,18 @@ core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
   pinned.submission_id = core::OneOffSubmissionId(spec, run);
   core::RenderContext one_off = context;
   one_off.attempt = 0;
+  // A one-off run of a job with `after` is the person's call, but its ${runs.<name>.dir} name
+  // runs only the daemon's plan knows: such a spec cannot run as a one-off.
+  if (!spec.pipeline().after.empty()) {
+    core::Result<core::JobSpec> alone = core::ResolveRunsVariables(spec, {}, cluster);
+    if (!alone.ok()) {
+      return core::Error::InvalidInput(
+          spec.path + " uses " + alone.error().message().substr(0, alone.error().message().find(':')) +
+          ", the run directory of an upstream's successful run, which only the daemon's plan "
+          "resolves; a one-off run cannot (let the daemon submit it)");
+    }
+    one_off.upstream_runs.emplace();
+  }
   core::Result<core::Value> body = core::RenderSubmission(pinned, cluster, one_off);
   if (!body.ok()) return body.error();
   core::Value::Object& metadata = (*body)["metadata"].as_object();

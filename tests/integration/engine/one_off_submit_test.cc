@@ -214,3 +214,26 @@ TEST_CASE("OwnerOf tells an instance, a one-off run and nobody's job apart") {
 }
 
 }  // namespace
+
+TEST_CASE("A one-off run of a job with after runs now, unless it needs an upstream's run") {
+  Harness h;
+  // No ${runs...}: the person's call, submitted at once.
+  const auto plain = LoadSpec(
+      "workload: custom\nentrypoint: sleep 300\nafter: [sft]\n", "jobs/adhoc/probe.yaml");
+  rg::core::RenderContext context;
+  auto submitted = SubmitOneOff(*h.server, nullptr, plain, 0, LoadCluster(), context, h.Inputs());
+  REQUIRE(submitted.ok());
+  CHECK(h.Get(submitted->submission_id).entrypoint == "sleep 300");
+  // ${runs.sft.dir} names a run only the daemon's plan knows: refused, nothing sent.
+  const auto needs_run = LoadSpec(
+      "workload: custom\nentrypoint: ls ${runs.sft.dir}\nafter: [sft]\n", "jobs/adhoc/next.yaml");
+  h.fake.ResetCounters();
+  auto refused =
+      SubmitOneOff(*h.server, nullptr, needs_run, 0, LoadCluster(), context, h.Inputs());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message() ==
+        "jobs/adhoc/next.yaml uses ${runs.sft.dir}, the run directory of an upstream's successful "
+        "run, which only the daemon's plan resolves; a one-off run cannot (let the daemon submit "
+        "it)");
+  CHECK(h.fake.RequestCount(rg::testing::kRouteSubmit) == 0);
+}
