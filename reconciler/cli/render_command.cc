@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "reconciler/adapters/schedule_zones.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/local_repo.h"
 #include "reconciler/cli/logging.h"
@@ -78,8 +79,10 @@ int RunRender(const RenderOptions& options) {
     PrintError(options.file, "not inside the repository " + options.repo);
     return 1;
   }
-  const core::DesiredState state =
+  core::DesiredState state =
       spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
+  adapters::ZoneCache zones;
+  adapters::ResolveScheduleZones(state, zones);
 
   const std::string& path = file->relative;
   const core::JobSpec* spec = nullptr;

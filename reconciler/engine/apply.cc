@@ -79,6 +79,7 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   core::RenderContext context;
   context.instance = options.owner.instance;
   context.attempt = action.attempt;
+  context.slot = action.slot;
   context.commit = snapshot.commit;
   context.repo_url = snapshot.repo_url;
   SubmitArtifactInputs inputs;
