@@ -758,7 +758,7 @@ class Planner {
   }
 
   void PlanScheduledSuspended(const JobSpec& spec, const ScheduledRuns& runs, JobPlan& jp) {
-    if (!ShowLatestSlotRun(runs, jp)) jp.phase = Phase::kSuspended;
+    ShowLatestSlotRun(runs, jp);
     jp.phase = Phase::kSuspended;
     jp.message = "suspend: true; no slot is submitted";
     int64_t sent = 0;
@@ -789,7 +789,6 @@ class Planner {
       return;
     }
     const std::string slot = SlotIdSuffix(*latest);
-    const int64_t slot_ms = *latest * 1000;
     // Runs of earlier slots still active: their deadline applies as to any run.
     std::vector<std::pair<int, const RayJob*>> active;
     for (const auto& [k, job] : ActiveOutside(runs, slot)) {
@@ -809,31 +808,42 @@ class Planner {
       slot_.clear();
       return;
     }
+    PlanSlotWithoutRun(spec, schedule, runs, *latest, active, jp);
+  }
+
+  // The latest slot has no run yet: missed, waiting (forbid), or submitted now.
+  void PlanSlotWithoutRun(const JobSpec& spec, const ScheduleFields& schedule,
+                          const ScheduledRuns& runs, int64_t slot_s,
+                          const std::vector<std::pair<int, const RayJob*>>& active, JobPlan& jp) {
+    const std::string slot = SlotIdSuffix(slot_s);
+    const int64_t slot_ms = slot_s * 1000;
     const RayJob* blocking = active.empty() ? nullptr : active.front().second;
     if (policy_.now_ms - slot_ms >= schedule.starting_deadline_ms) {
       // Missed: never run late. The phase stays that of the latest slot run.
-      const bool ran_before = ShowLatestSlotRun(runs, jp);
-      if (!ran_before) jp.phase = Phase::kPending;
       const std::string reason = SkipReason(schedule, blocking);
-      jp.message = "slot " + SlotTime(*latest) + " " + reason;
-      if (jp.next_slot_ms) jp.message += "; next slot " + FormatRfc3339Seconds(*jp.next_slot_ms);
-      if (ran_before) jp.skipped_slots.push_back({slot_ms, reason});
+      if (ShowLatestSlotRun(runs, jp)) {
+        jp.message = "slot " + SlotTime(slot_s) + " " + reason;
+        jp.skipped_slots.push_back({slot_ms, reason});
+      } else {
+        jp.phase = Phase::kPending;
+        jp.message = "waiting for its first slot";
+      }
       return;
     }
     if (blocking != nullptr && schedule.concurrency == Concurrency::kForbid) {
       ShowLatestSlotRun(runs, jp);
-      jp.message = "slot " + SlotTime(*latest) + " waits: concurrency forbid and " +
+      jp.message = "slot " + SlotTime(slot_s) + " waits: concurrency forbid and " +
                    blocking->submission_id +
                    " is still active (the slot is skipped unless it starts by " +
                    FormatRfc3339Seconds(slot_ms + schedule.starting_deadline_ms) + ")";
       NoteRecheck(slot_ms + schedule.starting_deadline_ms);
       return;
     }
-    std::string reason = "slot " + SlotTime(*latest);
+    std::string reason = "slot " + SlotTime(slot_s);
     if (blocking != nullptr && schedule.concurrency == Concurrency::kReplace) {
       for (const auto& [k, job] : active) {
         AddStop(*job, spec.name, k, StopReason::kReplacement,
-                "concurrency replace: slot " + SlotTime(*latest) + " replaces the run");
+                "concurrency replace: slot " + SlotTime(slot_s) + " replaces the run");
       }
       reason += " (replacing " + blocking->submission_id + ": concurrency replace)";
     } else if (blocking != nullptr) {
