@@ -660,24 +660,24 @@ class Planner {
   // The job's phase between slots: that of its latest slot run (as Ray, else the ledger,
   // last saw it). False when no slot has run yet.
   static bool ShowLatestSlotRun(const ScheduledRuns& runs, JobPlan& jp) {
-    for (auto it = runs.slots.rbegin(); it != runs.slots.rend(); ++it) {
-      const int k = it->second.Latest();
-      if (k < 0) continue;
-      const auto in_ray = it->second.in_ray.find(k);
-      if (in_ray != it->second.in_ray.end()) {
-        const RayJob& job = *in_ray->second;
-        jp.observed.emplace(job);
-        jp.submission_id = job.submission_id;
-        jp.phase = PhaseForRayStatus(job.status);
-      } else {
-        const AttemptRecord& a = *it->second.in_ledger.at(k);
-        jp.submission_id = a.submission_id;
-        jp.phase = a.phase;
-      }
-      jp.attempt = k;
-      return true;
+    const VersionAttempts* latest_slot = nullptr;
+    for (const auto& [slot, at] : runs.slots) {
+      if (at.Latest() >= 0) latest_slot = &at;
     }
-    return false;
+    if (latest_slot == nullptr) return false;
+    const int k = latest_slot->Latest();
+    if (const auto in_ray = latest_slot->in_ray.find(k); in_ray != latest_slot->in_ray.end()) {
+      const RayJob& job = *in_ray->second;
+      jp.observed.emplace(job);
+      jp.submission_id = job.submission_id;
+      jp.phase = PhaseForRayStatus(job.status);
+    } else {
+      const AttemptRecord& a = *latest_slot->in_ledger.at(k);
+      jp.submission_id = a.submission_id;
+      jp.phase = a.phase;
+    }
+    jp.attempt = k;
+    return true;
   }
 
   static std::string SlotTime(int64_t slot_s) { return FormatRfc3339Seconds(slot_s * 1000); }
@@ -694,8 +694,8 @@ class Planner {
   // The slot before `slot_s`, when it got no run though an earlier slot of this version did
   // (so the spec existed then): skipped, recorded once the next slot has come. Slots before
   // it are never looked at: a daemon down for a day records one, and runs none of them.
-  void NotePreviousSlotSkipped(const ScheduleFields& schedule, const ScheduledRuns& runs,
-                               int64_t slot_s, JobPlan& jp) {
+  static void NotePreviousSlotSkipped(const ScheduleFields& schedule, const ScheduledRuns& runs,
+                                      int64_t slot_s, JobPlan& jp) {
     const std::optional<int64_t> previous =
         LatestSlotAtOrBefore(schedule.cron, *schedule.zone, slot_s - 1);
     if (!previous) return;
