@@ -285,7 +285,9 @@ bool DiffJobsTrees(git_repository* repo, git_tree* before, git_tree* after, cons
 
 GitDesiredStateSource::GitDesiredStateSource(std::shared_ptr<GitWorkspace> workspace,
                                              GitDesiredStateOptions options)
-    : workspace_(std::move(workspace)), options_(std::move(options)) {
+    : workspace_(std::move(workspace)),
+      options_(std::move(options)),
+      zones_(options_.zoneinfo_dir) {
   options_.jobs_dir = TrimDir(options_.jobs_dir);
   options_.excluded_dir = TrimDir(options_.excluded_dir);
 }
@@ -521,6 +523,7 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadCommit(const std
   cluster_cache_ = std::move(next_cluster_cache);
 
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
+  ResolveScheduleZones(snapshot.state, zones_);
   return snapshot;
 }
 
@@ -615,6 +618,7 @@ core::Result<std::optional<ports::SpecChanges>> GitDesiredStateSource::LoadChang
     snapshot.texts.emplace(blob.path, std::move(*text));
   }
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
+  ResolveScheduleZones(snapshot.state, zones_);
   changes.gone = std::move(delta.gone);
   return std::optional(std::move(changes));
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/schedule_zones.h"
 #include "reconciler/core/spec_model.h"
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/spec/spec_loader.h"
@@ -41,6 +42,9 @@ struct GitDesiredStateOptions {
   // `plan` need: the parsed document and each field's position. At 50,000 specs those are
   // 100 MB. ReadWhole and ReadWholeSpec still give them. Unset: specs as parsed.
   std::optional<std::string> lean_instance;
+  // Where the time zones of scheduled specs are read from (adapters/schedule_zones.h); empty:
+  // $TZDIR, else /usr/share/zoneinfo.
+  std::string zoneinfo_dir;
 };
 
 class GitDesiredStateSource : public ports::DesiredStateSource {
@@ -140,6 +144,7 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // there is a persistent parse cache (it keeps them).
   std::map<std::string, CachedSpec> spec_cache_;
   std::map<std::string, CachedCluster> cluster_cache_;  // by blob id
+  ZoneCache zones_;  // the zones of scheduled specs, each read once
   int spec_parses_ = 0;
   int cluster_parses_ = 0;
   // Commits Relate found outside the view -> the workspace's fetch count at that time.

@@ -11,6 +11,7 @@
 
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/schedule_zones.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/repo_options.h"
@@ -71,9 +72,11 @@ core::Result<Side> LoadHead(const DiffFlags& flags, const adapters::GitWorkspace
     return core::Error::InvalidInput("give HEAD: " + flags.repo.repo +
                                      " is not a local checkout, so it has no working tree");
   }
-  return Side{spec::LoadDesiredStateFromDirectory(workspace.workdir(), flags.repo.cluster_file,
-                                                  flags.repo.jobs_dir),
-              "working tree"};
+  core::DesiredState state = spec::LoadDesiredStateFromDirectory(
+      workspace.workdir(), flags.repo.cluster_file, flags.repo.jobs_dir);
+  adapters::ZoneCache zones;
+  adapters::ResolveScheduleZones(state, zones);
+  return Side{std::move(state), "working tree"};
 }
 
 std::string Format(const core::StateDiff& diff, const std::string& format) {

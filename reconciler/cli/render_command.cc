@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "reconciler/adapters/schedule_zones.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/local_repo.h"
 #include "reconciler/cli/logging.h"
@@ -102,6 +103,8 @@ int RunRender(const RenderOptions& options) {
   }
   core::DesiredState state =
       spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
+  adapters::ZoneCache zones;
+  adapters::ResolveScheduleZones(state, zones);
   core::BindDesiredState(state, options.instance);
 
   const std::string& path = file->relative;

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "reconciler/adapters/schedule_zones.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/local_repo.h"
 #include "reconciler/cli/logging.h"
@@ -235,9 +236,11 @@ void PrintText(const std::vector<Reported>& reported, const ValidateOptions& opt
 }
 
 int RunValidate(const ValidateOptions& options) {
-  const core::DesiredState state =
+  core::DesiredState state =
       spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir,
                                           /*keep_documents=*/false);
+  adapters::ZoneCache zones;
+  adapters::ResolveScheduleZones(state, zones);
   const Selection selection = Select(state, options);
   std::set<std::string> failed;
   const std::vector<Reported> reported = Collect(state, selection, options, failed);

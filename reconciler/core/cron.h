@@ -24,6 +24,8 @@ struct CronExpression {
   // rule: when both day fields are restricted, a day matches if either does; otherwise both
   // sets must match, so a bare "*" leaves the decision to the other field.
   bool MatchesDay(int day_of_month, int weekday) const;
+
+  friend bool operator==(const CronExpression&, const CronExpression&) = default;
 };
 
 // Parses a 5-field expression: fields separated by spaces or tabs; each field a list

@@ -162,6 +162,30 @@ std::string SubmissionIdForAttempt(const JobSpec& spec, int attempt) {
   return id;
 }
 
+std::string SubmissionIdForSlot(const JobSpec& spec, std::string_view slot, int attempt) {
+  if (slot.empty()) return SubmissionIdForAttempt(spec, attempt);
+  std::string id = SubmissionIdBase(spec) + "-" + std::string(slot);
+  if (attempt >= 1) id += "-r" + std::to_string(attempt);
+  return id;
+}
+
+std::optional<std::string_view> SlotOfSubmissionId(std::string_view base, std::string_view id) {
+  constexpr size_t kSlotDigits = 12;
+  if (id.size() < base.size() + 1 + kSlotDigits || id.substr(0, base.size()) != base ||
+      id[base.size()] != '-') {
+    return std::nullopt;
+  }
+  const std::string_view slot = id.substr(base.size() + 1, kSlotDigits);
+  if (!std::ranges::all_of(slot, [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  const std::string_view rest = id.substr(base.size() + 1 + kSlotDigits);
+  if (rest.empty()) return slot;
+  if (rest.size() < 3 || rest.substr(0, 2) != "-r" ||
+      !std::ranges::all_of(rest.substr(2), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return slot;
+}
+
 std::string OneOffSubmissionId(const JobSpec& spec, int run) {
   std::string id = SubmissionIdBase(spec) + "-" + std::string(kSubmittedByCli);
   if (run >= 1) id += "-" + std::to_string(run);

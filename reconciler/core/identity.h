@@ -58,6 +58,15 @@ std::string SubmissionIdBase(const JobSpec& spec);
 // Attempt 0 is SubmissionIdBase(spec); attempt k >= 1 appends "-r<k>".
 std::string SubmissionIdForAttempt(const JobSpec& spec, int attempt);
 
+// A scheduled job's run of one slot (DESIGN §2.1): "<name>-<spec_hash>-<slot>", `slot` the
+// slot's instant in UTC as YYYYMMDDHHMM (core::SlotIdSuffix); attempt k >= 1 appends "-r<k>".
+// An empty `slot` is SubmissionIdForAttempt.
+std::string SubmissionIdForSlot(const JobSpec& spec, std::string_view slot, int attempt);
+
+// The slot ("YYYYMMDDHHMM") of a run id "<base>-<slot>[-r<k>]", where base is
+// "<name>-<spec_hash>"; nullopt when `id` is no slot run of that base.
+std::optional<std::string_view> SlotOfSubmissionId(std::string_view base, std::string_view id);
+
 // One-off runs from `ray-gitops submit` (docs/operations.md) belong to no instance: they carry
 // gitops.submitted-by: cli instead of gitops.managed-by.
 inline constexpr std::string_view kMetaSubmittedBy = "gitops.submitted-by";

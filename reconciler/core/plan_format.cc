@@ -5,6 +5,7 @@
 
 #include "reconciler/core/status_markdown.h"
 #include "reconciler/core/text_table.h"
+#include "reconciler/core/time_format.h"
 #include "reconciler/core/value.h"
 
 namespace rg::core {
@@ -44,19 +45,27 @@ std::string ActionPhase(const Plan& plan, const Action& a) {
   return jp != nullptr ? std::string(PhaseName(jp->phase)) : "";
 }
 
+// A scheduled job's reason, followed by when its next slot comes.
+std::string WithNextSlot(std::string reason, const JobPlan* jp) {
+  if (jp == nullptr || !jp->next_slot_ms) return reason;
+  if (!reason.empty()) reason += "; ";
+  return reason + "next slot " + FormatRfc3339Seconds(*jp->next_slot_ms);
+}
+
 // One row per action, then one per job the plan leaves as it is.
 std::vector<Row> Rows(const Plan& plan) {
   const PlanActionIndex acts(plan);
   std::vector<Row> rows;
   for (const Action& a : plan.actions) {
-    rows.push_back({a.kind == ActionKind::kStop ? "stop" : "submit", a.name, a.submission_id,
-                    ActionPhase(plan, a), a.reason});
+    const bool submit = a.kind == ActionKind::kSubmit;
+    rows.push_back({submit ? "submit" : "stop", a.name, a.submission_id, ActionPhase(plan, a),
+                    submit ? WithNextSlot(a.reason, plan.FindJob(a.name)) : a.reason});
   }
   for (const JobPlan& jp : plan.jobs) {
     if (acts.Acted(jp.name) || Settled(acts, jp)) continue;
     rows.push_back({ActionName(jp, false, false), jp.name,
                     jp.submission_id.empty() ? "-" : jp.submission_id,
-                    std::string(PhaseName(jp.phase)), jp.message});
+                    std::string(PhaseName(jp.phase)), WithNextSlot(jp.message, &jp)});
   }
   return rows;
 }
@@ -307,6 +316,7 @@ Value ActionsJson(const Plan& plan) {
     v["reason"] = a.reason;
     if (a.kind == ActionKind::kStop) v["stop_reason"] = std::string(StopReasonName(a.stop_reason));
     if (a.kind == ActionKind::kSubmit) v["spec_path"] = a.spec_path;
+    if (!a.slot.empty()) v["slot"] = a.slot;
     actions.push_back(std::move(v));
   }
   return actions;
@@ -332,6 +342,7 @@ Value JobJson(const PlanActionIndex& acts, const JobPlan& jp) {
     renamed["spec_path"] = jp.renamed_from_path;
   }
   v["renamed_from"] = std::move(renamed);
+  v["next_slot"] = jp.next_slot_ms ? Value(FormatRfc3339Seconds(*jp.next_slot_ms)) : Value(nullptr);
   return v;
 }
 

@@ -14,7 +14,9 @@
 #include "reconciler/core/identity.h"
 #include "reconciler/core/pipeline.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/schedule.h"
 #include "reconciler/core/time_format.h"
+#include "reconciler/core/tzif.h"
 
 namespace rg::core {
 
@@ -398,6 +400,7 @@ class Planner {
 
   // Adds the submit of `attempt` of `spec` to the plan, or marks `jp` a conflict when its id
   // is taken. True when the submit was planned.
+  // A scheduled job's slot runs are submitted while `slot_` names the slot (PlanScheduled).
   bool Submit(const JobSpec& spec, int attempt, std::string reason, JobPlan& jp) {
     if (!upstreams_.waiting.empty()) {
       // `after`: a job it names has no successful current run; nothing starts before it has.
@@ -405,7 +408,7 @@ class Planner {
       jp.message = upstreams_.waiting;
       return false;
     }
-    const std::string id = SubmissionIdForAttempt(spec, attempt);
+    const std::string id = SubmissionIdForSlot(spec, slot_, attempt);
     std::string why;
     if (!IdUsable(id, spec, &why)) {
       jp.phase = Phase::kConflict;
@@ -421,6 +424,7 @@ class Planner {
     a.spec_path = spec.path;
     a.reason = std::move(reason);
     a.upstream_runs = upstreams_.runs;
+    a.slot = slot_;
     submits_.push_back(std::move(a));
     jp.submission_id = id;
     jp.attempt = attempt;
@@ -442,6 +446,10 @@ class Planner {
   }
 
   void PlanDesiredNow(const JobSpec& spec) {
+    if (spec.lifecycle().schedule.has_value()) {
+      PlanScheduled(spec, *spec.lifecycle().schedule);
+      return;
+    }
     const std::string base = SubmissionIdBase(spec);
     JobPlan jp;
     jp.name = spec.name;
@@ -685,6 +693,272 @@ class Planner {
     }
   }
 
+  // ---- Schedules (DESIGN §3.4) -----------------------------------------------------------
+
+  void NoteRecheck(int64_t at_ms) {
+    if (!plan_.recheck_at_ms || at_ms < *plan_.recheck_at_ms) plan_.recheck_at_ms = at_ms;
+  }
+
+  // What Ray and the ledger know of a scheduled spec's current version: its runs by slot
+  // ("YYYYMMDDHHMM", which sorts as time does), and its runs without a slot (from before the
+  // spec had a schedule); the runs of its other versions.
+  struct ScheduledRuns {
+    std::map<std::string, VersionAttempts, std::less<>> slots;
+    std::vector<std::pair<int, const RayJob*>> unslotted;
+    std::vector<const RayJob*> older_versions;
+  };
+
+  ScheduledRuns CollectSlotRuns(const JobSpec& spec, const StatusRecord* rec) const {
+    ScheduledRuns runs;
+    for (const RayJob* job : JobsNamed(spec.name)) {
+      const std::string_view hash = job->LabelView(kMetaSpecHash);
+      if (!spec.IsCurrentHash(hash)) {
+        runs.older_versions.push_back(job);
+        continue;
+      }
+      const std::string base = spec.name + "-" + std::string(hash);
+      if (std::optional<std::string_view> slot = SlotOfSubmissionId(base, job->submission_id)) {
+        runs.slots[std::string(*slot)].in_ray[AttemptOf(*job, base + "-" + std::string(*slot))] =
+            job;
+      } else {
+        runs.unslotted.emplace_back(AttemptOf(*job, base), job);
+      }
+    }
+    if (rec != nullptr) {
+      for (const auto& a : rec->attempts) {
+        if (!spec.IsCurrentHash(a.spec_hash)) continue;
+        if (std::optional<std::string_view> slot =
+                SlotOfSubmissionId(spec.name + "-" + a.spec_hash, a.submission_id)) {
+          runs.slots[std::string(*slot)].in_ledger[a.attempt] = &a;
+        }
+      }
+    }
+    return runs;
+  }
+
+  // The active runs of this version other than those of `slot`, with their attempts.
+  static std::vector<std::pair<int, const RayJob*>> ActiveOutside(const ScheduledRuns& runs,
+                                                                  std::string_view slot) {
+    std::vector<std::pair<int, const RayJob*>> active;
+    for (const auto& [s, at] : runs.slots) {
+      if (s == slot) continue;
+      for (const auto& [k, job] : at.in_ray) {
+        if (IsActive(job->status)) active.emplace_back(k, job);
+      }
+    }
+    for (const auto& [k, job] : runs.unslotted) {
+      if (IsActive(job->status)) active.emplace_back(k, job);
+    }
+    return active;
+  }
+
+  // The job's phase between slots: that of its latest slot run (as Ray, else the ledger,
+  // last saw it). False when no slot has run yet.
+  static bool ShowLatestSlotRun(const ScheduledRuns& runs, JobPlan& jp) {
+    const VersionAttempts* latest_slot = nullptr;
+    for (const auto& [slot, at] : runs.slots) {
+      if (at.Latest() >= 0) latest_slot = &at;
+    }
+    if (latest_slot == nullptr) return false;
+    const int k = latest_slot->Latest();
+    if (const auto in_ray = latest_slot->in_ray.find(k); in_ray != latest_slot->in_ray.end()) {
+      const RayJob& job = *in_ray->second;
+      jp.observed.emplace(job);
+      jp.submission_id = job.submission_id;
+      jp.phase = PhaseForRayStatus(job.status);
+    } else {
+      const AttemptRecord& a = *latest_slot->in_ledger.at(k);
+      jp.submission_id = a.submission_id;
+      jp.phase = a.phase;
+    }
+    jp.attempt = k;
+    return true;
+  }
+
+  static std::string SlotTime(int64_t slot_s) { return FormatRfc3339Seconds(slot_s * 1000); }
+
+  // A slot that got no run: why, as the status record keeps it.
+  static std::string SkipReason(const ScheduleFields& schedule, const RayJob* blocking) {
+    if (blocking != nullptr && schedule.concurrency == Concurrency::kForbid) {
+      return "concurrency forbid: " + blocking->submission_id + " was still active";
+    }
+    return "missed: not started within starting_deadline " +
+           FormatDurationMs(schedule.starting_deadline_ms);
+  }
+
+  // The slot before `slot_s`, when it got no run though an earlier slot of this version did
+  // (so the spec existed then): skipped, recorded once the next slot has come. Slots before
+  // it are never looked at: a daemon down for a day records one, and runs none of them.
+  static void NotePreviousSlotSkipped(const ScheduleFields& schedule, const ScheduledRuns& runs,
+                                      int64_t slot_s, JobPlan& jp) {
+    const std::optional<int64_t> previous =
+        LatestSlotAtOrBefore(schedule.cron, *schedule.zone, slot_s - 1);
+    if (!previous) return;
+    const std::string id = SlotIdSuffix(*previous);
+    if (runs.slots.contains(id)) return;
+    if (runs.slots.empty() || runs.slots.begin()->first > id) return;
+    // A run of an earlier slot still active, or ended after the previous slot: it held it back.
+    const RayJob* blocking = nullptr;
+    for (const auto& [s, at] : runs.slots) {
+      if (s >= id) break;
+      for (const auto& [k, job] : at.in_ray) {
+        if (IsActive(job->status) || job->end_time_ms.value_or(0) > *previous * 1000) {
+          blocking = job;
+        }
+      }
+    }
+    jp.skipped_slots.push_back({*previous * 1000, SkipReason(schedule, blocking)});
+  }
+
+  // A scheduled job (DESIGN §3.4): the latest slot at or before now gets one run (its id ends
+  // in the slot's UTC time), submitted while the slot is younger than starting_deadline, with
+  // the usual retries; concurrency decides what an active run of an earlier slot does to it.
+  void PlanScheduled(const JobSpec& spec, const ScheduleFields& schedule) {
+    JobPlan jp;
+    jp.name = spec.name;
+    jp.spec_path = spec.path;
+    const StatusRecord* rec = nullptr;
+    if (auto it = ledger_.find(spec.name); it != ledger_.end()) rec = &it->second;
+    if (rec != nullptr && !rec->spec_hash.empty() && !spec.IsCurrentHash(rec->spec_hash)) {
+      jp.spec_changed = true;
+      jp.previous_spec_hash = rec->spec_hash;
+    }
+    if (schedule.zone == nullptr) {
+      // Never planned without its zone (adapters::ResolveScheduleZones): frozen like an
+      // invalid spec.
+      jp.phase = Phase::kInvalid;
+      jp.message = "timezone \"" + schedule.timezone +
+                   "\" is not loaded; the job is frozen (nothing submitted or stopped)";
+      SetLatestKnown(spec.name, jp);
+      frozen_paths_.insert(spec.path);
+      plan_.jobs.push_back(std::move(jp));
+      return;
+    }
+    const ScheduledRuns runs = CollectSlotRuns(spec, rec);
+    for (const RayJob* old : runs.older_versions) {
+      if (!IsActive(old->status)) continue;
+      AddStop(*old, spec.name, AttemptOf(*old, ""), StopReason::kReplacement,
+              "spec changed (" + old->Label(kMetaSpecHash, "?") + " -> " + spec.spec_hash +
+                  "): stopping the old run");
+    }
+    if (spec.suspend) {
+      PlanScheduledSuspended(spec, runs, jp);
+    } else if (policy_.now_ms <= 0) {
+      if (!ShowLatestSlotRun(runs, jp)) jp.phase = Phase::kPending;
+      jp.message = "the pass's time is unknown: no slot is submitted";
+    } else {
+      PlanSlot(spec, schedule, runs, jp);
+    }
+    plan_.jobs.push_back(std::move(jp));
+  }
+
+  void PlanScheduledSuspended(const JobSpec& spec, const ScheduledRuns& runs, JobPlan& jp) {
+    ShowLatestSlotRun(runs, jp);
+    jp.phase = Phase::kSuspended;
+    jp.message = "suspend: true; no slot is submitted";
+    int64_t sent = 0;
+    const RayJob* stopped = nullptr;
+    for (const auto& [k, job] : ActiveOutside(runs, "")) {
+      sent = std::max(sent, AddStop(*job, spec.name, k, StopReason::kSuspend,
+                                    "suspend: true; stopping the active run"));
+      stopped = job;
+    }
+    if (stopped != nullptr) {
+      jp.phase = Phase::kStopping;
+      jp.message = StoppingMessage("suspend: true", sent, *stopped);
+    }
+  }
+
+  void PlanSlot(const JobSpec& spec, const ScheduleFields& schedule, const ScheduledRuns& runs,
+                JobPlan& jp) {
+    const int64_t now_s = policy_.now_ms / 1000;
+    if (std::optional<int64_t> next = NextSlotAfter(schedule.cron, *schedule.zone, now_s)) {
+      jp.next_slot_ms = *next * 1000;
+      NoteRecheck(*next * 1000);
+    }
+    const std::optional<int64_t> latest =
+        LatestSlotAtOrBefore(schedule.cron, *schedule.zone, now_s);
+    if (!latest) {
+      if (!ShowLatestSlotRun(runs, jp)) jp.phase = Phase::kPending;
+      jp.message = "no slot of \"" + schedule.cron_text + "\" in the last eight years";
+      return;
+    }
+    const std::string slot = SlotIdSuffix(*latest);
+    // Runs of earlier slots still active: their deadline applies as to any run.
+    std::vector<std::pair<int, const RayJob*>> active;
+    for (const auto& [k, job] : ActiveOutside(runs, slot)) {
+      JobPlan scratch;
+      CheckDeadline(spec, k, *job, scratch);
+      if (scratch.phase != Phase::kDeadlineExceeded) active.emplace_back(k, job);
+    }
+    NotePreviousSlotSkipped(schedule, runs, *latest, jp);
+    if (auto it = runs.slots.find(slot); it != runs.slots.end()) {
+      // The slot has its run: the usual rules (retries, lost, deadline, restore) per slot.
+      const int k = it->second.Latest();
+      const RayJob* job = it->second.in_ray.contains(k) ? it->second.in_ray.at(k) : nullptr;
+      const AttemptRecord* remembered =
+          it->second.in_ledger.contains(k) ? it->second.in_ledger.at(k) : nullptr;
+      slot_ = slot;
+      PlanLatestAttempt(spec, k, job, remembered, jp);
+      slot_.clear();
+      return;
+    }
+    PlanSlotWithoutRun(spec, schedule, runs, *latest, active, jp);
+  }
+
+  // The latest slot has no run yet: missed, waiting (forbid), or submitted now.
+  void PlanSlotWithoutRun(const JobSpec& spec, const ScheduleFields& schedule,
+                          const ScheduledRuns& runs, int64_t slot_s,
+                          const std::vector<std::pair<int, const RayJob*>>& active, JobPlan& jp) {
+    const std::string slot = SlotIdSuffix(slot_s);
+    const int64_t slot_ms = slot_s * 1000;
+    const RayJob* blocking = active.empty() ? nullptr : active.front().second;
+    if (policy_.now_ms - slot_ms >= schedule.starting_deadline_ms) {
+      // Missed: never run late. The phase stays that of the latest slot run.
+      const std::string reason = SkipReason(schedule, blocking);
+      if (ShowLatestSlotRun(runs, jp)) {
+        jp.message = "slot " + SlotTime(slot_s) + " " + reason;
+        jp.skipped_slots.push_back({slot_ms, reason});
+      } else {
+        jp.phase = Phase::kPending;
+        jp.message = "waiting for its first slot";
+      }
+      return;
+    }
+    if (blocking != nullptr && schedule.concurrency == Concurrency::kForbid) {
+      ShowLatestSlotRun(runs, jp);
+      jp.message = "slot " + SlotTime(slot_s) + " waits: concurrency forbid and " +
+                   blocking->submission_id +
+                   " is still active (the slot is skipped unless it starts by " +
+                   FormatRfc3339Seconds(slot_ms + schedule.starting_deadline_ms) + ")";
+      NoteRecheck(slot_ms + schedule.starting_deadline_ms);
+      return;
+    }
+    if (!upstreams_.waiting.empty()) {
+      // `after`: the slot's run waits for its upstreams (nothing is replaced meanwhile); past
+      // its starting deadline the slot is missed like any other.
+      jp.phase = Phase::kWaiting;
+      jp.message = upstreams_.waiting;
+      NoteRecheck(slot_ms + schedule.starting_deadline_ms);
+      return;
+    }
+    std::string reason = "slot " + SlotTime(slot_s);
+    if (blocking != nullptr && schedule.concurrency == Concurrency::kReplace) {
+      for (const auto& [k, job] : active) {
+        AddStop(*job, spec.name, k, StopReason::kReplacement,
+                "concurrency replace: slot " + SlotTime(slot_s) + " replaces the run");
+      }
+      reason += " (replacing " + blocking->submission_id + ": concurrency replace)";
+    } else if (blocking != nullptr) {
+      reason += " (beside " + blocking->submission_id + ": concurrency allow)";
+    }
+    jp.phase = Phase::kPending;
+    jp.message = reason;
+    slot_ = slot;
+    Submit(spec, 0, reason, jp);
+    slot_.clear();
+  }
+
   void PlanRemoved(const std::string& name) {
     JobPlan jp;
     jp.name = name;
@@ -813,6 +1087,7 @@ class Planner {
   static constexpr size_t kNotPlanned = static_cast<size_t>(-1);
   std::unordered_map<std::string_view, size_t> planned_;
   Upstreams upstreams_;  // of the spec being planned (PlanDesired)
+  std::string slot_;  // the slot Submit submits for, while a scheduled job's slot is planned
 };
 
 }  // namespace

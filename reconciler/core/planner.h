@@ -54,6 +54,8 @@ struct Action {
   // kSubmit of a job with `after`: the submission id of each upstream's successful current
   // run, which the job's ${runs.<name>.dir} resolve to (core/pipeline.h).
   std::map<std::string, std::string, std::less<>> upstream_runs;
+  // kSubmit of a scheduled job: the slot, "YYYYMMDDHHMM" in UTC (RenderContext::slot).
+  std::string slot;
 };
 
 // What carrying out one action came to (engine::ApplyPlan fills it; BuildStatusUpdate reads it).
@@ -96,6 +98,12 @@ struct JobPlan {
   // identity cannot be computed, so nothing is submitted or stopped for it and its record
   // keeps the hash it had (like an invalid spec's).
   bool frozen = false;
+  // A scheduled job (with the pass's time known): the instant of its next slot, ms since the
+  // epoch.
+  std::optional<int64_t> next_slot_ms;
+  // A scheduled job: slots this plan concludes got no run (missed their starting_deadline,
+  // or passed while concurrency forbid held them back); the status record keeps them.
+  std::vector<SkippedSlot> skipped_slots;
 };
 
 struct Plan {
@@ -111,7 +119,8 @@ struct Plan {
   // Runs recorded under a --previous-repo URL that this plan takes as ours: URL -> count.
   std::map<std::string, int, std::less<>> adopted_previous;
   // The earliest wall-clock time (ms since the epoch) at which the same inputs would be
-  // planned differently: an active run's `deadline` falling due. nullopt: only a change of the
+  // planned differently: an active run's `deadline` falling due, a scheduled job's next slot,
+  // or the starting_deadline of a slot still waiting to start. nullopt: only a change of the
   // inputs changes the plan. The daemon's memo of a pass at rest holds until then
   // (engine/pass_memo.h).
   std::optional<int64_t> recheck_at_ms;

@@ -477,6 +477,7 @@ Value RenderMetadata(const JobSpec& spec, const RenderContext& context) {
   metadata.emplace(kMetaSpecPath, spec.path);
   metadata.emplace(kMetaSpecHash, SpecHashOf(spec));
   metadata.emplace(kMetaAttempt, std::to_string(context.attempt));
+  if (!context.slot.empty()) metadata.emplace(kMetaSlot, context.slot);
   if (!context.commit.empty()) metadata.emplace(kMetaCommit, context.commit);
   if (!context.repo_url.empty()) {
     metadata.emplace(kMetaRepo, StripUrlCredentials(context.repo_url));
@@ -495,7 +496,7 @@ Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
     rest.upstream_runs.reset();
     return RenderSubmission(*resolved, cluster, rest);
   }
-  std::string submission_id = SubmissionIdForAttempt(spec, context.attempt);
+  std::string submission_id = SubmissionIdForSlot(spec, context.slot, context.attempt);
   auto entrypoint = RenderEntrypoint(spec, cluster, submission_id);
   if (!entrypoint.ok()) return entrypoint.error();
   Result<Value> runtime_env = RenderRuntimeEnv(spec, cluster);

@@ -20,6 +20,8 @@ inline constexpr std::string_view kMetaSpecPath = "gitops.spec-path";
 inline constexpr std::string_view kMetaSpecHash = "gitops.spec-hash";
 inline constexpr std::string_view kMetaAttempt = "gitops.attempt";
 inline constexpr std::string_view kMetaCommit = "gitops.commit";
+// A scheduled job's run: the slot it runs for, "YYYYMMDDHHMM" in UTC (also its id's suffix).
+inline constexpr std::string_view kMetaSlot = "gitops.slot";
 inline constexpr std::string_view kMetaRepo = "gitops.repo";
 
 // The gitops.attempt label of a job as a number >= 0; nullopt when it is absent or not one.
@@ -28,6 +30,9 @@ std::optional<int> AttemptLabel(const RayJob& job);
 struct RenderContext {
   std::string instance = std::string(kDefaultInstance);  // --instance
   int attempt = 0;
+  // A scheduled job's slot, "YYYYMMDDHHMM" in UTC (core::SlotIdSuffix): the run's id is then
+  // SubmissionIdForSlot. Empty: not a slot run.
+  std::string slot;
   std::string commit;    // the commit the spec was read from; left out of metadata when empty
   std::string repo_url;  // credentials are stripped before it is recorded; left out when empty
   // For a spec with `after`: the submission id of each upstream's successful run, which its

@@ -28,4 +28,16 @@ std::string_view WorkloadName(Workload w) {
 
 std::string_view OnRemoveName(OnRemove o) { return o == OnRemove::kKeep ? "keep" : "stop"; }
 
+std::string_view ConcurrencyName(Concurrency c) {
+  switch (c) {
+    case Concurrency::kReplace:
+      return "replace";
+    case Concurrency::kAllow:
+      return "allow";
+    case Concurrency::kForbid:
+      break;
+  }
+  return "forbid";
+}
+
 }  // namespace rg::core

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "reconciler/core/boxed.h"
+#include "reconciler/core/cron.h"
 #include "reconciler/core/string_map.h"
 #include "reconciler/core/value.h"
 
@@ -81,6 +83,38 @@ struct TrainerFields {
   friend bool operator==(const TrainerFields&, const TrainerFields&) = default;
 };
 
+class TimeZone;
+
+// `concurrency` of a scheduled job: what a slot does while a run of an earlier slot (of the
+// same spec hash) is still active (docs/jobspec.md, "Schedules").
+enum class Concurrency { kForbid, kReplace, kAllow };
+std::string_view ConcurrencyName(Concurrency c);
+
+// `starting_deadline` when the spec sets none: a slot missed for longer is skipped.
+inline constexpr int64_t kDefaultStartingDeadlineMs = int64_t{3'600'000};
+
+// `schedule` and the fields that only a scheduled job takes (DESIGN §3.4, "Schedules").
+struct ScheduleFields {
+  std::string cron_text;  // the expression as written
+  CronExpression cron;
+  std::string timezone = "UTC";  // an IANA name, as written
+  // Where `timezone` was written (else `schedule`): the spec's positions map is dropped in the
+  // daemon, and an unknown zone is reported at this place once the zone is looked up.
+  SourcePos timezone_pos;
+  Concurrency concurrency = Concurrency::kForbid;
+  int64_t starting_deadline_ms = kDefaultStartingDeadlineMs;
+  // The zone of `timezone`, filled after loading (adapters::ResolveScheduleZones; core stays
+  // pure). Null until then: the planner never submits a slot of a spec without its zone.
+  std::shared_ptr<const TimeZone> zone;
+
+  // The zone is left out: it is what `timezone` names, looked up again after a cache read.
+  friend bool operator==(const ScheduleFields& a, const ScheduleFields& b) {
+    return a.cron_text == b.cron_text && a.cron == b.cron && a.timezone == b.timezone &&
+           a.timezone_pos == b.timezone_pos && a.concurrency == b.concurrency &&
+           a.starting_deadline_ms == b.starting_deadline_ms;
+  }
+};
+
 // The fields of a JobSpec about the course of its runs rather than what they run
 // (docs/jobspec.md, "Lifecycle"): policy fields, never part of the spec hash. Most specs set
 // none of them; kept in a box on the JobSpec.
@@ -88,6 +122,8 @@ struct LifecycleFields {
   // `deadline`: a run PENDING or RUNNING for longer than this, counted from Ray's start_time
   // (the submission), is stopped and not retried (phase DeadlineExceeded).
   std::optional<int64_t> deadline_ms;
+  // `schedule` and its fields: set for a scheduled job only (one run per slot).
+  std::optional<ScheduleFields> schedule;
 
   friend bool operator==(const LifecycleFields&, const LifecycleFields&) = default;
 };
@@ -154,6 +190,7 @@ struct JobSpec {
   TrainerFields& mutable_trainer() { return trainer_fields.mutable_get(); }
   const LifecycleFields& lifecycle() const { return lifecycle_fields.get(); }
   const PipelineFields& pipeline() const { return pipeline_fields.get(); }
+  LifecycleFields& mutable_lifecycle() { return lifecycle_fields.mutable_get(); }
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

@@ -78,11 +78,20 @@ std::vector<StatusField> AttemptFields(const AttemptRecord& a) {
   return fields;
 }
 
+std::vector<StatusField> SkippedSlotFields(const SkippedSlot& slot) {
+  return {{"slot", TimeOrNull(slot.slot_ms), true}, {"reason", StringOrNull(slot.reason)}};
+}
+
 Value StatusRecordValue(const StatusRecord& r) {
   Value out = Object(RecordFields(r));
   Value::Array attempts;
   for (const AttemptRecord& a : r.attempts) attempts.push_back(Object(AttemptFields(a)));
   out["attempts"] = Value(std::move(attempts));
+  if (!r.skipped_slots.empty()) {
+    Value::Array skipped;
+    for (const SkippedSlot& s : r.skipped_slots) skipped.push_back(Object(SkippedSlotFields(s)));
+    out["skipped_slots"] = Value(std::move(skipped));
+  }
   return out;
 }
 

@@ -35,6 +35,10 @@ std::vector<StatusField> RecordFields(const StatusRecord& record);
 // was sent.
 std::vector<StatusField> AttemptFields(const AttemptRecord& attempt);
 
+// The keys of one entry of `skipped_slots` (a scheduled job's slots that got no run): `slot`
+// (RFC 3339 UTC) and `reason`. A record without skipped slots has no `skipped_slots` key.
+std::vector<StatusField> SkippedSlotFields(const SkippedSlot& slot);
+
 // The whole record, attempts included, as one object (keys sorted): what JSON writers encode.
 Value StatusRecordValue(const StatusRecord& record);
 

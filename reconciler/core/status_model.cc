@@ -139,7 +139,21 @@ bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after) {
          before.job_id != after.job_id || before.start_time_ms != after.start_time_ms ||
          before.end_time_ms != after.end_time_ms ||
          before.driver_exit_code != after.driver_exit_code || before.errors != after.errors ||
-         before.attempts != after.attempts;
+         before.attempts != after.attempts || before.skipped_slots != after.skipped_slots;
+}
+
+void AddSkippedSlots(StatusRecord& record, const std::vector<SkippedSlot>& slots) {
+  for (const SkippedSlot& slot : slots) {
+    const bool known = std::ranges::any_of(
+        record.skipped_slots, [&](const SkippedSlot& s) { return s.slot_ms == slot.slot_ms; });
+    if (!known) record.skipped_slots.push_back(slot);
+  }
+  std::ranges::stable_sort(record.skipped_slots, {}, &SkippedSlot::slot_ms);
+  if (record.skipped_slots.size() > kKeptSkippedSlots) {
+    record.skipped_slots.erase(
+        record.skipped_slots.begin(),
+        record.skipped_slots.end() - static_cast<std::ptrdiff_t>(kKeptSkippedSlots));
+  }
 }
 
 StatusRecord MergeRecords(const StatusRecord& theirs, const StatusRecord& ours) {
@@ -155,6 +169,7 @@ StatusRecord MergeRecords(const StatusRecord& theirs, const StatusRecord& ours) 
   for (const AttemptRecord& other : theirs.attempts) {
     if (ours.FindAttempt(other.submission_id) == nullptr) out.attempts.push_back(other);
   }
+  AddSkippedSlots(out, theirs.skipped_slots);
   return out;
 }
 

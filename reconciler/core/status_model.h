@@ -64,6 +64,20 @@ std::optional<StopReason> ParseStopReason(std::string_view s);
 // cluster lacks stays PENDING) is sent once more after this long.
 inline constexpr int64_t kStopResendAfterMs = int64_t{10} * 60 * 1000;
 
+// A slot of a scheduled job that got no run (docs/status-branch.md): its instant and why.
+struct SkippedSlot {
+  int64_t slot_ms = 0;  // the slot's instant, ms since the epoch
+  std::string reason;   // "missed: ..." or "concurrency forbid: ... still active"
+
+  friend bool operator==(const SkippedSlot&, const SkippedSlot&) = default;
+};
+
+// A scheduled job's status file keeps the attempts of its latest kKeptSlots slots (active
+// attempts always) and its latest kKeptSkippedSlots skipped slots: a job that runs every
+// minute does not grow its file forever.
+inline constexpr size_t kKeptSlots = 20;
+inline constexpr size_t kKeptSkippedSlots = 10;
+
 struct AttemptRecord {
   int attempt = 0;
   std::string submission_id;
@@ -113,6 +127,8 @@ struct StatusRecord {
   std::vector<std::string> errors;  // validation errors, "path:line:col: error: message"
   // Every attempt of every spec version this name has run, oldest first; the latest included.
   std::vector<AttemptRecord> attempts;
+  // A scheduled job's slots that got no run, oldest first (the latest kKeptSkippedSlots).
+  std::vector<SkippedSlot> skipped_slots;
 
   friend bool operator==(const StatusRecord&, const StatusRecord&) = default;
 
@@ -144,6 +160,10 @@ LedgerMatch MatchLedger(const StatusRecord& record, std::string_view instance,
 // written before ledgers had owners is written once more to carry its owner), as opposed to
 // bookkeeping only. Decides whether a pass commits.
 bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after);
+
+// Adds the slots of `slots` that `record` does not have yet (by instant), keeps the list
+// oldest first and only its latest kKeptSkippedSlots.
+void AddSkippedSlots(StatusRecord& record, const std::vector<SkippedSlot>& slots);
 
 // What two writers of one ledger (two replicas of an instance) recorded for one job, joined
 // (docs/status-branch.md, "Push conflicts"): attempts are joined by submission id, and of two

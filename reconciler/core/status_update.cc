@@ -1,12 +1,14 @@
 #include "reconciler/core/status_update.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "reconciler/core/identity.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_transitions.h"
@@ -286,6 +288,28 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
       DashboardUrl(in.dashboard_url.empty() ? in.ray_address : in.dashboard_url, rec.submission_id);
 }
 
+// A scheduled job's record keeps the attempts of its latest kKeptSlots slots only (and any
+// attempt still active, and the latest), so that a job run every minute does not grow its
+// status file forever; the slots that got no run are added (the latest kKeptSkippedSlots).
+void KeepRecentSlots(StatusRecord& rec, const JobPlan& jp, const JobSpec* spec) {
+  if (spec == nullptr || !spec->lifecycle().schedule.has_value()) return;
+  AddSkippedSlots(rec, jp.skipped_slots);
+  auto slot_of = [&rec](const AttemptRecord& a) {
+    return SlotOfSubmissionId(rec.name + "-" + a.spec_hash, a.submission_id);
+  };
+  std::set<std::string_view> slots;
+  for (const AttemptRecord& a : rec.attempts) {
+    if (std::optional<std::string_view> slot = slot_of(a)) slots.insert(*slot);
+  }
+  if (slots.size() <= kKeptSlots) return;
+  const std::string oldest_kept(*std::prev(slots.end(), static_cast<std::ptrdiff_t>(kKeptSlots)));
+  std::erase_if(rec.attempts, [&](const AttemptRecord& a) {
+    const std::optional<std::string_view> slot = slot_of(a);
+    const bool active = IsActive(a.status) && a.phase != Phase::kLost;
+    return slot && *slot < oldest_kept && !active && a.submission_id != rec.submission_id;
+  });
+}
+
 }  // namespace
 
 namespace {
@@ -309,6 +333,7 @@ void BuildRecords(const StatusInputs& in, L& ledger, StatusUpdate& update, Built
     MergeRayAttempts(rec, in, ours, done);
     AddPassAttempts(rec, in, done, spec);
     SetLatestAttempt(rec, jp, in, done, spec);
+    KeepRecentSlots(rec, jp, spec);
     const auto it = update.records.insert_or_assign(update.records.end(), jp.name, std::move(rec));
     if (i + 1 == jobs.size() || jobs[i + 1].name != jp.name) built(it->first, old, it->second);
   }

@@ -79,6 +79,7 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   core::RenderContext context;
   context.instance = options.owner.instance;
   context.attempt = action.attempt;
+  context.slot = action.slot;
   context.commit = snapshot.commit;
   context.repo_url = snapshot.repo_url;
   // A job with `after`: its ${runs.<name>.dir} are the directories of the runs the plan found

@@ -246,9 +246,10 @@ std::optional<PassResult> NarrowPass(const PassIndex& index, const ReconcileDeps
     why = "a spec has after: a job's plan depends on its upstreams'";
     return cannot();
   }
-  // A run's deadline fell due since: every job must be planned at this time, not only these.
+  // A run's deadline or a schedule's slot fell due since: every job must be planned at this
+  // time, not only these.
   if (!MemoHolds(index.memo, options.now_ms)) {
-    why = "a deadline fell due since the full pass at rest";
+    why = "a deadline or a schedule slot fell due since the full pass at rest";
     return cannot();
   }
   PassResult result;

@@ -401,8 +401,8 @@ void CheckAfterCycles(SpecSet& set, const std::unordered_map<std::string_view, s
   }
 }
 
-// `after` across files: every name it lists is a job of this repository, and no job waits on
-// itself through a cycle. (A name whose spec is invalid is known: the job waits, frozen.)
+// `after` across files: every name it lists is a job of this repository and not a scheduled
+// one, and no job waits on itself through a cycle. (A name whose spec is invalid is known: the job waits, frozen.)
 void CheckPipelines(SpecSet& set) {
   std::unordered_map<std::string_view, size_t> by_name;
   bool any = false;
@@ -417,9 +417,17 @@ void CheckPipelines(SpecSet& set) {
         set.loaded[i]->parsed.value ? &set.loaded[i]->parsed.value->pipeline() : nullptr;
     if (p == nullptr) continue;
     for (size_t k = 0; k < p->after.size(); ++k) {
-      if (by_name.contains(p->after[k])) continue;
-      AddDiagnostic(*set.loaded[i], set.files[i]->path, p->after_pos[k],
-                    "after: there is no job named " + p->after[k] + " in this repository");
+      auto up = by_name.find(p->after[k]);
+      if (up == by_name.end()) {
+        AddDiagnostic(*set.loaded[i], set.files[i]->path, p->after_pos[k],
+                      "after: there is no job named " + p->after[k] + " in this repository");
+      } else if (const LoadedJobSpec& named = *set.loaded[up->second];
+                 named.parsed.value && named.parsed.value->lifecycle().schedule.has_value()) {
+        AddDiagnostic(*set.loaded[i], set.files[i]->path, p->after_pos[k],
+                      "after: " + p->after[k] + " (" + set.files[up->second]->path +
+                          ") is a scheduled job, which has a run per slot, not one current "
+                          "run to wait for");
+      }
     }
   }
 }

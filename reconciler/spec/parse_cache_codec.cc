@@ -2,6 +2,7 @@
 
 #include <array>
 #include <bit>
+#include <bitset>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -21,13 +22,14 @@ static_assert(sizeof(core::Diagnostic) == 72, "update the parse cache codec");
 static_assert(sizeof(core::Value) == 56, "update the parse cache codec");
 static_assert(sizeof(core::RayConfig) == 392, "update the parse cache codec");
 static_assert(sizeof(core::TrainerFields) == 264, "update the parse cache codec");
-static_assert(sizeof(core::LifecycleFields) == 16, "update the parse cache codec");
+static_assert(sizeof(core::LifecycleFields) == 176, "update the parse cache codec");
+static_assert(sizeof(core::ScheduleFields) == 152, "update the parse cache codec");
 static_assert(sizeof(core::JobSpec) == 592, "update the parse cache codec");
 static_assert(sizeof(LoadedJobSpec) == 768, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::JobSpec>) == 624, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::RayConfig>) == 424, "update the parse cache codec");
 static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
-static_assert(sizeof(core::StatusRecord) == 488, "update the parse cache codec");
+static_assert(sizeof(core::StatusRecord) == 512, "update the parse cache codec");
 #endif
 
 namespace {
@@ -69,6 +71,8 @@ void Put(ByteWriter& w, const core::JobSpec& s);
 void Get(ByteReader& r, core::JobSpec& s);
 void Put(ByteWriter& w, const core::AttemptRecord& a);
 void Get(ByteReader& r, core::AttemptRecord& a);
+void Put(ByteWriter& w, const core::ScheduleFields& s);
+void Get(ByteReader& r, core::ScheduleFields& s);
 template <typename T>
 void Put(ByteWriter& w, const std::vector<T>& v);
 template <typename T>
@@ -296,6 +300,55 @@ void Get(ByteReader& r, core::RayConfig& c) {
   Get(r, c.positions, kMinPos);
 }
 
+// A cron expression's sets as bit masks (each fits 64 bits), then its two flags.
+template <size_t N>
+void PutBits(ByteWriter& w, const std::bitset<N>& bits) {
+  static_assert(N <= 64);
+  w.U64(bits.to_ullong());
+}
+
+template <size_t N>
+void GetBits(ByteReader& r, std::bitset<N>& bits) {
+  static_assert(N <= 64);
+  const uint64_t v = r.U64();
+  if constexpr (N < 64) {
+    if ((v >> N) != 0) r.Fail();
+  }
+  bits = std::bitset<N>(v);
+}
+
+// The zone itself is not encoded: it is looked up again by name after the read.
+void Put(ByteWriter& w, const core::ScheduleFields& s) {
+  Put(w, s.cron_text);
+  PutBits(w, s.cron.minutes);
+  PutBits(w, s.cron.hours);
+  PutBits(w, s.cron.days_of_month);
+  PutBits(w, s.cron.months);
+  PutBits(w, s.cron.days_of_week);
+  w.Bool(s.cron.day_of_month_restricted);
+  w.Bool(s.cron.day_of_week_restricted);
+  Put(w, s.timezone);
+  Put(w, s.timezone_pos);
+  PutEnum(w, s.concurrency);
+  w.I64(s.starting_deadline_ms);
+}
+
+void Get(ByteReader& r, core::ScheduleFields& s) {
+  Get(r, s.cron_text);
+  GetBits(r, s.cron.minutes);
+  GetBits(r, s.cron.hours);
+  GetBits(r, s.cron.days_of_month);
+  GetBits(r, s.cron.months);
+  GetBits(r, s.cron.days_of_week);
+  s.cron.day_of_month_restricted = r.Bool();
+  s.cron.day_of_week_restricted = r.Bool();
+  Get(r, s.timezone);
+  Get(r, s.timezone_pos);
+  GetEnum(r, s.concurrency, core::Concurrency::kAllow);
+  s.starting_deadline_ms = r.I64();
+  s.zone.reset();
+}
+
 void PutJobFields(ByteWriter& w, const core::JobSpec& s) {
   Put(w, s.path);
   PutEnum(w, s.workload);
@@ -324,6 +377,7 @@ void PutJobFields(ByteWriter& w, const core::JobSpec& s) {
   PutEnum(w, s.on_remove);
   Put(w, s.annotations);
   Put(w, s.lifecycle().deadline_ms);
+  Put(w, s.lifecycle().schedule);
   Put(w, s.pipeline().after);
   Put(w, s.pipeline().after_pos);
 }
@@ -367,7 +421,8 @@ void GetJobFields(ByteReader& r, core::JobSpec& s) {
   Get(r, s.annotations, kMinString);
   core::LifecycleFields lifecycle;
   Get(r, lifecycle.deadline_ms);
-  s.lifecycle_fields.set(lifecycle);  // most specs keep no box
+  Get(r, lifecycle.schedule);
+  s.lifecycle_fields.set(std::move(lifecycle));  // most specs keep no box
   core::PipelineFields pipeline;
   Get(r, pipeline.after, kMinString);
   Get(r, pipeline.after_pos, kMinPos);
@@ -615,6 +670,11 @@ void EncodeTo(ByteWriter& w, const core::StatusRecord& v) {
   w.String(v.dashboard_url);
   Put(w, v.errors);
   Put(w, v.attempts);
+  w.U32(static_cast<uint32_t>(v.skipped_slots.size()));
+  for (const core::SkippedSlot& s : v.skipped_slots) {
+    w.I64(s.slot_ms);
+    w.String(s.reason);
+  }
 }
 
 void DecodeFrom(ByteReader& r, core::StatusRecord& out) {
@@ -628,6 +688,13 @@ void DecodeFrom(ByteReader& r, core::StatusRecord& out) {
   Get(r, out.errors, kMinString);
   // An attempt is at least its fixed-width fields and four empty strings.
   Get(r, out.attempts, 4 + 4 * kMinString + 3 + 3);
+  const uint32_t skipped = r.Count(8 + kMinString);
+  out.skipped_slots.clear();
+  for (uint32_t i = 0; i < skipped && r.ok(); ++i) {
+    core::SkippedSlot& s = out.skipped_slots.emplace_back();
+    s.slot_ms = r.I64();
+    s.reason = r.String();
+  }
 }
 
 std::string EncodeLoadedJobSpec(const LoadedJobSpec& v) { return EncodeWhole(v); }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <utility>
 
+#include "reconciler/core/cron.h"
 #include "reconciler/core/duration.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/pipeline.h"
@@ -237,6 +238,8 @@ struct JobFields {
   LoadedJobSpec& out;
   std::optional<core::Workload> workload;
   bool custom = false;
+  std::string_view source;    // the file's text, to place an error inside a scalar
+  bool has_schedule = false;  // `schedule` was written (valid or not)
 };
 
 template <typename Fields>
@@ -463,6 +466,96 @@ void ReadDeadline(JobFields& f, const YamlEntry& e) {
   f.doc.lifecycle_fields.mutable_get().deadline_ms = *ms;
 }
 
+// The schedule's box, made on first use by any of its fields (they may come in any order).
+core::ScheduleFields& ScheduleOf(JobFields& f) {
+  std::optional<core::ScheduleFields>& schedule = f.doc.mutable_lifecycle().schedule;
+  if (!schedule) schedule.emplace();
+  return *schedule;
+}
+
+// Where column `column` (1-based) of a scalar's value is in the file: the scalar starts at
+// node.pos, at its quote when it is quoted. When the text written up to that column is not
+// the value (escapes, a folded line, an anchor or a tag first), the scalar's own position.
+SourcePos PosInScalar(std::string_view source, const YamlNode& node, int column) {
+  size_t start = source.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  for (int line = 1; line < node.pos.line; ++line) {
+    const size_t newline = source.find('\n', start);
+    if (newline == std::string_view::npos) return node.pos;
+    start = newline + 1;
+  }
+  const size_t at = start + static_cast<size_t>(node.pos.column - 1);
+  if (column < 1 || at >= source.size()) return node.pos;
+  std::string_view written = source.substr(at);
+  int quote = 0;
+  if (written.front() == '"' || written.front() == '\'') {
+    quote = 1;
+    written.remove_prefix(1);
+  }
+  const auto before = static_cast<size_t>(column - 1);
+  if (before > node.text.size() || written.substr(0, before) != node.text.substr(0, before)) {
+    return node.pos;
+  }
+  return {node.pos.line, node.pos.column + quote + column - 1};
+}
+
+// A 5-field cron expression; an error points at the bad token inside the scalar.
+void ReadSchedule(JobFields& f, const YamlEntry& e) {
+  f.has_schedule = true;
+  if (!e.value.is_string() || e.value.scalar.as_string().empty()) {
+    f.reader.TypeError(
+        e.key, "a cron expression such as \"30 2 * * *\" (quote it: * starts an alias)", e.value);
+    return;
+  }
+  int column = 0;
+  core::Result<core::CronExpression> cron = core::ParseCron(e.value.scalar.as_string(), &column);
+  if (!cron.ok()) {
+    f.reader.Error(PosInScalar(f.source, e.value, column), "schedule: " + cron.error().message());
+    return;
+  }
+  core::ScheduleFields& schedule = ScheduleOf(f);
+  schedule.cron_text = e.value.scalar.as_string();
+  schedule.cron = *cron;
+  if (f.doc.positions.find("timezone") == f.doc.positions.end()) {
+    schedule.timezone_pos = e.value.pos;
+  }
+}
+
+// An IANA name; whether the zone exists is known only once it is looked up
+// (adapters::ResolveScheduleZones), which reports at this position.
+void ReadTimezone(JobFields& f, const YamlEntry& e) {
+  if (auto zone = f.reader.String(e.key, e.value)) {
+    core::ScheduleFields& schedule = ScheduleOf(f);
+    schedule.timezone = std::move(*zone);
+    schedule.timezone_pos = e.value.pos;
+  }
+}
+
+void ReadConcurrency(JobFields& f, const YamlEntry& e) {
+  const std::string text = e.value.is_string() ? e.value.scalar.as_string() : std::string();
+  if (text == "forbid") {
+    ScheduleOf(f).concurrency = core::Concurrency::kForbid;
+  } else if (text == "replace") {
+    ScheduleOf(f).concurrency = core::Concurrency::kReplace;
+  } else if (text == "allow") {
+    ScheduleOf(f).concurrency = core::Concurrency::kAllow;
+  } else {
+    f.reader.TypeError(e.key, "forbid, replace or allow", e.value);
+  }
+}
+
+void ReadStartingDeadline(JobFields& f, const YamlEntry& e) {
+  std::optional<int64_t> ms;
+  if (e.value.is_string()) {
+    ms = core::ParseDurationMs(e.value.scalar.as_string(), core::BareNumber::kRefused);
+  }
+  if (!ms) {
+    f.reader.TypeError(e.key, "a duration such as 10m, 1h or 1h30m (units d, h, m, s, ms)",
+                       e.value);
+    return;
+  }
+  ScheduleOf(f).starting_deadline_ms = *ms;
+}
+
 // A free token: only a change of it matters (it is part of the spec hash, as written).
 void ReadRerun(JobFields& f, const YamlEntry& e) {
   const bool token = e.value.is_scalar() && !e.value.is_null() &&
@@ -524,7 +617,7 @@ void CheckRunsVariables(const YamlNode& node, const std::string& field, JobField
 using JobRule = FieldRule<JobFields>;
 constexpr bool kTrainerOnly = true;
 
-constexpr std::array<JobRule, 27> kJobFields = {{
+constexpr std::array<JobRule, 31> kJobFields = {{
     // Read before the others (the entrypoint and the trainer-only fields depend on it).
     {"workload", [](JobFields&, const YamlEntry&) {}},
     {"name", ReadJobName},
@@ -589,6 +682,10 @@ constexpr std::array<JobRule, 27> kJobFields = {{
     {"deadline", ReadDeadline},
     {"rerun", ReadRerun},
     {"after", ReadAfter},
+    {"schedule", ReadSchedule},
+    {"timezone", ReadTimezone},
+    {"concurrency", ReadConcurrency},
+    {"starting_deadline", ReadStartingDeadline},
     {"annotations",
      [](JobFields& f, const YamlEntry& e) {
        if (auto annotations = f.reader.ScalarMap(e.key, e.value, false)) {
@@ -680,6 +777,27 @@ void ReadJobEntries(const YamlNode& root, JobFields& fields) {
   }
 }
 
+// The fields only a scheduled job takes need `schedule`; a scheduled job runs once per slot,
+// each run with its own id, so its id cannot be pinned.
+void CheckScheduleFields(const YamlNode& root, const JobFields& fields) {
+  if (!fields.has_schedule) {
+    for (std::string_view key : {"timezone", "concurrency", "starting_deadline"}) {
+      if (const YamlEntry* entry = FindEntry(root, key)) {
+        fields.reader.Error(entry->key_pos, std::string(key) +
+                                                " applies to a scheduled job only: it needs "
+                                                "schedule");
+      }
+    }
+    fields.doc.mutable_lifecycle().schedule.reset();
+    return;
+  }
+  if (const YamlEntry* pin = FindEntry(root, "submission_id")) {
+    fields.reader.Error(pin->key_pos,
+                        "submission_id cannot be pinned on a scheduled job: every slot has its "
+                        "own id (<name>-<spec_hash>-<YYYYMMDDHHMM>)");
+  }
+}
+
 // What only the whole document can show: a custom workload without its entrypoint, a name
 // that must be written because the path gives none.
 void CheckJobDocument(const YamlNode& root, JobFields& fields) {
@@ -695,6 +813,7 @@ void CheckJobDocument(const YamlNode& root, JobFields& fields) {
     fields.reader.Error({1, 1}, "the name derived from the path (\"" + fields.out.name +
                                     "\") is not a valid job name; set name: explicitly");
   }
+  CheckScheduleFields(root, fields);
 }
 
 }  // namespace
@@ -717,8 +836,14 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
   core::JobSpec spec;
   spec.path = path;
   spec.document = ToValue(*root);
-  JobFields fields{reader, spec, out, ReadWorkload(*root, reader)};
-  fields.custom = fields.workload == core::Workload::kCustom;
+  const std::optional<core::Workload> workload = ReadWorkload(*root, reader);
+  JobFields fields{reader,
+                   spec,
+                   out,
+                   workload,
+                   workload == core::Workload::kCustom,
+                   /*source=*/text,
+                   /*has_schedule=*/false};
   if (fields.workload) spec.workload = *fields.workload;
   ReadJobEntries(*root, fields);
   CheckJobDocument(*root, fields);

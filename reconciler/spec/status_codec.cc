@@ -150,6 +150,13 @@ std::string EncodeStatusYaml(const core::StatusRecord& r) {
     out += "attempts:\n";
     for (const auto& a : r.attempts) AppendFields(out, "  - ", "    ", core::AttemptFields(a));
   }
+  // Only a scheduled job has any: other files stay as they were.
+  if (!r.skipped_slots.empty()) {
+    out += "skipped_slots:\n";
+    for (const auto& s : r.skipped_slots) {
+      AppendFields(out, "  - ", "    ", core::SkippedSlotFields(s));
+    }
+  }
   return out;
 }
 
@@ -256,13 +263,37 @@ core::Status ReadAttempts(const Value& root, const std::string& path, core::Stat
   return core::OkStatus();
 }
 
+// A scheduled job's slots that got no run; absent in older files and other jobs'.
+core::Status ReadSkippedSlots(const Value& root, const std::string& path, core::StatusRecord& r) {
+  const Value* skipped = root.Find("skipped_slots");
+  if (skipped == nullptr || skipped->is_null()) return core::OkStatus();
+  if (!skipped->is_array()) {
+    return core::Error::InvalidInput(path + ": skipped_slots must be a list");
+  }
+  for (size_t i = 0; i < skipped->as_array().size(); ++i) {
+    const Value& item = skipped->as_array()[i];
+    const std::string where = path + ": skipped_slots[" + std::to_string(i) + "]";
+    if (!item.is_object()) return core::Error::InvalidInput(where + " must be a mapping");
+    StatusFieldReader fields(item.as_object(), where + ".");
+    std::optional<int64_t> slot_ms;
+    core::SkippedSlot s;
+    fields.Time("slot", slot_ms);
+    fields.String("reason", s.reason);
+    if (fields.problem()) return core::Error::InvalidInput(*fields.problem());
+    if (!slot_ms) return core::Error::InvalidInput(where + ".slot is required");
+    s.slot_ms = *slot_ms;
+    r.skipped_slots.push_back(std::move(s));
+  }
+  return core::OkStatus();
+}
+
 }  // namespace
 
 core::Result<core::StatusRecord> DecodeStatusYaml(std::string_view text, const std::string& path) {
   core::Result<Value> root = StatusDocument(text, path);
   if (!root.ok()) return root.error();
   core::StatusRecord r;
-  for (auto read : {ReadRecordFields, ReadErrors, ReadAttempts}) {
+  for (auto read : {ReadRecordFields, ReadErrors, ReadAttempts, ReadSkippedSlots}) {
     if (core::Status s = read(*root, path, r); !s.ok()) return s.error();
   }
   return r;

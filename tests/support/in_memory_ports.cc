@@ -42,6 +42,7 @@ core::Result<ports::DesiredSnapshot> InMemoryDesiredStateSource::Load(const std:
     }
   }
   snap.state = spec::LoadDesiredState(cluster, specs, "jobs");
+  if (on_state_) on_state_(snap.state);
   return snap;
 }
 

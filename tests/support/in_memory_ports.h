@@ -40,10 +40,14 @@ class InMemoryDesiredStateSource : public ports::DesiredStateSource {
   }
   // Runs at the start of every Load (a fetch that finds the remote moved, say).
   void OnLoad(std::function<void()> hook) { on_load_ = std::move(hook); }
+  // Runs on every loaded desired state, as a real source completes it (the zones of scheduled
+  // specs: adapters::ResolveScheduleZones).
+  void OnState(std::function<void(core::DesiredState&)> hook) { on_state_ = std::move(hook); }
 
  private:
   std::map<std::string, ports::CommitRelation> relations_;
   std::function<void()> on_load_;
+  std::function<void(core::DesiredState&)> on_state_;
   std::map<std::string, std::string> files_;
   std::string commit_ = "0000000000000000000000000000000000000000";
   std::optional<core::Error> error_;

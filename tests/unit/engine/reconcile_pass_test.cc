@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/adapters/schedule_zones.h"
+#include "reconciler/core/render.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/engine/status_commit.h"
 #include "tests/support/fake_clock.h"
@@ -609,6 +611,93 @@ TEST_CASE("Ray's log tail and known secrets never reach the status records or th
       CHECK(text.find('\n') == std::string::npos);
     }
   }
+}
+
+}  // namespace
+}  // namespace rg::engine
+
+namespace rg::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST_CASE("a scheduled job runs once per slot on the injected clock and never late or twice",
+          "[engine][schedule]") {
+  World w;
+  adapters::ZoneCache zones;
+  w.source().OnState(
+      [&zones](core::DesiredState& state) { adapters::ResolveScheduleZones(state, zones); });
+  auto pass = [&w]() {
+    ReconcileOptions options;
+    options.now_ms = w.clock().NowMs();
+    return w.Pass(options);
+  };
+  // The clock starts at 2026-01-01T00:00:00Z.
+  w.source().SetFile("jobs/a.yaml",
+                     "workload: custom\nentrypoint: sleep 90\nschedule: \"*/5 * * * *\"\n"
+                     "starting_deadline: 2m\n",
+                     CommitId(1));
+  const std::string base = "a-" + w.HashOf("jobs/a.yaml");
+  w.Advance(10s);
+  PassResult first = pass();
+  REQUIRE(first.outcomes.size() == 1);
+  CHECK(first.outcomes[0].ok);
+  CHECK(first.outcomes[0].action.submission_id == base + "-202601010000");
+  CHECK(w.ray().StatusOf(base + "-202601010000").has_value());
+  REQUIRE(w.ray().SubmitBodies().size() == 1);
+  CHECK_THAT(w.ray().SubmitBodies()[0],
+             Catch::Contains("\"" + std::string(core::kMetaSlot) + "\":\"202601010000\""));
+
+  // Between slots: nothing, and the plan is due again at the next slot.
+  w.Advance(50s);
+  PassResult between = pass();
+  CHECK(between.plan.actions.empty());
+  REQUIRE(between.plan.recheck_at_ms);
+  CHECK(*between.plan.recheck_at_ms == testing::FakeClock::kStartWallMs + 300'000);
+  CHECK(w.Record("a").phase == Phase::kRunning);
+
+  // The next slot: its own run; the pass right after (a restart, say) adds none.
+  w.Advance(4min + 5s);
+  PassResult next = pass();
+  REQUIRE(next.outcomes.size() == 1);
+  CHECK(next.outcomes[0].action.submission_id == base + "-202601010005");
+  w.Advance(5s);
+  CHECK(pass().plan.actions.empty());
+  CHECK(w.ray().JobCount() == 2);
+
+  // Down past a slot's starting deadline: nothing runs late, the missed slots are recorded.
+  w.Advance(17min + 50s);  // 00:23:00, the 00:20 slot is 3 minutes old
+  PassResult late = pass();
+  CHECK(late.plan.actions.empty());
+  CHECK(w.ray().JobCount() == 2);
+  const core::StatusRecord& rec = w.Record("a");
+  CHECK(rec.phase == Phase::kSucceeded);
+  REQUIRE(rec.skipped_slots.size() == 2);
+  CHECK(rec.skipped_slots[0].slot_ms == testing::FakeClock::kStartWallMs + 15 * 60'000);
+  CHECK(rec.skipped_slots[1].slot_ms == testing::FakeClock::kStartWallMs + 20 * 60'000);
+  CHECK(rec.skipped_slots[1].reason == "missed: not started within starting_deadline 2m");
+}
+
+TEST_CASE("a scheduled spec naming an unknown zone is invalid at its line and column",
+          "[engine][schedule]") {
+  World w;
+  adapters::ZoneCache zones;
+  w.source().OnState(
+      [&zones](core::DesiredState& state) { adapters::ResolveScheduleZones(state, zones); });
+  w.source().SetFile("jobs/a.yaml",
+                     "workload: custom\nentrypoint: sleep 90\nschedule: \"* * * * *\"\n"
+                     "timezone: Mars/Olympus\n",
+                     CommitId(1));
+  ReconcileOptions options;
+  options.now_ms = w.clock().NowMs();
+  PassResult result = w.Pass(options);
+  CHECK(result.plan.actions.empty());
+  CHECK(w.Record("a").phase == Phase::kInvalid);
+  REQUIRE(w.Record("a").errors.size() == 1);
+  CHECK_THAT(w.Record("a").errors[0],
+             Catch::StartsWith("jobs/a.yaml:4:11: error: timezone: unknown time zone "
+                               "\"Mars/Olympus\""));
+  CHECK_THAT(w.Record("a").errors[0], Catch::Contains(zones.dir()));
 }
 
 }  // namespace

@@ -245,3 +245,65 @@ TEST_CASE("records built from the ledger let it go and are what the two steps gi
 
 }  // namespace
 }  // namespace rg::core
+
+namespace rg::core {
+namespace {
+
+TEST_CASE(
+    "a scheduled job's record keeps the attempts of its latest 20 slots and its latest "
+    "skipped slots",
+    "[status_update]") {
+  core::DesiredState desired;
+  desired.cluster = core::RayConfig{};
+  core::JobSpec spec;
+  spec.name = "a";
+  spec.path = "jobs/a.yaml";
+  spec.spec_hash = "aaaaaaaaaa";
+  spec.mutable_lifecycle().schedule.emplace();
+  desired.jobs = {spec};
+  core::StatusRecord old;
+  old.name = "a";
+  old.spec_path = "jobs/a.yaml";
+  old.spec_hash = "aaaaaaaaaa";
+  for (int minute = 0; minute < 30; ++minute) {
+    core::AttemptRecord a;
+    a.submission_id =
+        "a-aaaaaaaaaa-2026112812" + std::string(minute < 10 ? "0" : "") + std::to_string(minute);
+    a.spec_hash = "aaaaaaaaaa";
+    a.status = minute == 3 ? RayJobStatus::kRunning : RayJobStatus::kSucceeded;
+    a.phase = minute == 3 ? Phase::kRunning : Phase::kSucceeded;
+    old.attempts.push_back(a);
+  }
+  for (int i = 0; i < 12; ++i) old.skipped_slots.push_back({int64_t{i} * 60'000, "missed"});
+  old.submission_id = old.attempts.back().submission_id;
+  core::Ledger ledger = {{"a", old}};
+  core::Plan plan;
+  core::JobPlan jp;
+  jp.name = "a";
+  jp.spec_path = "jobs/a.yaml";
+  jp.phase = Phase::kSucceeded;
+  jp.submission_id = old.submission_id;
+  jp.skipped_slots = {{int64_t{100} * 60'000, "concurrency forbid: x was still active"},
+                      {int64_t{11} * 60'000, "missed"}};  // already known: not added twice
+  plan.jobs = {jp};
+  StatusInputs in;
+  in.desired = &desired;
+  in.plan = &plan;
+  in.ledger = &ledger;
+  in.ray_jobs_complete = false;  // Ray's list unread: the running attempt is not Lost
+  const StatusUpdate update = BuildStatusUpdate(in);
+  const core::StatusRecord& rec = update.records.at("a");
+  // Slots 10 to 29, and slot 3, whose run is still active.
+  REQUIRE(rec.attempts.size() == 21);
+  CHECK(rec.attempts.front().submission_id == "a-aaaaaaaaaa-202611281203");
+  CHECK(rec.attempts[1].submission_id == "a-aaaaaaaaaa-202611281210");
+  CHECK(rec.attempts.back().submission_id == "a-aaaaaaaaaa-202611281229");
+  REQUIRE(rec.skipped_slots.size() == kKeptSkippedSlots);
+  CHECK(rec.skipped_slots.front().slot_ms == int64_t{3} * 60'000);
+  CHECK(rec.skipped_slots.back().slot_ms == int64_t{100} * 60'000);
+  CHECK(rec.skipped_slots.back().reason == "concurrency forbid: x was still active");
+  CHECK(MeaningfulChange(old, rec));
+}
+
+}  // namespace
+}  // namespace rg::core

@@ -251,7 +251,7 @@ TEST_CASE("the broken fixture has one valid spec and every other file invalid") 
   const core::DesiredState state = LoadDesiredStateFromDirectory(repo);
   CHECK(state.ClusterValid());
   CHECK(JobPaths(state) == std::vector<std::string>{"jobs/valid/ok.yaml"});
-  CHECK(state.invalid.size() == 22);
+  CHECK(state.invalid.size() == 24);
   for (const auto& bad : state.invalid) {
     INFO(bad.path);
     CHECK_FALSE(bad.diagnostics.empty());

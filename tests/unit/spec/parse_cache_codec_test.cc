@@ -7,7 +7,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
+
+#include "reconciler/core/cron.h"
+#include "reconciler/core/tzif.h"
 
 namespace rg::spec {
 namespace {
@@ -53,6 +57,15 @@ core::JobSpec FullJobSpec() {
   s.suspend = true;
   s.on_remove = core::OnRemove::kKeep;
   s.annotations = {{"owner", "ml-team"}};
+  core::LifecycleFields& lifecycle = s.mutable_lifecycle();
+  lifecycle.deadline_ms = 5'400'000;
+  core::ScheduleFields& schedule = lifecycle.schedule.emplace();
+  schedule.cron_text = "30 2 * * MON-FRI";
+  schedule.cron = *core::ParseCron(schedule.cron_text);
+  schedule.timezone = "Europe/Berlin";
+  schedule.timezone_pos = {9, 11};
+  schedule.concurrency = core::Concurrency::kReplace;
+  schedule.starting_deadline_ms = 600'000;
   s.document = FullValue();
   s.spec_hash = "0123456789";
   s.legacy_spec_hashes = {"abcdefabcd", "9876543210"};
@@ -131,6 +144,7 @@ core::StatusRecord FullStatusRecord() {
   s.dashboard_url = "http://127.0.0.1:8265/#/jobs/job-1";
   s.errors = {"jobs/x.yaml:1:1: error: bad"};
   s.attempts = {FullAttempt(0), FullAttempt(1)};
+  s.skipped_slots = {{1'795'917'600'000, "missed: not started within starting_deadline 1h"}};
   return s;
 }
 
@@ -166,6 +180,20 @@ TEST_CASE("a LoadedJobSpec with every field set round-trips exactly") {
   const core::Value* zero = decoded->parsed.value->document.Find("negative zero");
   REQUIRE(zero != nullptr);
   REQUIRE(std::signbit(zero->as_double()));
+}
+
+TEST_CASE("a schedule round-trips without its zone, which is looked up again by name") {
+  LoadedJobSpec full = FullLoadedJobSpec();
+  full.parsed.value->mutable_lifecycle().schedule->zone =
+      std::make_shared<const core::TimeZone>(core::Utc());
+  auto decoded = DecodeLoadedJobSpec(EncodeLoadedJobSpec(full));
+  REQUIRE(decoded.ok());
+  const std::optional<core::ScheduleFields>& schedule = decoded->parsed.value->lifecycle().schedule;
+  REQUIRE(schedule.has_value());
+  CHECK(schedule->zone == nullptr);
+  CHECK(schedule->cron == *core::ParseCron("30 2 * * MON-FRI"));
+  CHECK(schedule->timezone_pos == core::SourcePos{9, 11});
+  CHECK(*decoded == full);  // equality leaves the zone out
 }
 
 TEST_CASE(
@@ -256,9 +284,11 @@ TEST_CASE("a count larger than the bytes left is rejected before anything is all
   core::StatusRecord record = FullStatusRecord();
   record.errors.clear();
   record.attempts.clear();
+  record.skipped_slots.clear();
   std::string bytes = EncodeStatusRecord(record);
-  // The last 8 bytes are the two counts (errors, attempts), both 0: claim 4 billion errors.
-  for (size_t i = bytes.size() - 8; i < bytes.size() - 4; ++i) bytes[i] = '\xff';
+  // The last 12 bytes are the three counts (errors, attempts, skipped slots), all 0: claim 4
+  // billion errors.
+  for (size_t i = bytes.size() - 12; i < bytes.size() - 8; ++i) bytes[i] = '\xff';
   REQUIRE_FALSE(DecodeStatusRecord(bytes).ok());
 }
 

@@ -90,6 +90,21 @@ TEST_CASE("an unknown name in after is an error of the downstream spec, an inval
   CHECK(FindJob(state, "a") != nullptr);
 }
 
+TEST_CASE("after may not name a scheduled job, but a scheduled job may have after") {
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/nightly.yaml",
+                  "workload: custom\nentrypoint: echo\nschedule: \"0 2 * * *\"\nafter: [prep]\n"},
+                 {"jobs/prep.yaml", "workload: custom\nentrypoint: echo\n"},
+                 {"jobs/report.yaml", "workload: custom\nentrypoint: echo\nafter: [nightly]\n"}});
+  const core::InvalidSpec* report = FindInvalid(state, "jobs/report.yaml");
+  REQUIRE(report != nullptr);
+  CHECK(Messages(report->diagnostics) ==
+        std::vector<std::string>{"jobs/report.yaml:3:9: error: after: nightly "
+                                 "(jobs/nightly.yaml) is a scheduled job, which has a run per "
+                                 "slot, not one current run to wait for"});
+  CHECK(FindJob(state, "nightly") != nullptr);
+}
+
 TEST_CASE("a cycle is an error of every spec on it, naming its files") {
   const core::DesiredState state = LoadDesiredState(
       kCluster, {{"jobs/a.yaml", "workload: custom\nentrypoint: echo\nafter: [b]\n"},

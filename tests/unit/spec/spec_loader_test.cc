@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/core/cron.h"
 #include "reconciler/core/identity.h"
 #include "tests/unit/spec/diagnostic_messages.h"
 
@@ -128,6 +129,36 @@ TEST_CASE("every JobSpec validation error names its field, what was written, lin
       {"workload: ppo\ndeadline: 30m1h\n",
        {"jobs/t.yaml:2:11: error: deadline must be a duration such as 90m, 72h or 1h30m (units "
         "d, h, m, s, ms) (got \"30m1h\")"}},
+      {"workload: ppo\nschedule: \"30 25 * * *\"\n",
+       {"jobs/t.yaml:2:15: error: schedule: hour: \"25\" at column 4 is out of range (allowed "
+        "0-23)"}},
+      {"workload: ppo\nschedule: '0 0 * * MON-XYZ'\n",
+       {"jobs/t.yaml:2:24: error: schedule: day-of-week: \"XYZ\" at column 13 is not a number or a "
+        "day name (allowed 0-7 or SUN-SAT)"}},
+      {"workload: ppo\nschedule:   0 0 31 2 *\n",
+       {"jobs/t.yaml:2:17: error: schedule: day-of-month: \"31\" at column 5 never falls in month "
+        "\"2\", so the schedule would never fire"}},
+      {"workload: ppo\nschedule: \"* * * *\"\n",
+       {"jobs/t.yaml:2:19: error: schedule: expected 5 fields (minute hour day-of-month month "
+        "day-of-week), found 4 (the expression ends at column 8)"}},
+      {"workload: ppo\nschedule: 5\n",
+       {"jobs/t.yaml:2:11: error: schedule must be a cron expression such as \"30 2 * * *\" "
+        "(quote it: * starts an alias) (got 5)"}},
+      {"workload: ppo\ntimezone: Europe/Berlin\nconcurrency: allow\nstarting_deadline: 5m\n",
+       {"jobs/t.yaml:2:1: error: timezone applies to a scheduled job only: it needs schedule",
+        "jobs/t.yaml:3:1: error: concurrency applies to a scheduled job only: it needs schedule",
+        "jobs/t.yaml:4:1: error: starting_deadline applies to a scheduled job only: it needs "
+        "schedule"}},
+      {"workload: ppo\nschedule: \"@daily\"\nconcurrency: never\n",
+       {"jobs/t.yaml:3:14: error: concurrency must be forbid, replace or allow (got \"never\")"}},
+      {"workload: ppo\nschedule: \"@daily\"\nstarting_deadline: 600\n",
+       {"jobs/t.yaml:3:20: error: starting_deadline must be a duration such as 10m, 1h or 1h30m "
+        "(units d, h, m, s, ms) (got 600)"}},
+      {"workload: ppo\nschedule: \"@daily\"\ntimezone: \"\"\n",
+       {"jobs/t.yaml:3:11: error: timezone must be a non-empty string (got \"\")"}},
+      {"workload: ppo\nsubmission_id: nightly\nschedule: \"@daily\"\n",
+       {"jobs/t.yaml:2:1: error: submission_id cannot be pinned on a scheduled job: every slot "
+        "has its own id (<name>-<spec_hash>-<YYYYMMDDHHMM>)"}},
       {"workload: ppo\nrerun:\n",
        {"jobs/t.yaml:2:1: error: rerun must be a non-empty token (a string or a number) (got "
         "null)"}},
@@ -417,6 +448,33 @@ TEST_CASE("the spec hash ignores formatting, key order, comments and policy fiel
   CHECK(LoadValidJob("workload: ppo\nmodel_id: m\nnnodes: 2\noverrides: [a=1, b=2]\n"
                      "env_vars: {X: 2}\n")
             .spec_hash != hash);
+}
+
+TEST_CASE("schedule fields are read into the lifecycle box, with their defaults") {
+  const std::string base = "workload: ppo\nmodel_id: m\n";
+  CHECK_FALSE(LoadValidJob(base).lifecycle().schedule.has_value());
+  const core::JobSpec daily = LoadValidJob(base + "schedule: \"30 2 * * *\"\n");
+  REQUIRE(daily.lifecycle().schedule.has_value());
+  const core::ScheduleFields& s = *daily.lifecycle().schedule;
+  CHECK(s.cron_text == "30 2 * * *");
+  CHECK(s.cron == *core::ParseCron("30 2 * * *"));
+  CHECK(s.timezone == "UTC");
+  CHECK(s.timezone_pos == core::SourcePos{3, 11});  // the schedule's, without a timezone
+  CHECK(s.concurrency == core::Concurrency::kForbid);
+  CHECK(s.starting_deadline_ms == core::kDefaultStartingDeadlineMs);
+  CHECK(s.zone == nullptr);  // looked up after loading
+
+  // Any order; every one of them is policy: the hash never moves.
+  const core::JobSpec all = LoadValidJob(base +
+                                         "concurrency: replace\ntimezone: Europe/Berlin\n"
+                                         "starting_deadline: 10m\nschedule: '*/5 * * * *'\n");
+  REQUIRE(all.lifecycle().schedule.has_value());
+  CHECK(all.lifecycle().schedule->timezone == "Europe/Berlin");
+  CHECK(all.lifecycle().schedule->timezone_pos == core::SourcePos{4, 11});
+  CHECK(all.lifecycle().schedule->concurrency == core::Concurrency::kReplace);
+  CHECK(all.lifecycle().schedule->starting_deadline_ms == 600'000);
+  CHECK(all.spec_hash == LoadValidJob(base).spec_hash);
+  CHECK(daily.spec_hash == all.spec_hash);
 }
 
 TEST_CASE("a spec with errors reports all of them, in file order, and no value") {

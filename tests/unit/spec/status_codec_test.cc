@@ -61,6 +61,8 @@ core::StatusRecord Full() {
   second.stop_reason = core::StopReason::kSuspend;
   second.stop_sent_ms = 1795000050789;  // written as stop_sent_at only when set
   r.attempts = {first, second};
+  r.skipped_slots = {{1794960000000, "missed: not started within starting_deadline 1h"},
+                     {1794963600000, "concurrency forbid: ppo-qwen-3f2a1c9b0e was still active"}};
   return r;
 }
 
