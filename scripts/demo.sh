@@ -6,9 +6,13 @@
 #   the jobs; /readyz, /metrics and /api/v1/status; a spec change, reviewed with
 #   `ray-gitops diff`, is pushed and reaches Ray through a
 #   signed GitHub push webhook (the interval is 10 minutes, so the webhook is what runs the
-#   pass); once the runs ended, POST /api/v1/sync records how; then the status branch,
-#   STATUS.md and `ray-gitops history`, and SIGTERM stops the daemon (exit 0). The daemon and
-#   the head are stopped and the temp dir removed on exit, whatever happens (also on Ctrl-C).
+#   pass); the example pipeline: a pass while the SFT stage runs shows the GRPO stage Waiting
+#   on it, and the first pass after the SFT succeeded submits the GRPO stage with the SFT
+#   run's directory in its command (POST /api/v1/sync runs each of these passes, once Ray
+#   reports the state it needs); once the runs ended, POST /api/v1/sync records how; then the
+#   status branch, STATUS.md and `ray-gitops history`, and SIGTERM stops the daemon (exit 0).
+#   The daemon and the head are stopped and the temp dir removed on exit, whatever happens
+#   (also on Ctrl-C).
 #
 #   bash scripts/demo.sh
 #     RG_DEMO_SKIP_INSTALL=1        skip scripts/install-deps.sh
@@ -81,6 +85,48 @@ say "the desired state: examples/repo, pushed to a bare Git remote"
 shared=$demo/shared
 mkdir -p "$shared/common/code/verl"
 cp -r "$src/tests/e2e/data/verl" "$shared/common/code/verl/standin"
+# The demo's own stand-in for stage 1 of the pipeline (the SFT job): it stays RUNNING until the
+# file its RG_DEMO_SFT_GATE names exists, so that a pass sees stage 2 Waiting on a running
+# stage 1; then it leaves what verl 0.9.1 leaves under trainer.default_local_dir (the step
+# folder with huggingface/config.json, no weights, and the tracker file) and prints its
+# arguments like the other stand-ins.
+sft_gate_rel=demo/sft-may-finish # under shared_root
+sft_gate=$shared/$sft_gate_rel
+mkdir -p "$(dirname "$sft_gate")"
+cat >"$shared/common/code/verl/standin/verl/trainer/sft_trainer_ray.py" <<'PYEOF'
+"""verl.trainer.sft_trainer_ray stand-in of the demo (stage 1 of the pipeline)."""
+
+import os
+import sys
+import time
+
+from verl.trainer import report
+
+
+def arg(key):
+    values = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith(key + "=")]
+    return values[-1] if values else None
+
+
+if __name__ == "__main__":
+    gate = os.environ.get("RG_DEMO_SFT_GATE")
+    if gate:
+        print("VERL-STANDIN waiting for " + gate, flush=True)
+        deadline = time.monotonic() + 900
+        while not os.path.exists(gate):
+            if time.monotonic() > deadline:
+                sys.exit("VERL-STANDIN " + gate + " never appeared")
+            time.sleep(0.2)
+    out, steps = arg("trainer.default_local_dir"), arg("trainer.total_training_steps")
+    if out and steps:
+        hf = os.path.join(out, "global_step_" + steps, "huggingface")
+        os.makedirs(hf, exist_ok=True)
+        with open(os.path.join(hf, "config.json"), "w") as f:
+            f.write('{"note": "written by the demo stand-in, not by verl"}\n')
+        with open(os.path.join(out, "latest_checkpointed_iteration.txt"), "w") as f:
+            f.write(steps)
+    sys.exit(report("verl.trainer.sft_trainer_ray"))
+PYEOF
 git init -q --bare -b main "$demo/remote.git"
 git clone -q "$demo/remote.git" "$demo/work" 2>/dev/null
 cd "$demo/work"
@@ -88,20 +134,26 @@ git checkout -q -b main
 git config user.email demo@localhost
 git config user.name demo
 cp -r "$src/examples/repo/." .
-"$py" - "$address" "$shared" <<'PYEOF'
+sft_name=sft-qwen2.5-0.5b-gsm8k   # stage 1 of the pipeline (jobs/sft/qwen2.5-0.5b.yaml)
+grpo_name=grpo-qwen2.5-0.5b-gsm8k # stage 2 (jobs/grpo/qwen2.5-0.5b-gsm8k.yaml)
+"$py" - "$address" "$shared" "$sft_name" "$sft_gate_rel" <<'PYEOF'
 import glob, sys, yaml
-address, shared = sys.argv[1], sys.argv[2]
+address, shared, sft_name, sft_gate_rel = sys.argv[1:5]
 cluster = yaml.safe_load(open("cluster.yaml"))
 cluster["address"] = address
 cluster["shared_root"] = shared
 cluster.pop("user_code_path", None)
 yaml.safe_dump(cluster, open("cluster.yaml", "w"), sort_keys=False)
-# The trainers become the CPU-only stand-in: same entrypoints, a few seconds each.
+# The trainers become the CPU-only stand-in: same entrypoints, a few seconds each. So does
+# verl in a custom job that runs it from a code_path (the nightly evaluation).
 for path in glob.glob("jobs/**/*.yaml", recursive=True):
     spec = yaml.safe_load(open(path))
-    if spec["workload"] != "custom":
-        spec["code_path"] = "${shared_root}/common/code/verl/standin"
-        yaml.safe_dump(spec, open(path, "w"), sort_keys=False)
+    if spec["workload"] == "custom" and "code_path" not in spec:
+        continue
+    spec["code_path"] = "${shared_root}/common/code/verl/standin"
+    if spec.get("name") == sft_name:
+        spec.setdefault("env_vars", {})["RG_DEMO_SFT_GATE"] = "${shared_root}/" + sft_gate_rel
+    yaml.safe_dump(spec, open(path, "w"), sort_keys=False)
 PYEOF
 git add -A
 git commit -qm "desired state: the example jobs on the local head"
@@ -111,9 +163,21 @@ echo "--- cluster.yaml"
 cat cluster.yaml
 echo "--- jobs/smoke/hello.yaml"
 cat jobs/smoke/hello.yaml
+# The pipeline's stage 2 and the scheduled evaluation, the fields that make them so.
+"$py" - <<'PYEOF'
+import yaml
+for path, keys in (
+        ("jobs/grpo/qwen2.5-0.5b-gsm8k.yaml", ("after", "model_id")),
+        ("jobs/eval/gsm8k-nightly.yaml",
+         ("schedule", "timezone", "concurrency", "starting_deadline", "deadline"))):
+    spec = yaml.safe_load(open(path))
+    print("--- " + path + " (" + ", ".join(keys) + ")")
+    print(yaml.safe_dump({k: spec[k] for k in keys if k in spec}, sort_keys=False), end="")
+PYEOF
 repo_flags=(--repo "$demo/remote.git" --cache-dir "$demo/cache")
 
 say "ray-gitops plan   (what a merge would do; exit 2 = changes pending)"
+echo "($grpo_name waits for $sft_name; eval-gsm8k-nightly shows its next slot)"
 set +e
 rg plan "${repo_flags[@]}"
 echo "(exit $?)"
@@ -148,6 +212,15 @@ until [ "$(code "$url/readyz")" = 200 ]; do
 done
 passes() {
   curl -s --max-time 10 "$url/metrics" | awk '$1 ~ /^rg_passes_total/ { n += $2 } END { print n + 0 }'
+}
+# Waits (up to 60 s) until more than $1 passes have ended: the daemon counts a pass when it
+# ends, after its submits, its status commit and its log lines.
+wait_passes_after() {
+  for _ in $(seq 1 300); do
+    [ "$(passes)" -gt "$1" ] && return 0
+    sleep 0.2
+  done
+  return 1
 }
 # The daemon's log from line $1 on, with the time of day only.
 show_log() { tail -n +"$1" "$daemon_log" | sed -E 's/^[0-9-]+T([0-9:.]+)Z /\1 /'; }
@@ -196,6 +269,7 @@ body='{"ref":"refs/heads/main"}'
 sig="sha256=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$secret" -r | cut -d' ' -f1)"
 auth=()
 [ -s "$state/token" ] && auth=(-H "Authorization: Bearer $(cat "$state/token")")
+before=$(passes)
 t0=$EPOCHREALTIME
 echo "POST /webhook (X-GitHub-Event: push, signed): HTTP $(code -X POST "$url/webhook" \
   -H 'Content-Type: application/json' -H 'X-GitHub-Event: push' \
@@ -208,9 +282,102 @@ done
 [ "$in_ray" = 1 ] || { show_log "$log_seen"; echo "$goodbye_id never reached Ray" >&2; exit 1; }
 t1=$EPOCHREALTIME
 echo "$goodbye_id is in Ray $(((${t1/./} - ${t0/./}) / 1000)) ms after the webhook"
-sleep 2
+# The pass goes on after the submit; once it ended, the next trigger starts a pass of its own.
+wait_passes_after "$before" ||
+  { show_log "$log_seen"; echo "the webhook's pass never ended" >&2; exit 1; }
 show_log "$log_seen"
 log_seen=$(($(wc -l <"$daemon_log") + 1))
+
+# One field of one job in the daemon's /api/v1/status ("" when the job or the field is absent).
+job_field() {
+  { curl -s --max-time 10 "$url/api/v1/status" || true; } | "$py" -c '
+import json, sys
+try:
+    jobs = [j for j in json.load(sys.stdin)["jobs"] if j["name"] == sys.argv[1]]
+except (ValueError, KeyError, TypeError):
+    jobs = []
+print((jobs[0].get(sys.argv[2]) or "") if jobs else "")' "$1" "$2"
+}
+# Ray's status of a submission ("" when Ray does not know it).
+ray_status() {
+  { curl -s --max-time 10 "${auth[@]}" "$address/api/jobs/$1" || true; } | "$py" -c '
+import json, sys
+try:
+    print(json.load(sys.stdin).get("status") or "")
+except (ValueError, AttributeError):
+    print("")'
+}
+# Waits (up to $3 seconds) until Ray reports submission $1 in status $2; fails at once when the
+# run ended in another status.
+wait_ray_status() {
+  local now=""
+  for _ in $(seq 1 $(($3 * 5))); do
+    now=$(ray_status "$1")
+    [ "$now" = "$2" ] && return 0
+    case $now in SUCCEEDED | FAILED | STOPPED) break ;; esac
+    sleep 0.2
+  done
+  echo "$1 is ${now:-unknown to Ray}, not $2" >&2
+  return 1
+}
+# POST /api/v1/sync (the webhook secret as bearer token) and wait until the pass it asked for
+# ended. Nothing else triggers a pass meanwhile (the interval is 10 minutes, and the pass of
+# the previous trigger has ended), so that pass is the first one to see what Ray says now.
+sync_pass() {
+  local before
+  before=$(passes)
+  echo "POST /api/v1/sync: HTTP $(code -X POST -d "" -H "Authorization: Bearer $secret" \
+    "$url/api/v1/sync")"
+  wait_passes_after "$before" ||
+    { show_log "$log_seen"; echo "the pass never ended" >&2; return 1; }
+  show_log "$log_seen"
+  log_seen=$(($(wc -l <"$daemon_log") + 1))
+}
+
+say "the pipeline: $grpo_name waits while $sft_name runs"
+sft_id=$(job_field "$sft_name" submission_id)
+[ -n "$sft_id" ] || { status_summary; echo "$sft_name has no run" >&2; exit 1; }
+echo "stage 1 is $sft_id; its stand-in runs until $sft_gate exists"
+wait_ray_status "$sft_id" RUNNING 120 || { show_log "$log_seen"; exit 1; }
+echo "Ray: $sft_id is RUNNING; a pass to look at it:"
+sync_pass
+status_summary
+grpo_phase=$(job_field "$grpo_name" phase)
+grpo_message=$(job_field "$grpo_name" message)
+echo "$grpo_name: $grpo_phase ($grpo_message)"
+if [ "$grpo_phase" != Waiting ] || [[ $grpo_message != *"$sft_name"*Running* ]]; then
+  echo "$grpo_name should be Waiting on $sft_name, which is Running" >&2
+  exit 1
+fi
+
+say "stage 1 succeeds: the first pass after it submits $grpo_name"
+touch "$sft_gate"
+wait_ray_status "$sft_id" SUCCEEDED 120 || { show_log "$log_seen"; exit 1; }
+echo "Ray: $sft_id SUCCEEDED; no pass has seen it yet, so $grpo_name is still" \
+  "$(job_field "$grpo_name" phase)"
+sync_pass
+grpo_id=$(job_field "$grpo_name" submission_id)
+if [ -z "$grpo_id" ] || [ "$(code "${auth[@]}" "$address/api/jobs/$grpo_id")" != 200 ]; then
+  status_summary
+  echo "the first pass after $sft_name succeeded did not submit $grpo_name" >&2
+  exit 1
+fi
+echo "$grpo_name: $(job_field "$grpo_name" phase), submitted as $grpo_id"
+sft_steps=$("$py" -c 'import sys, yaml
+print(yaml.safe_load(open(sys.argv[1]))["total_training_steps"])' jobs/sft/qwen2.5-0.5b.yaml)
+sft_model=$shared/jobs/$sft_id/checkpoints/global_step_$sft_steps/huggingface
+echo "its entrypoint, as Ray holds it: the model is stage 1's, in stage 1's run directory"
+model_arg=$({ curl -s --max-time 10 "${auth[@]}" "$address/api/jobs/$grpo_id" || true; } |
+  "$py" -c '
+import json, shlex, sys
+words = shlex.split(json.load(sys.stdin)["entrypoint"])
+print("\n".join(w for w in words if w.startswith("actor_rollout_ref.model.path=")))')
+echo "  $model_arg"
+[ "$model_arg" = "actor_rollout_ref.model.path=$sft_model" ] ||
+  { echo "expected actor_rollout_ref.model.path=$sft_model" >&2; exit 1; }
+echo "what stage 1's stand-in left there (verl 0.9.1's layout; the real one adds the weights):"
+(cd "$shared/jobs/$sft_id/checkpoints" && find . -type f | sort &&
+  echo "latest_checkpointed_iteration.txt: $(cat latest_checkpointed_iteration.txt)")
 
 say "waiting for the runs to finish"
 for _ in $(seq 1 100); do
@@ -241,6 +408,9 @@ git -C "$demo/remote.git" show ray-gitops/status:STATUS.md
 
 say "ray-gitops history smoke-goodbye"
 rg history smoke-goodbye "${repo_flags[@]}"
+
+say "ray-gitops history $grpo_name   (Waiting on $sft_name, then its run)"
+rg history "$grpo_name" "${repo_flags[@]}"
 
 say "stopping the daemon with SIGTERM"
 log_seen=$(($(wc -l <"$daemon_log") + 1))

@@ -22,7 +22,7 @@ expect_err_line() {
 # The shipped examples compose against verl 0.9.1, SFT included.
 run examples validate --repo "$src/examples/repo" --verl-config "$verl"
 expect_rc examples 0
-[[ $(cat "$work/examples.out") == "ok: cluster.yaml and 4 jobspecs are valid" ]] ||
+[[ $(cat "$work/examples.out") == "ok: cluster.yaml and 5 jobspecs are valid" ]] ||
   fail "examples: stdout $(cat "$work/examples.out")"
 
 # A copy of the examples with a spec whose overrides hold a typo, an add of an existing key,
@@ -66,7 +66,7 @@ expect_rc json 1
 "$py" - "$work/json.out" <<'PYEOF' || fail "json: unexpected document: $(cat "$work/json.out")"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc["version"] == 1 and doc["valid"] is False and doc["files"] == 6, doc
+assert doc["version"] == 1 and doc["valid"] is False and doc["files"] == 7, doc
 first = doc["diagnostics"][0]
 assert first == {
     "file": "jobs/ppo/typo.yaml", "line": 7, "column": 5, "field": "overrides[1]",
@@ -82,7 +82,7 @@ expect_rc json-valid 0
 "$py" - "$work/json-valid.out" <<'PYEOF' || fail "json-valid: $(cat "$work/json-valid.out")"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc == {"version": 1, "valid": True, "files": 5, "diagnostics": []}, doc
+assert doc == {"version": 1, "valid": True, "files": 6, "diagnostics": []}, doc
 PYEOF
 printf 'workload: ppo\nnnodes: two\n' >"$repo/jobs/ppo/typo.yaml"
 run json-loader validate --repo "$repo" -o json jobs/ppo/typo.yaml nope.yaml
