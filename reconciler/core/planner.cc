@@ -831,7 +831,7 @@ class Planner {
                    "\" is not loaded; the job is frozen (nothing submitted or stopped)";
       SetLatestKnown(spec.name, jp);
       frozen_paths_.insert(spec.path);
-      plan_.jobs.push_back(std::move(jp));
+      AddJobPlan(std::move(jp));
       return;
     }
     const ScheduledRuns runs = CollectSlotRuns(spec, rec);
@@ -849,7 +849,7 @@ class Planner {
     } else {
       PlanSlot(spec, schedule, runs, jp);
     }
-    plan_.jobs.push_back(std::move(jp));
+    AddJobPlan(std::move(jp));
   }
 
   void PlanScheduledSuspended(const JobSpec& spec, const ScheduledRuns& runs, JobPlan& jp) {
