@@ -445,21 +445,29 @@ class Planner {
     upstreams_ = Upstreams{};
   }
 
+  // The row of a desired job before its runs are looked at, and its ledger record (`rec`, null
+  // when it has none): whether the ledger knew another version of it.
+  JobPlan StartDesired(const JobSpec& spec, const StatusRecord*& rec) const {
+    JobPlan jp;
+    jp.name = spec.name;
+    jp.spec_path = spec.path;
+    rec = nullptr;
+    if (auto it = ledger_.find(spec.name); it != ledger_.end()) rec = &it->second;
+    if (rec != nullptr && !rec->spec_hash.empty() && !spec.IsCurrentHash(rec->spec_hash)) {
+      jp.spec_changed = true;
+      jp.previous_spec_hash = rec->spec_hash;
+    }
+    return jp;
+  }
+
   void PlanDesiredNow(const JobSpec& spec) {
     if (spec.lifecycle().schedule.has_value()) {
       PlanScheduled(spec, *spec.lifecycle().schedule);
       return;
     }
     const std::string base = SubmissionIdBase(spec);
-    JobPlan jp;
-    jp.name = spec.name;
-    jp.spec_path = spec.path;
     const StatusRecord* rec = nullptr;
-    if (auto it = ledger_.find(spec.name); it != ledger_.end()) rec = &it->second;
-    if (rec != nullptr && !rec->spec_hash.empty() && !spec.IsCurrentHash(rec->spec_hash)) {
-      jp.spec_changed = true;
-      jp.previous_spec_hash = rec->spec_hash;
-    }
+    JobPlan jp = StartDesired(spec, rec);
     const VersionAttempts at = CollectAttempts(spec, rec);
 
     // A pinned id (or, in theory, a generated one) already used by something else.
@@ -814,15 +822,8 @@ class Planner {
   // in the slot's UTC time), submitted while the slot is younger than starting_deadline, with
   // the usual retries; concurrency decides what an active run of an earlier slot does to it.
   void PlanScheduled(const JobSpec& spec, const ScheduleFields& schedule) {
-    JobPlan jp;
-    jp.name = spec.name;
-    jp.spec_path = spec.path;
     const StatusRecord* rec = nullptr;
-    if (auto it = ledger_.find(spec.name); it != ledger_.end()) rec = &it->second;
-    if (rec != nullptr && !rec->spec_hash.empty() && !spec.IsCurrentHash(rec->spec_hash)) {
-      jp.spec_changed = true;
-      jp.previous_spec_hash = rec->spec_hash;
-    }
+    JobPlan jp = StartDesired(spec, rec);
     if (schedule.zone == nullptr) {
       // Never planned without its zone (adapters::ResolveScheduleZones): frozen like an
       // invalid spec.
@@ -1087,7 +1088,7 @@ class Planner {
   static constexpr size_t kNotPlanned = static_cast<size_t>(-1);
   std::unordered_map<std::string_view, size_t> planned_;
   Upstreams upstreams_;  // of the spec being planned (PlanDesired)
-  std::string slot_;  // the slot Submit submits for, while a scheduled job's slot is planned
+  std::string slot_;     // the slot Submit submits for, while a scheduled job's slot is planned
 };
 
 }  // namespace
