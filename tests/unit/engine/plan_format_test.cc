@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/planner.h"
 #include "reconciler/core/render.h"
 #include "reconciler/spec/spec_loader.h"
@@ -41,6 +42,28 @@ TEST_CASE("the text plan has one row per action and per unchanged job", "[plan_f
   CHECK(text.find("submit  a  ") != std::string::npos);
   CHECK(text.find("keep    b  ") != std::string::npos);
   CHECK(text.find(SubmissionIdForAttempt(desired.jobs[0], 0)) != std::string::npos);
+}
+
+TEST_CASE("a waiting job is a wait row naming what it waits on, in text and json",
+          "[plan_format]") {
+  DesiredState desired = spec::LoadDesiredState(
+      spec::SourceFile{"cluster.yaml", "address: http://127.0.0.1:8265\n"},
+      {spec::SourceFile{"jobs/a.yaml", "workload: custom\nentrypoint: sleep 5\n"},
+       spec::SourceFile{"jobs/b.yaml", "workload: custom\nentrypoint: echo b\nafter: [a]\n"},
+       spec::SourceFile{"jobs/c.yaml", "workload: custom\nentrypoint: echo c\nafter: [b]\n"}});
+  BindDesiredState(desired, "ray-gitops");
+  const Plan plan = PlanActions(desired, {Running(desired.jobs[0])}, {}, {});
+  PlanView view{&plan, &desired, nullptr, "c0ffee", {}};
+  const std::string text = FormatPlanText(view);
+  INFO(text);
+  CHECK(text.find("\nwait    b     -  ") != std::string::npos);
+  CHECK(text.find("Waiting  on a: Running\n") != std::string::npos);
+  CHECK(text.find("\nwait    c     -  ") != std::string::npos);
+  CHECK(text.find("Waiting  on b: Waiting (on a: Running)\n") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+  CHECK(j["jobs"][1]["action"] == "wait");
+  CHECK(j["jobs"][1]["phase"] == "Waiting");
+  CHECK(j["jobs"][1]["message"] == "on a: Running");
 }
 
 TEST_CASE("the markdown plan renders each submitted entrypoint and explains a replacement",
