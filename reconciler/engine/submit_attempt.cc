@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "reconciler/core/identity.h"
-#include "reconciler/core/pipeline.h"
 #include "reconciler/core/ownership.h"
+#include "reconciler/core/pipeline.h"
 
 namespace rg::engine {
 namespace {
@@ -182,7 +182,8 @@ core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
     core::Result<core::JobSpec> alone = core::ResolveRunsVariables(spec, {}, cluster);
     if (!alone.ok()) {
       return core::Error::InvalidInput(
-          spec.path + " uses " + alone.error().message().substr(0, alone.error().message().find(':')) +
+          spec.path + " uses " +
+          alone.error().message().substr(0, alone.error().message().find(':')) +
           ", the run directory of an upstream's successful run, which only the daemon's plan "
           "resolves; a one-off run cannot (let the daemon submit it)");
     }

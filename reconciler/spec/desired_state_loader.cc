@@ -402,7 +402,8 @@ void CheckAfterCycles(SpecSet& set, const std::unordered_map<std::string_view, s
 }
 
 // `after` across files: every name it lists is a job of this repository and not a scheduled
-// one, and no job waits on itself through a cycle. (A name whose spec is invalid is known: the job waits, frozen.)
+// one, and no job waits on itself through a cycle. (A name whose spec is invalid is known: the job
+// waits, frozen.)
 void CheckPipelines(SpecSet& set) {
   std::unordered_map<std::string_view, size_t> by_name;
   bool any = false;

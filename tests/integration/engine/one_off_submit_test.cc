@@ -218,8 +218,8 @@ TEST_CASE("OwnerOf tells an instance, a one-off run and nobody's job apart") {
 TEST_CASE("A one-off run of a job with after runs now, unless it needs an upstream's run") {
   Harness h;
   // No ${runs...}: the person's call, submitted at once.
-  const auto plain = LoadSpec(
-      "workload: custom\nentrypoint: sleep 300\nafter: [sft]\n", "jobs/adhoc/probe.yaml");
+  const auto plain =
+      LoadSpec("workload: custom\nentrypoint: sleep 300\nafter: [sft]\n", "jobs/adhoc/probe.yaml");
   rg::core::RenderContext context;
   auto submitted = SubmitOneOff(*h.server, nullptr, plain, 0, LoadCluster(), context, h.Inputs());
   REQUIRE(submitted.ok());
@@ -228,8 +228,7 @@ TEST_CASE("A one-off run of a job with after runs now, unless it needs an upstre
   const auto needs_run = LoadSpec(
       "workload: custom\nentrypoint: ls ${runs.sft.dir}\nafter: [sft]\n", "jobs/adhoc/next.yaml");
   h.fake.ResetCounters();
-  auto refused =
-      SubmitOneOff(*h.server, nullptr, needs_run, 0, LoadCluster(), context, h.Inputs());
+  auto refused = SubmitOneOff(*h.server, nullptr, needs_run, 0, LoadCluster(), context, h.Inputs());
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message() ==
         "jobs/adhoc/next.yaml uses ${runs.sft.dir}, the run directory of an upstream's successful "

@@ -45,10 +45,9 @@ bool HasLine(const std::vector<DiffLine>& lines, char op, const std::string& tex
 TEST_CASE("a change upstream replaces the jobs downstream, saying why", "[state_diff]") {
   const auto repo = [](const std::string& a_entrypoint) {
     DesiredState state = Load(
-        kCluster,
-        {{"jobs/a.yaml", "workload: custom\nentrypoint: " + a_entrypoint + "\n"},
-         {"jobs/b.yaml", "workload: custom\nentrypoint: ls ${runs.a.dir}\nafter: [a]\n"},
-         {"jobs/c.yaml", "workload: custom\nentrypoint: echo c\n"}});
+        kCluster, {{"jobs/a.yaml", "workload: custom\nentrypoint: " + a_entrypoint + "\n"},
+                   {"jobs/b.yaml", "workload: custom\nentrypoint: ls ${runs.a.dir}\nafter: [a]\n"},
+                   {"jobs/c.yaml", "workload: custom\nentrypoint: echo c\n"}});
     BindDesiredState(state, "ray-gitops");
     return state;
   };
