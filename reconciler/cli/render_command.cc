@@ -56,13 +56,15 @@ void NoteRunsVariables(const core::DesiredState& state, const core::JobSpec& spe
     for (const core::JobSpec& job : state.jobs) {
       if (job.name == name) up = &job;
     }
-    std::string note = "note: " + spec.path + ": waits for " + name;
+    std::string note = "note: ";
+    note.append(spec.path).append(": waits for ").append(name);
     if (up != nullptr) {
-      note += "; ${runs." + name + ".dir} is resolved, when the daemon submits this job, to the " +
-              "run directory of " + name + "'s successful run: " +
-              core::RunDirectory(state.cluster->shared_root.value_or("<shared_root>"),
-                                 core::SubmissionIdBase(*up)) +
-              " if its first attempt succeeds";
+      note.append("; ${runs.").append(name);
+      note += ".dir} is resolved, when the daemon submits this job, to the run directory of ";
+      note.append(name).append("'s successful run: ");
+      note += core::RunDirectory(state.cluster->shared_root.value_or("<shared_root>"),
+                                 core::SubmissionIdBase(*up));
+      note += " if its first attempt succeeds";
     } else {
       note += ", whose spec is invalid: this job is frozen until it is valid";
     }

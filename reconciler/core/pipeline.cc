@@ -72,7 +72,7 @@ class RunsResolver {
       }
       out += RunDirectory(*cluster_.shared_root, run->second);
     }
-    out.append(text, done, std::string::npos);
+    out += std::string_view(text).substr(done);
     text = std::move(out);
   }
 

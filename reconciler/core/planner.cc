@@ -238,7 +238,7 @@ class Planner {
         state = UpstreamState(*up);
       }
       if (!out.waiting.empty()) out.waiting += "; ";
-      out.waiting += "on " + name + ": " + state;
+      out.waiting.append("on ").append(name).append(": ").append(state);
     }
     return out;
   }

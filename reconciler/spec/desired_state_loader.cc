@@ -388,14 +388,16 @@ void CheckAfterCycles(SpecSet& set, const std::unordered_map<std::string_view, s
         files += (p == from ? "" : ", ") + set.files[path[p].first]->path;
       }
       names += set.loaded[*next]->name;
+      std::string message = "after: ";
+      message.append(names).append(" is a cycle (").append(files);
+      message += "); a job cannot wait for itself";
       for (size_t p = from; p < path.size(); ++p) {
         const size_t member = path[p].first;
         if (reported[member]) continue;
         reported[member] = true;
         const size_t via = path[p].second - 1;  // the entry that led on along the cycle
-        AddDiagnostic(
-            *set.loaded[member], set.files[member]->path, pipelines[member]->after_pos[via],
-            "after: " + names + " is a cycle (" + files + "); a job cannot wait for itself");
+        AddDiagnostic(*set.loaded[member], set.files[member]->path,
+                      pipelines[member]->after_pos[via], message);
       }
     }
   }

@@ -579,7 +579,9 @@ void ReadAfter(JobFields& f, const YamlEntry& e) {
     }
     const std::string& name = item.scalar.as_string();
     if (std::ranges::find(p.after, name) != p.after.end()) {
-      f.reader.Error(item.pos, field + ": " + name + " is listed twice");
+      std::string message = field;
+      message.append(": ").append(name).append(" is listed twice");
+      f.reader.Error(item.pos, std::move(message));
       continue;
     }
     p.after.push_back(name);
@@ -592,15 +594,16 @@ void CheckRunsVariables(const YamlNode& node, const std::string& field, JobField
   if (node.is_string()) {
     const std::vector<std::string>& after = f.doc.pipeline().after;
     for (const core::RunsVariableUse& use : core::FindRunsVariables(node.scalar.as_string())) {
-      const std::string written = node.scalar.as_string().substr(use.begin, use.end - use.begin);
+      std::string message = field;
+      message.append(": ").append(node.scalar.as_string(), use.begin, use.end - use.begin);
       if (!use.well_formed) {
-        f.reader.Error(node.pos, field + ": " + written +
-                                     " is not a variable ray-gitops knows (write "
-                                     "${runs.<job name>.dir})");
+        message += " is not a variable ray-gitops knows (write ${runs.<job name>.dir})";
+        f.reader.Error(node.pos, std::move(message));
       } else if (std::ranges::find(after, use.name) == after.end()) {
-        f.reader.Error(node.pos, field + ": " + written + " names " + use.name +
-                                     ", which is not listed in after (add after: [" + use.name +
-                                     "])");
+        message.append(" names ").append(use.name);
+        message.append(", which is not listed in after (add after: [").append(use.name);
+        message += "])";
+        f.reader.Error(node.pos, std::move(message));
       } else {
         f.out.run_dir_uses.push_back(node.pos);
       }
