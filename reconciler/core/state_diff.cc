@@ -83,8 +83,10 @@ void DecideBothSides(const JobSpec& base, const JobSpec& head, JobDiff& d) {
   } else if (!same && d.fields.empty() && !head.pipeline().after.empty()) {
     // Its own file is as it was: the identity it takes from its upstreams changed.
     std::string after;
-    for (const std::string& name : head.pipeline().after)
-      after += (after.empty() ? "" : ", ") + name;
+    for (const std::string& name : head.pipeline().after) {
+      if (!after.empty()) after += ", ";
+      after += name;
+    }
     d.action = DiffAction::kReplace;
     d.reason = "a job it runs after changed (after: " + after + ")" + hashes +
                ": the old run is stopped if active, a new one starts once the new upstream run "
