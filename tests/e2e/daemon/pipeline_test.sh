@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pipelines (docs/jobspec.md, "Pipelines"), on the real head, with the daemon passing every
-# second: b (`after: [a]`) is Waiting while a runs `sleep 5`, is submitted in the first pass
-# after a SUCCEEDED, and its entrypoint holds a's run directory. Editing only a's file gives
+# second: b (`after: [a]`) is Waiting while a runs (a waits for a file the script makes once
+# it saw b Waiting, so no timing is bet on), is submitted in the first pass after a SUCCEEDED, and its entrypoint holds a's run directory. Editing only a's file gives
 # a and b new ids, and b waits for the new a. An a that fails (no retries) leaves b Waiting
 # with a's failure in its message, and b is never submitted. Prints the time from a's end to
 # b's submission. Usage:
@@ -21,7 +21,9 @@ rg_on_exit() {
 shared=$RG_TMP/shared
 dmn_init_repo
 rg_write_cluster "$shared" "$DMN_WORK/cluster.yaml" </dev/null
-dmn_spec a "sleep 5"
+# a runs until the file $1 exists: the script ends it once it has seen what it checks.
+gate() { echo "sh -c 'while [ ! -e $1 ]; do sleep 0.1; done'"; }
+dmn_spec a "$(gate "$RG_TMP/a-may-end-1")"
 # shellcheck disable=SC2016 # ${runs.a.dir} is for ray-gitops, not for this shell
 dmn_spec b 'echo stage two reads ${runs.a.dir}/checkpoints'
 printf 'after: [a]\n' >>"$DMN_WORK/jobs/b.yaml"
@@ -44,6 +46,7 @@ dmn_wait 30 "b recorded Waiting on a: Running" b_waiting_on Running >/dev/null
 dmn_has_phase b Waiting || rg_fail "b is not Waiting while a runs"
 [ -z "$(dmn_list_ours | awk '$1 ~ /^b-/')" ] || rg_fail "b was submitted while a runs"
 a1=$(run_of a RUNNING)
+touch "$RG_TMP/a-may-end-1"
 
 # 2. a SUCCEEDED: b is submitted by the next pass, with a's run directory.
 b_in_ray() { [ -n "$(dmn_list_ours | awk '$1 ~ /^b-/ { print $1 }')" ]; }
@@ -64,13 +67,14 @@ esac
 echo "pipeline: b's entrypoint: $entrypoint"
 
 # 3. Editing a alone: a new a, and b waits for it under a new id of its own.
-sed -i 's/sleep 5/sleep 4/' "$DMN_WORK/jobs/a.yaml"
+sed -i "s|a-may-end-1|a-may-end-2|" "$DMN_WORK/jobs/a.yaml"
 dmn_push "a changes"
 new_a_running() { local id; id=$(run_of a RUNNING); [ -n "$id" ] && [ "$id" != "$a1" ]; }
 dmn_wait 120 "the new a RUNNING" new_a_running >/dev/null
 a2=$(run_of a RUNNING)
 dmn_wait 30 "b Waiting on the new a" b_waiting_on Running >/dev/null
 [ "$(dmn_list_ours | awk '$1 ~ /^b-/' | wc -l)" = 1 ] || rg_fail "a second b was submitted while the new a runs"
+touch "$RG_TMP/a-may-end-2"
 two_bs() { [ "$(dmn_list_ours | awk '$1 ~ /^b-/' | wc -l)" = 2 ]; }
 dmn_wait 120 "the new b submitted" two_bs >/dev/null
 b2=$(dmn_list_ours | awk -v old="$b1" '$1 ~ /^b-/ && $1 != old { print $1 }')
@@ -82,7 +86,8 @@ esac
 echo "pipeline: a $a1 -> $a2 gave b $b1 -> $b2"
 
 # 4. a fails (no retries): b waits with the failure, and is never submitted.
-sed -i 's/sleep 4/exit 3/' "$DMN_WORK/jobs/a.yaml"
+printf 'workload: custom\nentrypoint: exit 3\nentrypoint_num_cpus: 0\n' >"$DMN_WORK/jobs/a.yaml"
+rg_tag_spec "$DMN_WORK/jobs/a.yaml"
 dmn_push "a fails"
 dmn_wait 120 "b Waiting on a failed a" b_waiting_on Failed >/dev/null
 dmn_wait_passes 3
