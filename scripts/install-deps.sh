@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libgit2-dev libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev
   catch2 libcli11-dev libssl-dev chromium libfyaml-dev clang libclang-rt-14-dev
-  clang-tidy libjemalloc-dev zlib1g-dev lld tzdata
+  clang-tidy libjemalloc-dev zlib1g-dev lld tzdata libzip-dev
 )
 
 need_apt=()

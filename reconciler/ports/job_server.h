@@ -85,6 +85,20 @@ class JobServer {
         whole->size() > max_bytes ? whole->substr(whole->size() - max_bytes) : std::move(*whole);
     return out;
   }
+  // GET /api/packages/gcs/<name> (name: "_ray_pkg_<hex>.zip"): true when Ray's package store
+  // holds the package (the call also pins it for a while), false on 404. The defaults are for
+  // job servers without a package store (test doubles): kFatal.
+  virtual core::Result<bool> HasPackage(std::string_view name) {
+    return core::Error::Fatal("this job server has no package store (package " +
+                              std::string(name) + ")");
+  }
+  // PUT /api/packages/gcs/<name> with the zip's bytes as the body. kInvalidInput when Ray
+  // refuses the size (its dashboard takes bodies up to 100 MiB).
+  virtual core::Status UploadPackage(std::string_view name, std::string_view zip) {
+    (void)zip;
+    return core::Error::Fatal("this job server has no package store (package " +
+                              std::string(name) + ")");
+  }
   // GET /api/cluster_status?format=1 — the text of `ray status` (may be empty).
   virtual core::Result<std::string> ClusterStatus() = 0;
   // GET /api/cluster_status (JSON) — every resource's total and what is free, as Ray's
