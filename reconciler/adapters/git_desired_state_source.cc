@@ -4,6 +4,7 @@
 #include <cctype>
 #include <vector>
 
+#include "reconciler/adapters/code_package.h"
 #include "reconciler/adapters/git_common.h"
 #include "reconciler/adapters/parse_cache.h"
 #include "reconciler/core/identity.h"
@@ -371,8 +372,8 @@ std::shared_ptr<const spec::LoadedJobSpec> GitDesiredStateSource::ForPass(
   core::JobSpec& spec = *own->parsed.value;
   core::BindSpecToInstance(spec, *options_.lean_instance);  // needs the document
   // A job with `after` keeps it: its hash takes in its upstreams' in every pass
-  // (core::BindDesiredState).
-  if (!spec.pipeline().after.empty()) return own;
+  // (core::BindDesiredState); so does a job with `code`, whose hash takes in its code's tree.
+  if (!spec.pipeline().after.empty() || spec.has_code()) return own;
   spec.document = core::Value();
   spec.positions.clear();
   return own;
@@ -524,7 +525,60 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadCommit(const std
 
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
   ResolveScheduleZones(snapshot.state, zones_);
+  ResolveCodeFolders(snapshot.state, resolved->commit);
   return snapshot;
+}
+
+void GitDesiredStateSource::ResolveCodeFolders(core::DesiredState& state,
+                                               const std::string& commit) {
+  code_folders_.ResolveAtCommit(state, workspace_->repository(), commit,
+                                [this](const std::string& ref) -> core::Result<std::string> {
+                                  core::Result<ResolvedRef> resolved = Resolve(ref);
+                                  if (!resolved.ok()) return resolved.error();
+                                  return resolved->commit;
+                                });
+}
+
+core::Result<std::string> GitDesiredStateSource::CodeZip(const std::string& tree_id) {
+  return BuildCodeZip(workspace_->repository(), tree_id);
+}
+
+core::Result<std::vector<std::string>> GitDesiredStateSource::CodeChanges(
+    const std::string& from_tree, const std::string& to_tree) {
+  git_repository* repo = workspace_->repository();
+  std::optional<git_oid> from = git::ParseOid(from_tree);
+  std::optional<git_oid> to = git::ParseOid(to_tree);
+  git_tree* raw_from = nullptr;
+  git_tree* raw_to = nullptr;
+  if (!from || !to || git_tree_lookup(&raw_from, repo, &*from) != 0) {
+    git_error_clear();
+    return core::Error::NotFound("code tree " + from_tree + " is not in the local copy");
+  }
+  git::Tree before(raw_from);
+  if (git_tree_lookup(&raw_to, repo, &*to) != 0) {
+    git_error_clear();
+    return core::Error::NotFound("code tree " + to_tree + " is not in the local copy");
+  }
+  git::Tree after(raw_to);
+  git_diff_options options{};
+  git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION);
+  options.flags = GIT_DIFF_SKIP_BINARY_CHECK;
+  git_diff* raw = nullptr;
+  if (int rc = git_diff_tree_to_tree(&raw, repo, before.get(), after.get(), &options); rc != 0) {
+    return git::LastError(rc, "cannot compare code trees");
+  }
+  const std::unique_ptr<git_diff, decltype(&git_diff_free)> diff(raw, git_diff_free);
+  std::vector<std::string> paths;
+  const size_t count = git_diff_num_deltas(diff.get());
+  for (size_t i = 0; i < count; ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    const git_diff_file& file =
+        (delta->new_file.flags & GIT_DIFF_FLAG_EXISTS) != 0 ? delta->new_file : delta->old_file;
+    paths.emplace_back(file.path);
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  return paths;
 }
 
 core::Result<std::optional<std::string>> GitDesiredStateSource::Head(const std::string& ref) {
@@ -619,6 +673,7 @@ core::Result<std::optional<ports::SpecChanges>> GitDesiredStateSource::LoadChang
   }
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
   ResolveScheduleZones(snapshot.state, zones_);
+  ResolveCodeFolders(snapshot.state, resolved->commit);
   changes.gone = std::move(delta.gone);
   return std::optional(std::move(changes));
 }

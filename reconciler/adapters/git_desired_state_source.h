@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "reconciler/adapters/code_folders.h"
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/schedule_zones.h"
 #include "reconciler/core/spec_model.h"
@@ -81,6 +82,12 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // A spec's text read from the snapshot's commit: full snapshots hold none.
   std::string SpecText(const ports::DesiredSnapshot& snapshot, const std::string& path) override;
 
+  // The deterministic zip of a code folder's tree, from the clone's objects.
+  core::Result<std::string> CodeZip(const std::string& tree_id) override;
+  // The files that differ between two trees of a code folder, by libgit2's tree diff.
+  core::Result<std::vector<std::string>> CodeChanges(const std::string& from_tree,
+                                                     const std::string& to_tree) override;
+
   // Ancestry by libgit2 in the clone. A commit that was not included in the view (missing,
   // or a descendant) and still is not after a later Fetch is no longer on the branch (a force
   // push removed it, or the branch moved back): kDiverged, so that it costs no further fetch.
@@ -126,6 +133,8 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   std::shared_ptr<const spec::LoadedJobSpec> ForPass(
       std::shared_ptr<const spec::LoadedJobSpec> loaded, bool lean) const;
   core::Result<ports::DesiredSnapshot> ReadCommit(const std::string& ref, bool lean);
+  // Gives the specs of `state` with `code` their trees at `commit` (adapters::CodeFolders).
+  void ResolveCodeFolders(core::DesiredState& state, const std::string& commit);
   // Puts pending_specs_ into the parse cache (a full read loads it anyway) and clears them.
   void PutPendingSpecs();
   core::Result<CachedCluster> ParseClusterBlob(git_repository* repo, const git_oid& oid,
@@ -145,6 +154,7 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   std::map<std::string, CachedSpec> spec_cache_;
   std::map<std::string, CachedCluster> cluster_cache_;  // by blob id
   ZoneCache zones_;  // the zones of scheduled specs, each read once
+  CodeFolders code_folders_;  // the trees of specs' code folders
   int spec_parses_ = 0;
   int cluster_parses_ = 0;
   // Commits Relate found outside the view -> the workspace's fetch count at that time.

@@ -45,18 +45,7 @@ void ResolveScheduleZones(core::DesiredState& state, ZoneCache& zones) {
     moved.push_back(std::move(bad));
     failed[i] = true;
   }
-  if (moved.empty()) return;
-  size_t kept = 0;
-  for (size_t i = 0; i < state.jobs.size(); ++i) {
-    if (failed[i]) continue;
-    if (kept != i) state.jobs[kept] = std::move(state.jobs[i]);
-    ++kept;
-  }
-  state.jobs.erase(state.jobs.begin() + static_cast<std::ptrdiff_t>(kept), state.jobs.end());
-  for (core::InvalidSpec& bad : moved) state.invalid.push_back(std::move(bad));
-  std::stable_sort(
-      state.invalid.begin(), state.invalid.end(),
-      [](const core::InvalidSpec& a, const core::InvalidSpec& b) { return a.path < b.path; });
+  core::MoveToInvalid(state, failed, std::move(moved));
 }
 
 }  // namespace rg::adapters

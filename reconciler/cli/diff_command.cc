@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "reconciler/adapters/code_folders.h"
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/schedule_zones.h"
@@ -76,6 +77,7 @@ core::Result<Side> LoadHead(const DiffFlags& flags, const adapters::GitWorkspace
       workspace.workdir(), flags.repo.cluster_file, flags.repo.jobs_dir);
   adapters::ZoneCache zones;
   adapters::ResolveScheduleZones(state, zones);
+  adapters::ResolveCodeOnDisk(state, workspace.workdir());
   return Side{std::move(state), "working tree"};
 }
 
@@ -106,7 +108,12 @@ int RunDiff(const GlobalOptions& global, const DiffFlags& flags) {
   BindToInstance(base->state, flags.repo.instance);
   BindToInstance(head->state, flags.repo.instance);
 
-  core::StateDiff diff = core::DiffStates(base->state, head->state, flags.repo.instance);
+  core::StateDiff diff = core::DiffStates(
+      base->state, head->state, flags.repo.instance,
+      [&source](const std::string& from, const std::string& to) {
+        core::Result<std::vector<std::string>> files = source.CodeChanges(from, to);
+        return files.ok() ? std::move(*files) : std::vector<std::string>();
+      });
   diff.base_label = base->label;
   diff.head_label = head->label;
   // Both sides' secret-named env values: a secret removed at HEAD is still one at BASE.

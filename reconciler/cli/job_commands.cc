@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "reconciler/adapters/artifact_writer.h"
+#include "reconciler/adapters/code_folders.h"
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/cli/global_options.h"
@@ -27,10 +28,12 @@
 #include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/value.h"
+#include "reconciler/engine/code_upload.h"
 #include "reconciler/engine/submit_attempt.h"
 #include "reconciler/ports/job_server.h"
 #include "reconciler/spec/spec_loader.h"
@@ -105,7 +108,37 @@ struct OneOffFiles {
   std::string spec_text;
   core::RayConfig cluster;
   core::JobSpec job;
+  std::string repo_root;  // for a spec with `code`: the checkout its folder is read from
 };
+
+// The checkout a one-off spec belongs to: the folder holding its jobs/ folder, else the
+// cluster file's folder.
+std::string OneOffRepoRoot(const SubmitFlags& flags) {
+  const std::string spec = fs::absolute(flags.jobspec).lexically_normal().generic_string();
+  if (size_t at = spec.rfind("/jobs/"); at != std::string::npos) return spec.substr(0, at);
+  return fs::absolute(flags.config).parent_path().lexically_normal().generic_string();
+}
+
+// A spec with `code`: its folder's tree, as the working tree holds it (or at code_ref), and
+// the identity that takes the tree in. False (errors reported) when the folder cannot be
+// shipped.
+bool ResolveOneOffCode(const SubmitFlags& flags, OneOffFiles& files) {
+  if (!files.job.has_code()) return true;
+  files.repo_root = OneOffRepoRoot(flags);
+  core::DesiredState state;
+  state.cluster = files.cluster;
+  state.jobs.push_back(files.job);
+  adapters::ResolveCodeOnDisk(state, files.repo_root);
+  if (!state.invalid.empty()) {
+    std::vector<core::Diagnostic> shown = state.invalid.front().diagnostics;
+    for (core::Diagnostic& d : shown) d.path = flags.jobspec;
+    ReportDiagnostics(shown);
+    return false;
+  }
+  core::BindDesiredState(state, core::kDefaultInstance);
+  files.job = std::move(state.jobs.front());
+  return true;
+}
 
 std::optional<OneOffFiles> LoadOneOffFiles(const SubmitFlags& flags) {
   core::Result<std::string> config_text = ReadTextFile(flags.config, "--config");
@@ -129,8 +162,10 @@ std::optional<OneOffFiles> LoadOneOffFiles(const SubmitFlags& flags) {
     ReportDiagnostics(shown);
     return std::nullopt;
   }
-  return OneOffFiles{std::move(*config_text), std::move(*spec_text), std::move(*cluster.value),
-                     std::move(*job.value)};
+  OneOffFiles files{std::move(*config_text), std::move(*spec_text), std::move(*cluster.value),
+                    std::move(*job.value), ""};
+  if (!ResolveOneOffCode(flags, files)) return std::nullopt;
+  return files;
 }
 
 // Where the run's artifacts go (MakeArtifactWriter); when nowhere but not by --no-artifacts,
@@ -206,6 +241,16 @@ int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
   // Another submit of the same spec may take the id between the look-up and the POST: then
   // the plain submit reports that run, and --new-run moves on to the next number.
   constexpr int kMaxTries = 5;
+  // The code first: a run whose working_dir Ray cannot find fails in its runtime_env setup.
+  if (files->job.has_code()) {
+    engine::CodeUploader code([&files](const std::string&) {
+      return adapters::CodeZipOnDisk(files->job, files->repo_root);
+    });
+    if (core::Status shipped = code.Ensure(server, files->job.code().tree_id); !shipped.ok()) {
+      return Fail("code " + files->job.code().folder + ": " + shipped.error().ToString() +
+                  "; nothing submitted");
+    }
+  }
   auto submit_run = [&](int n) {
     return engine::SubmitOneOff(server, writer.get(), files->job, n, files->cluster, context,
                                 inputs);

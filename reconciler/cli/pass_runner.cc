@@ -274,6 +274,14 @@ void LogPass(const engine::PassResult& result) {
       }
     }
   }
+  if (result.code.uploads > 0 || result.code.zips > 0) {
+    LogEvent("info", "code uploaded",
+             {{"packages", std::to_string(result.code.uploads)},
+              {"zips", std::to_string(result.code.zips)},
+              {"bytes", std::to_string(result.code.bytes)},
+              {"zip_ms", std::to_string(result.code.zip_ms)},
+              {"upload_ms", std::to_string(result.code.upload_ms)}});
+  }
   if (result.blocked) LogEvent("warn", "blocked", {{"reason", result.plan.blocked_reason}});
   // An action's error is in result.errors too, as "<name> (<submission id>): <message>", and
   // was logged with its action above. By set, not by a look through every outcome per error:

@@ -4,10 +4,13 @@
 #include <optional>
 #include <string>
 
+#include "reconciler/adapters/code_folders.h"
 #include "reconciler/adapters/schedule_zones.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/local_repo.h"
 #include "reconciler/cli/logging.h"
+#include "reconciler/core/byte_size.h"
+#include "reconciler/core/code_package.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/identity.h"
@@ -72,6 +75,20 @@ void NoteRunsVariables(const core::DesiredState& state, const core::JobSpec& spe
   }
 }
 
+// A spec with `code`: what its working_dir holds (on stderr: stdout is the body).
+void NoteCode(const core::JobSpec& spec) {
+  if (!spec.has_code()) return;
+  const core::CodeFields& code = spec.code();
+  std::string note = spec.path + ": code " + code.folder;
+  if (code.ref) note.append(" at code_ref ").append(*code.ref);
+  note.append(code.commit.empty() ? " (working tree)" : " (commit " + code.commit.substr(0, 12) + ")");
+  note.append(": tree ").append(code.tree_id);
+  note.append(", ").append(std::to_string(code.files)).append(code.files == 1 ? " file, " : " files, ");
+  note.append(core::HumanBytes(code.bytes)).append(", shipped as ");
+  note.append(core::CodePackageUri(code.tree_id));
+  std::cerr << note << "\n";
+}
+
 int PrintSubmission(const RenderOptions& options, const core::DesiredState& state,
                     const core::JobSpec& spec) {
   core::RenderContext context;
@@ -107,6 +124,7 @@ int RunRender(const RenderOptions& options) {
       spec::LoadDesiredStateFromDirectory(options.repo, options.cluster_file, options.jobs_dir);
   adapters::ZoneCache zones;
   adapters::ResolveScheduleZones(state, zones);
+  adapters::ResolveCodeOnDisk(state, options.repo);
   core::BindDesiredState(state, options.instance);
 
   const std::string& path = file->relative;
@@ -125,6 +143,7 @@ int RunRender(const RenderOptions& options) {
   }
   if (ReportUnrenderable(options, state, invalid)) return 1;
   NoteRunsVariables(state, *spec);
+  NoteCode(*spec);
   return PrintSubmission(options, state, *spec);
 }
 

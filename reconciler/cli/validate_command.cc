@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "reconciler/adapters/code_folders.h"
 #include "reconciler/adapters/schedule_zones.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/local_repo.h"
@@ -241,6 +242,7 @@ int RunValidate(const ValidateOptions& options) {
                                           /*keep_documents=*/false);
   adapters::ZoneCache zones;
   adapters::ResolveScheduleZones(state, zones);
+  adapters::ResolveCodeOnDisk(state, options.repo);
   const Selection selection = Select(state, options);
   std::set<std::string> failed;
   const std::vector<Reported> reported = Collect(state, selection, options, failed);

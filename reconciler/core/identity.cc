@@ -60,7 +60,8 @@ namespace {
 // The hash of `document` without the keys `leave_out` says to.
 template <typename Pred>
 std::string HashWithout(const Value& document, Pred leave_out, std::string_view instance = {},
-                        const std::map<std::string, std::string, std::less<>>* after = nullptr) {
+                        const IdentityExtras& extras = {}) {
+  const std::map<std::string, std::string, std::less<>>* after = extras.after_hashes;
   Value::Object identity;
   for (const auto& [key, value] : document.as_object()) {
     if (!leave_out(key)) identity.emplace(key, value);
@@ -74,6 +75,7 @@ std::string HashWithout(const Value& document, Pred leave_out, std::string_view 
     for (const auto& [name, hash] : *after) upstream.emplace(name, Value(hash));
     identity.emplace("@after", Value(std::move(upstream)));
   }
+  if (!extras.code_tree.empty()) identity.emplace("@code", Value(std::string(extras.code_tree)));
   return Sha256Hex(ToCanonicalJson(Value(std::move(identity)))).substr(0, kSpecHashLength);
 }
 
@@ -88,9 +90,14 @@ std::string ComputeSpecHash(const Value& document, std::string_view instance) {
 
 std::string ComputeSpecHash(const Value& document, std::string_view instance,
                             const std::map<std::string, std::string, std::less<>>& after_hashes) {
+  return ComputeSpecHash(document, instance, IdentityExtras{&after_hashes, {}});
+}
+
+std::string ComputeSpecHash(const Value& document, std::string_view instance,
+                            const IdentityExtras& extras) {
   return HashWithout(
       document, [](std::string_view key) { return key == "name" || IsPolicyField(key); }, instance,
-      &after_hashes);
+      extras);
 }
 
 void BindSpecToInstance(JobSpec& spec, std::string_view instance) {

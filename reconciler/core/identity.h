@@ -30,6 +30,16 @@ std::string ComputeSpecHash(const Value& document, std::string_view instance = {
 std::string ComputeSpecHash(const Value& document, std::string_view instance,
                             const std::map<std::string, std::string, std::less<>>& after_hashes);
 
+// The input of a spec's identity beyond its document (DESIGN §2.1): "@after" for a job with
+// `after`, "@code" (the Git tree id of its `code` folder) for a job with `code`.
+struct IdentityExtras {
+  const std::map<std::string, std::string, std::less<>>* after_hashes = nullptr;  // unset: none
+  std::string_view code_tree;  // empty: none
+};
+// The hash with those extras. REQUIRES: document.is_object()
+std::string ComputeSpecHash(const Value& document, std::string_view instance,
+                            const IdentityExtras& extras);
+
 // Makes `spec` the spec of a run of `instance`: for an instance other than the default, its
 // spec_hash takes the instance in (ComputeSpecHash), and the hashes without it stay current
 // (legacy_spec_hashes), so upgrading restarts nothing. A no-op for the default instance and

@@ -185,7 +185,15 @@ std::vector<size_t> PipelineOrder(const DesiredState& state) {
 }
 
 void BindDesiredState(DesiredState& state, std::string_view instance) {
-  for (JobSpec& spec : state.jobs) BindSpecToInstance(spec, instance);
+  for (JobSpec& spec : state.jobs) {
+    BindSpecToInstance(spec, instance);
+    // The code's tree is part of what the run is (docs/code-in-the-repository.md). No earlier
+    // rule knew `code`: a legacy hash would not follow the code.
+    if (spec.has_code() && !spec.code().tree_id.empty() && spec.document.is_object()) {
+      spec.spec_hash = ComputeSpecHash(spec.document, instance, IdentityExtras{nullptr, spec.code().tree_id});
+      spec.legacy_spec_hashes.clear();
+    }
+  }
   if (!HasPipelines(state)) return;
   const std::unordered_map<std::string_view, size_t> by_name = IndexByName(state);
   // A job whose hash could not take in every upstream's: its downstream cannot either.
@@ -204,7 +212,8 @@ void BindDesiredState(DesiredState& state, std::string_view instance) {
       upstream.emplace(name, state.jobs[up->second].spec_hash);
     }
     if (unbound[i] || !spec.document.is_object()) continue;
-    spec.spec_hash = ComputeSpecHash(spec.document, instance, upstream);
+    spec.spec_hash = ComputeSpecHash(spec.document, instance,
+                                     IdentityExtras{&upstream, spec.code().tree_id});
     spec.legacy_spec_hashes.clear();
   }
 }

@@ -456,8 +456,24 @@ class Planner {
     if (rec != nullptr && !rec->spec_hash.empty() && !spec.IsCurrentHash(rec->spec_hash)) {
       jp.spec_changed = true;
       jp.previous_spec_hash = rec->spec_hash;
+      if (spec.has_code() && !rec->code_tree.empty() && rec->code_tree != spec.code().tree_id) {
+        jp.code_change = DescribeCodeChange(spec.code().folder, rec->code_tree,
+                                            spec.code().tree_id, policy_.code_changes);
+      }
     }
     return jp;
+  }
+
+  // Why an older version's active run is stopped: its spec, or only its code, changed.
+  std::string ReplacementReason(const RayJob& old, const JobSpec& spec) const {
+    const std::string hashes = old.Label(kMetaSpecHash, "?") + " -> " + spec.spec_hash;
+    const std::string old_tree = old.Label(kMetaCodeTree);
+    if (spec.has_code() && !old_tree.empty() && old_tree != spec.code().tree_id) {
+      return DescribeCodeChange(spec.code().folder, old_tree, spec.code().tree_id,
+                                policy_.code_changes) +
+             " (spec hash " + hashes + "): stopping the old run";
+    }
+    return "spec changed (" + hashes + "): stopping the old run";
   }
 
   void PlanDesiredNow(const JobSpec& spec) {
@@ -485,8 +501,7 @@ class Planner {
     for (const RayJob* old : at.older_versions) {
       if (!IsActive(old->status)) continue;
       AddStop(*old, spec.name, AttemptOf(*old, ""), StopReason::kReplacement,
-              "spec changed (" + old->Label(kMetaSpecHash, "?") + " -> " + spec.spec_hash +
-                  "): stopping the old run");
+              ReplacementReason(*old, spec));
     }
 
     const int latest = at.Latest();
@@ -509,7 +524,9 @@ class Planner {
       return;
     }
     jp.phase = Phase::kPending;
-    jp.message = jp.spec_changed ? "spec changed: submitting the new version" : "new job";
+    jp.message = !jp.spec_changed         ? "new job"
+                 : jp.code_change.empty() ? "spec changed: submitting the new version"
+                                          : jp.code_change + ": submitting the new version";
     if (auto it = removed_by_hash_.find(spec.spec_hash);
         it != removed_by_hash_.end() && !jp.spec_changed) {
       jp.renamed_from = it->second.first;
@@ -839,8 +856,7 @@ class Planner {
     for (const RayJob* old : runs.older_versions) {
       if (!IsActive(old->status)) continue;
       AddStop(*old, spec.name, AttemptOf(*old, ""), StopReason::kReplacement,
-              "spec changed (" + old->Label(kMetaSpecHash, "?") + " -> " + spec.spec_hash +
-                  "): stopping the old run");
+              ReplacementReason(*old, spec));
     }
     if (spec.suspend) {
       PlanScheduledSuspended(spec, runs, jp);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/core/code_change.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/ray_job.h"
@@ -37,6 +38,9 @@ struct PlanPolicy {
   // finished run could be taken for a new one, so they are frozen like an invalid spec (no
   // submit, no stop; phase Invalid with this message).
   std::map<std::string, std::string, std::less<>> frozen_jobs = {};
+  // Lists the files by which two trees of a code folder differ, for the messages of a spec
+  // whose code moved; unset: the messages name the trees.
+  CodeChangeLister code_changes = {};
 };
 
 enum class ActionKind { kStop, kSubmit };
@@ -90,6 +94,9 @@ struct JobPlan {
   std::optional<ObservedRun> observed;  // Ray's view of the latest attempt, when Ray has it
   bool spec_changed = false;            // the ledger knew an older spec hash for this name
   std::string previous_spec_hash;
+  // The spec's code moved since the ledger's run (core/code_change.h): "code changed:
+  // src/trainer (3 files: ...)". Empty otherwise.
+  std::string code_change;
   // A new job whose spec hash is that of a removed job's run (an unnamed spec file moved, so
   // its derived name changed): the old name and spec path. Empty otherwise.
   std::string renamed_from;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "reconciler/core/code_package.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/pipeline.h"
 #include "reconciler/core/redaction.h"
@@ -446,6 +447,14 @@ Result<Value> RenderRuntimeEnv(const JobSpec& spec, const RayConfig& cluster) {
   if (!python_path.ok()) return python_path.error();
   (*env_vars)["PYTHONPATH"] = std::move(*python_path);
   runtime_env["env_vars"] = Value(std::move(*env_vars));
+  // The code folder is the run's working_dir, over any the cluster names (docs/jobspec.md).
+  if (spec.has_code()) {
+    if (spec.code().tree_id.empty()) {
+      return Error::Fatal(spec.path + ": the tree of code folder " + spec.code().folder +
+                          " was not read, so the run's working_dir is unknown");
+    }
+    runtime_env["working_dir"] = CodePackageUri(spec.code().tree_id);
+  }
   return Value(std::move(runtime_env));
 }
 
@@ -479,6 +488,10 @@ Value RenderMetadata(const JobSpec& spec, const RenderContext& context) {
   metadata.emplace(kMetaAttempt, std::to_string(context.attempt));
   if (!context.slot.empty()) metadata.emplace(kMetaSlot, context.slot);
   if (!context.commit.empty()) metadata.emplace(kMetaCommit, context.commit);
+  if (spec.has_code() && !spec.code().tree_id.empty()) {
+    metadata.emplace(kMetaCodeTree, spec.code().tree_id);
+    if (!spec.code().commit.empty()) metadata.emplace(kMetaCodeCommit, spec.code().commit);
+  }
   if (!context.repo_url.empty()) {
     metadata.emplace(kMetaRepo, StripUrlCredentials(context.repo_url));
   }

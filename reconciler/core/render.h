@@ -23,6 +23,10 @@ inline constexpr std::string_view kMetaCommit = "gitops.commit";
 // A scheduled job's run: the slot it runs for, "YYYYMMDDHHMM" in UTC (also its id's suffix).
 inline constexpr std::string_view kMetaSlot = "gitops.slot";
 inline constexpr std::string_view kMetaRepo = "gitops.repo";
+// A run of a spec with `code`: the Git tree id of its code folder, and the commit it was taken
+// from (code_ref's commit, or the commit read; absent for a working tree).
+inline constexpr std::string_view kMetaCodeTree = "gitops.code-tree";
+inline constexpr std::string_view kMetaCodeCommit = "gitops.code-commit";
 
 // The gitops.attempt label of a job as a number >= 0; nullopt when it is absent or not one.
 std::optional<int> AttemptLabel(const RayJob& job);

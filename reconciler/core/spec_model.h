@@ -29,6 +29,10 @@ inline std::string NoSharedRootMessage(std::string_view cluster_path) {
          " sets no shared_root";
 }
 
+// The default and ceiling of cluster.yaml's code_max_bytes: Ray's dashboard refuses request
+// bodies over 100 MiB (docs/ray-jobs-api.md).
+inline constexpr int64_t kMaxCodeBytes = int64_t{100} * 1024 * 1024;
+
 struct SourcePos {
   int line = 0;    // 1-based
   int column = 0;  // 1-based
@@ -52,6 +56,8 @@ struct RayConfig {
   // runtime_env as written, env_vars included (an object; empty when absent).
   Value runtime_env = Value::Object{};
   std::optional<std::string> user_code_path;
+  // The largest zip a spec's `code` folder may become (kMaxCodeBytes when unset).
+  std::optional<int64_t> code_max_bytes;
   std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
 
   // env_vars of runtime_env, or empty.
@@ -138,6 +144,26 @@ struct PipelineFields {
   friend bool operator==(const PipelineFields&, const PipelineFields&) = default;
 };
 
+// `code` and `code_ref` (docs/code-in-the-repository.md): a folder of this repository whose
+// Git tree is the run's working_dir, shipped to Ray's package store as a zip. Part of the
+// run's identity through the tree id (core::BindDesiredState). Most specs set none; kept in a
+// box on the JobSpec.
+struct CodeFields {
+  std::string folder;  // repo-relative, as written but normalised: no "./", no trailing "/"
+  SourcePos folder_pos;
+  std::optional<std::string> ref;  // `code_ref`: a tag, branch or commit id
+  SourcePos ref_pos;
+  // Filled after loading, from the commit read or the working tree (adapters::ResolveCode;
+  // core stays pure). Empty until then: such a spec is never rendered for a submit.
+  std::string tree_id;  // the folder's Git tree id (hex)
+  std::string commit;   // the commit the tree was taken from (code_ref's, or the one read);
+                        // empty for a working tree
+  uint64_t files = 0;   // files the zip holds
+  uint64_t bytes = 0;   // their size, uncompressed
+
+  friend bool operator==(const CodeFields&, const CodeFields&) = default;
+};
+
 // Written in a JobSpec's strings: `${runs.<name>.dir}` is the run directory
 // (<shared_root>/jobs/<submission_id>) of the current successful run of the job <name>, which
 // the spec must list in `after`.
@@ -166,6 +192,8 @@ struct JobSpec {
   Boxed<LifecycleFields> lifecycle_fields;
   // after (pipelines), apart: most specs set none (pipeline()).
   Boxed<PipelineFields> pipeline_fields;
+  // code and code_ref, apart: most specs set none (code(); has_code()).
+  Boxed<CodeFields> code_fields;
 
   // The document as parsed (YAML scalars resolved to their types); the hash input.
   Value document = Value::Object{};
@@ -190,6 +218,10 @@ struct JobSpec {
   TrainerFields& mutable_trainer() { return trainer_fields.mutable_get(); }
   const LifecycleFields& lifecycle() const { return lifecycle_fields.get(); }
   const PipelineFields& pipeline() const { return pipeline_fields.get(); }
+  const CodeFields& code() const { return code_fields.get(); }
+  CodeFields& mutable_code() { return code_fields.mutable_get(); }
+  // True when the spec ships a folder of the repository as its working_dir.
+  bool has_code() const { return !code_fields.empty() && !code().folder.empty(); }
   LifecycleFields& mutable_lifecycle() { return lifecycle_fields.mutable_get(); }
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;

@@ -266,8 +266,32 @@ ClusterDiff DiffCluster(const RayConfig* base, const RayConfig* head,
   return c;
 }
 
-StateDiff DiffStates(const DesiredState& base, const DesiredState& head,
-                     std::string_view instance) {
+namespace {
+
+// A job whose code folder's tree moved: the reason says so, and which files changed.
+void NoteCodeChange(const JobSpec& base, const JobSpec& head, const CodeChangeLister& lister,
+                    JobDiff& d) {
+  if (!head.has_code() || d.action != DiffAction::kReplace) return;
+  const std::string& from = base.code().tree_id;
+  const std::string& to = head.code().tree_id;
+  if (from == to || to.empty()) return;
+  if (from.empty()) {
+    d.reason = "code added: " + head.code().folder + "; " + d.reason;
+    return;
+  }
+  const std::string change = DescribeCodeChange(head.code().folder, from, to, lister);
+  if (d.fields.empty()) {
+    d.reason = change + " (spec hash " + base.spec_hash + " -> " + head.spec_hash +
+               "): the old run is stopped if active, a new one starts";
+  } else {
+    d.reason = change + "; " + d.reason;
+  }
+}
+
+}  // namespace
+
+StateDiff DiffStates(const DesiredState& base, const DesiredState& head, std::string_view instance,
+                     const CodeChangeLister& code_changes) {
   const ByName<JobSpec> base_jobs = IndexByName(base.jobs);
   const ByName<JobSpec> head_jobs = IndexByName(head.jobs);
   const ByName<InvalidSpec> head_invalid = IndexByName(head.invalid);
@@ -290,6 +314,9 @@ StateDiff DiffStates(const DesiredState& base, const DesiredState& head,
     auto h = head_jobs.find(name);
     const JobSpec* head_spec = h == head_jobs.end() ? nullptr : h->second;
     diff.jobs.push_back(DiffJob(base_spec, base_cluster, head_spec, head_cluster, instance));
+    if (base_spec != nullptr && head_spec != nullptr) {
+      NoteCodeChange(*base_spec, *head_spec, code_changes, diff.jobs.back());
+    }
   }
   MarkRenames(diff.jobs, base_jobs, head_jobs);
   diff.cluster = DiffClusters(base, head, instance, diff.jobs);

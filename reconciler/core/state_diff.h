@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/core/code_change.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/spec_diff.h"
@@ -85,7 +86,9 @@ ClusterDiff DiffCluster(const RayConfig* base, const RayConfig* head,
                         const std::vector<const JobSpec*>& specs, std::string_view instance);
 
 // The whole diff. Specs must already be bound to `instance` (BindSpecToInstance).
-StateDiff DiffStates(const DesiredState& base, const DesiredState& head, std::string_view instance);
+// A job whose code moved says so, with the files `code_changes` lists (when given).
+StateDiff DiffStates(const DesiredState& base, const DesiredState& head, std::string_view instance,
+                     const CodeChangeLister& code_changes = {});
 
 // The rendered lines of `diff` as a reviewer reads them: the changes, two lines of context.
 std::vector<DiffLine> RenderedChanges(const JobDiff& diff);

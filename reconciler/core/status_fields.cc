@@ -39,7 +39,7 @@ Value Object(const std::vector<StatusField>& fields) {
 std::vector<StatusField> RecordFields(const StatusRecord& r) {
   Value::Array errors;
   for (const auto& e : r.errors) errors.emplace_back(e);
-  return {
+  std::vector<StatusField> fields = {
       {"name", r.name},
       {"instance", StringOrNull(r.instance)},
       {"ray_cluster", StringOrNull(r.ray_cluster)},
@@ -60,6 +60,15 @@ std::vector<StatusField> RecordFields(const StatusRecord& r) {
       {"dashboard_url", StringOrNull(r.dashboard_url)},
       {"errors", Value(std::move(errors))},
   };
+  // Only a run of a spec with `code` has it (status files of other specs stay as they were).
+  if (!r.code_tree.empty()) {
+    Value::Object code;
+    code.emplace("folder", StringOrNull(r.code_folder));
+    code.emplace("tree", r.code_tree);
+    code.emplace("commit", StringOrNull(r.code_commit));
+    fields.insert(fields.begin() + 6, {"code", Value(std::move(code))});
+  }
+  return fields;
 }
 
 std::vector<StatusField> AttemptFields(const AttemptRecord& a) {

@@ -111,6 +111,11 @@ struct StatusRecord {
   std::string spec_path;
   std::string spec_hash;    // empty when the spec could not be parsed
   std::string spec_commit;  // empty when unknown
+  // For a spec with `code`: the latest run's code folder, its Git tree id and the commit it was
+  // taken from (the run's gitops.code-tree and gitops.code-commit labels); empty otherwise.
+  std::string code_folder;
+  std::string code_tree;
+  std::string code_commit;
   Phase phase = Phase::kPending;
   OnRemove on_remove = OnRemove::kStop;
   // The latest attempt, as Ray last reported it.

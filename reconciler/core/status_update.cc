@@ -238,11 +238,34 @@ void ExplainPendingRun(StatusRecord& rec, const JobPlan& jp, const StatusInputs&
   if (why) rec.message = ray_message.empty() ? *why : *why + ". " + ray_message;
 }
 
+// The code a run got (its gitops.code-* labels), when it has any.
+void SetRunCode(StatusRecord& rec, const RayJob& job) {
+  std::string tree = job.Label(kMetaCodeTree);
+  if (tree.empty()) return;
+  rec.code_tree = std::move(tree);
+  rec.code_commit = job.Label(kMetaCodeCommit);
+}
+
+// For a run submitted now or still to come, whose labels Ray has not shown yet: the code its
+// spec names (nothing for a spec without `code`).
+void SetSpecCode(StatusRecord& rec, const JobSpec* spec) {
+  if (spec == nullptr || !spec->has_code()) return;
+  rec.code_folder = spec->code().folder;
+  if (!rec.code_tree.empty()) return;  // the run's own labels said
+  rec.code_tree = spec->code().tree_id;
+  rec.code_commit = spec->code().commit;
+}
+
 // The latest attempt, as Ray last reported it, and the record's message.
 void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& in,
                       const PassOutcomes& done, const JobSpec* spec) {
   const bool same_attempt = rec.submission_id == jp.submission_id;
   const std::string previous = same_attempt ? rec.message : std::string();
+  if (!same_attempt) {
+    rec.code_folder.clear();
+    rec.code_tree.clear();
+    rec.code_commit.clear();
+  }
   rec.submission_id = jp.submission_id;
   rec.attempt = jp.attempt;
   std::optional<std::string> ray_message;
@@ -256,6 +279,7 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
     SetRayFields(rec, *it->second);
     ray_message = it->second->message;
     if (std::string label = it->second->Label(kMetaCommit); !label.empty()) run_commit = label;
+    SetRunCode(rec, *it->second);
   } else if (done.submitted.contains(jp.submission_id)) {
     ClearRayFields(rec);
     rec.status = RayJobStatus::kPending;
@@ -284,6 +308,7 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
   });
   if (run_commit.empty()) run_commit = in.spec_commit;
   rec.spec_commit = run_commit;
+  SetSpecCode(rec, spec);
   rec.dashboard_url =
       DashboardUrl(in.dashboard_url.empty() ? in.ray_address : in.dashboard_url, rec.submission_id);
 }

@@ -85,6 +85,18 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   // A job with `after`: its ${runs.<name>.dir} are the directories of the runs the plan found
   // SUCCEEDED (core/pipeline.h).
   if (!action.upstream_runs.empty()) context.upstream_runs = action.upstream_runs;
+  // The code first: a run whose working_dir Ray cannot find fails in its runtime_env setup.
+  if (spec->has_code()) {
+    core::Status shipped =
+        options.code == nullptr
+            ? core::Status(core::Error::Fatal("no way to upload code was given"))
+            : options.code->Ensure(server, spec->code().tree_id);
+    if (!shipped.ok()) {
+      out.error = core::Error(shipped.error().kind(), "code " + spec->code().folder + ": " +
+                                                          shipped.error().message());
+      return out;
+    }
+  }
   SubmitArtifactInputs inputs;
   inputs.ray_config_text = TextOf(snapshot, options, snapshot.state.cluster->path);
   inputs.jobspec_text = TextOf(snapshot, options, spec->path);

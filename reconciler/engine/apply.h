@@ -14,6 +14,7 @@
 #include "reconciler/core/planner.h"
 #include "reconciler/core/result.h"
 #include "reconciler/ports/artifact_sink.h"
+#include "reconciler/engine/code_upload.h"
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/ports/job_server.h"
 
@@ -33,6 +34,9 @@ struct ApplyOptions {
   // Texts of the specs submitted, by path, for the artifacts (read before the submits start,
   // by DesiredStateSource::SpecText); a path absent here is looked up in the snapshot's texts.
   const std::map<std::string, std::string, std::less<>>* spec_texts = nullptr;
+  // Ships the code of specs with `code` before their submit (engine/code_upload.h); null: a
+  // submit of such a spec fails.
+  CodeUploader* code = nullptr;
 };
 
 using ActionOutcome = core::ActionOutcome;

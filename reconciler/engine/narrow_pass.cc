@@ -41,6 +41,7 @@ PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store) {
   for (const auto& [name, record] : *result.ledger) add_removed(record);
   index.cluster = state.cluster;
   index.pipelines = core::HasPipelines(state);
+  index.code = state.uses_code;
   index.warnings = result.warnings;
   index.redactor = result.redactor;
   return index;
@@ -244,6 +245,10 @@ std::optional<PassResult> NarrowPass(const PassIndex& index, const ReconcileDeps
   }
   if (index.pipelines) {
     why = "a spec has after: a job's plan depends on its upstreams'";
+    return cannot();
+  }
+  if (index.code) {
+    why = "a spec has code: a commit outside the jobs folder can change what it runs";
     return cannot();
   }
   // A run's deadline or a schedule's slot fell due since: every job must be planned at this

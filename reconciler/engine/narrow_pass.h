@@ -48,6 +48,9 @@ struct PassIndex {
   // Some spec has `after`: a job's plan then depends on other jobs' (its upstreams'), which a
   // narrow view does not hold, so every pass is a full one.
   bool pipelines = false;
+  // Some spec has `code` (core::DesiredState::uses_code): its run follows files outside the
+  // jobs folder, which a narrow view does not read, so every pass is a full one.
+  bool code = false;
 
   bool valid() const { return memo.valid; }
 };

@@ -360,8 +360,15 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
     }
     apply.spec_texts = &texts;
   }
+  // Code packages are zipped from the source's objects, once per tree and pass.
+  CodeUploader code([&deps](const std::string& tree_id) -> core::Result<std::string> {
+    if (deps.source == nullptr) return core::Error::Fatal("no desired-state source to pack from");
+    return deps.source->CodeZip(tree_id);
+  });
+  apply.code = &code;
   result.outcomes =
       ApplyPlan(result.plan, snapshot, *deps.server, deps.server_factory, deps.artifacts, apply);
+  result.code = code.stats();
   result.actions_not_started =
       static_cast<int>(result.plan.actions.size() - result.outcomes.size());
   for (const auto& o : result.outcomes) {
@@ -516,6 +523,13 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   planned.policy.desired_elsewhere = in.desired_elsewhere;
   for (const ports::SkippedStatusFile& file : in.skipped) {
     if (!file.name.empty()) planned.policy.frozen_jobs[file.name] = FrozenByStatusMessage(file);
+  }
+  // A spec whose code moved: its messages list the files (only such specs ask).
+  if (deps.source != nullptr) {
+    planned.policy.code_changes = [&deps](const std::string& from, const std::string& to) {
+      core::Result<std::vector<std::string>> files = deps.source->CodeChanges(from, to);
+      return files.ok() ? std::move(*files) : std::vector<std::string>();
+    };
   }
   result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, planned.policy);
   result.planned = true;

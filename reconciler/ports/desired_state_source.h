@@ -105,6 +105,21 @@ class DesiredStateSource {
     return it == snapshot.texts.end() ? std::string() : it->second;
   }
 
+  // The zip of the code folder whose Git tree is `tree_id` (docs/code-in-the-repository.md),
+  // byte for byte what every other call gives for that tree. The default, for sources without
+  // Git objects (test fakes): kFatal.
+  virtual core::Result<std::string> CodeZip(const std::string& tree_id) {
+    return core::Error::Fatal("this source cannot pack code (tree " + tree_id + ")");
+  }
+  // The paths (relative to the folder, sorted) of the files that differ between two trees of
+  // a code folder: added, removed or changed. kNotFound when a tree is not in the local copy.
+  virtual core::Result<std::vector<std::string>> CodeChanges(const std::string& from_tree,
+                                                             const std::string& to_tree) {
+    (void)to_tree;
+    return core::Error::NotFound("this source cannot compare code trees (tree " + from_tree +
+                                 ")");
+  }
+
   // How `commit` stands to `pass_commit` (both full hex ids), as far as the local copy knows;
   // a later Load (a fresh fetch) may answer differently. Never fails: a commit that cannot be
   // read is kUnknown. The default, for sources without history (test fakes), counts every

@@ -20,16 +20,17 @@ namespace rg::spec {
 static_assert(sizeof(core::SourcePos) == 8, "update the parse cache codec");
 static_assert(sizeof(core::Diagnostic) == 72, "update the parse cache codec");
 static_assert(sizeof(core::Value) == 56, "update the parse cache codec");
-static_assert(sizeof(core::RayConfig) == 392, "update the parse cache codec");
+static_assert(sizeof(core::RayConfig) == 408, "update the parse cache codec");
 static_assert(sizeof(core::TrainerFields) == 264, "update the parse cache codec");
 static_assert(sizeof(core::LifecycleFields) == 176, "update the parse cache codec");
 static_assert(sizeof(core::ScheduleFields) == 152, "update the parse cache codec");
-static_assert(sizeof(core::JobSpec) == 592, "update the parse cache codec");
-static_assert(sizeof(LoadedJobSpec) == 768, "update the parse cache codec");
-static_assert(sizeof(Parsed<core::JobSpec>) == 624, "update the parse cache codec");
-static_assert(sizeof(Parsed<core::RayConfig>) == 424, "update the parse cache codec");
+static_assert(sizeof(core::CodeFields) == 168, "update the parse cache codec");
+static_assert(sizeof(core::JobSpec) == 600, "update the parse cache codec");
+static_assert(sizeof(LoadedJobSpec) == 776, "update the parse cache codec");
+static_assert(sizeof(Parsed<core::JobSpec>) == 632, "update the parse cache codec");
+static_assert(sizeof(Parsed<core::RayConfig>) == 440, "update the parse cache codec");
 static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
-static_assert(sizeof(core::StatusRecord) == 512, "update the parse cache codec");
+static_assert(sizeof(core::StatusRecord) == 608, "update the parse cache codec");
 #endif
 
 namespace {
@@ -282,6 +283,7 @@ void Put(ByteWriter& w, const core::RayConfig& c) {
   Put(w, c.entrypoint_resources);
   Put(w, c.runtime_env);
   Put(w, c.user_code_path);
+  Put(w, c.code_max_bytes);
   Put(w, c.positions);
 }
 
@@ -297,6 +299,7 @@ void Get(ByteReader& r, core::RayConfig& c) {
   if (r.Bool()) Get(r, c.entrypoint_resources.emplace(), sizeof(double));
   Get(r, c.runtime_env);
   Get(r, c.user_code_path);
+  Get(r, c.code_max_bytes);
   Get(r, c.positions, kMinPos);
 }
 
@@ -380,6 +383,11 @@ void PutJobFields(ByteWriter& w, const core::JobSpec& s) {
   Put(w, s.lifecycle().schedule);
   Put(w, s.pipeline().after);
   Put(w, s.pipeline().after_pos);
+  // What a commit says; the tree id and the rest are resolved again after a read.
+  Put(w, s.code().folder);
+  Put(w, s.code().folder_pos);
+  Put(w, s.code().ref);
+  Put(w, s.code().ref_pos);
 }
 
 void Put(ByteWriter& w, const core::JobSpec& s) {
@@ -428,6 +436,12 @@ void GetJobFields(ByteReader& r, core::JobSpec& s) {
   Get(r, pipeline.after_pos, kMinPos);
   if (pipeline.after.size() != pipeline.after_pos.size()) r.Fail();
   s.pipeline_fields.set(std::move(pipeline));  // most specs keep no box
+  core::CodeFields code;
+  Get(r, code.folder);
+  Get(r, code.folder_pos);
+  Get(r, code.ref);
+  Get(r, code.ref_pos);
+  s.code_fields.set(std::move(code));  // most specs keep no box
 }
 
 void Get(ByteReader& r, core::JobSpec& s) {
@@ -495,6 +509,9 @@ void PutRecordHead(ByteWriter& w, const core::StatusRecord& s) {
   w.String(s.spec_path);
   w.String(s.spec_hash);
   w.String(s.spec_commit);
+  w.String(s.code_folder);
+  w.String(s.code_tree);
+  w.String(s.code_commit);
   PutEnum(w, s.phase);
   PutEnum(w, s.on_remove);
   w.String(s.submission_id);
@@ -510,6 +527,9 @@ void GetRecordHead(ByteReader& r, core::StatusRecord& s) {
   s.spec_path = r.String();
   s.spec_hash = r.String();
   s.spec_commit = r.String();
+  s.code_folder = r.String();
+  s.code_tree = r.String();
+  s.code_commit = r.String();
   GetEnum(r, s.phase, core::Phase::kWaiting);
   GetEnum(r, s.on_remove, core::OnRemove::kKeep);
   s.submission_id = r.String();

@@ -334,7 +334,7 @@ void ReadClusterRuntimeEnv(ClusterFields& f, const YamlEntry& e) {
   });
 }
 
-constexpr std::array<FieldRule<ClusterFields>, 9> kClusterFields = {{
+constexpr std::array<FieldRule<ClusterFields>, 10> kClusterFields = {{
     {"name", ReadClusterName},
     {"address", ReadClusterAddress},
     {"shared_root", ReadSharedRoot},
@@ -346,6 +346,13 @@ constexpr std::array<FieldRule<ClusterFields>, 9> kClusterFields = {{
     {"user_code_path",
      [](ClusterFields& f, const YamlEntry& e) {
        f.doc.user_code_path = f.reader.String(e.key, e.value);
+     }},
+    // The ceiling is Ray's: its dashboard refuses larger request bodies.
+    {"code_max_bytes",
+     [](ClusterFields& f, const YamlEntry& e) {
+       f.doc.code_max_bytes = f.reader.Integer(e.key, e.value, 1, core::kMaxCodeBytes,
+                                               "an integer number of bytes from 1 to 104857600 "
+                                               "(100 MiB, what Ray's dashboard accepts)");
      }},
 }};
 
@@ -563,6 +570,52 @@ void ReadRerun(JobFields& f, const YamlEntry& e) {
   if (!token) f.reader.TypeError(e.key, "a non-empty token (a string or a number)", e.value);
 }
 
+// `code`: a folder of this repository, relative to its root. Kept normalised ("./" and a
+// trailing "/" dropped); whether it exists is known once the commit is read
+// (adapters::ResolveCode).
+void ReadCode(JobFields& f, const YamlEntry& e) {
+  std::string folder = e.value.is_string() ? e.value.scalar.as_string() : std::string();
+  while (folder.starts_with("./")) folder.erase(0, 2);
+  while (folder.ends_with('/')) folder.pop_back();
+  bool ok = !folder.empty() && !folder.starts_with('/') && folder.find('\\') == std::string::npos;
+  for (size_t start = 0; ok && start <= folder.size();) {
+    size_t slash = folder.find('/', start);
+    if (slash == std::string::npos) slash = folder.size();
+    const std::string_view part = std::string_view(folder).substr(start, slash - start);
+    ok = !part.empty() && part != "." && part != ".." && part != ".git";
+    start = slash + 1;
+  }
+  if (!ok) {
+    f.reader.TypeError(e.key,
+                       "a folder of this repository, relative to its root (e.g. src/trainer; "
+                       "not the root itself, no \"..\")",
+                       e.value);
+    return;
+  }
+  core::CodeFields& code = f.doc.code_fields.mutable_get();
+  code.folder = std::move(folder);
+  code.folder_pos = e.value.pos;
+}
+
+// `code_ref`: a tag, a branch or a commit id of this repository; resolved once the commit is
+// read (adapters::ResolveCode).
+void ReadCodeRef(JobFields& f, const YamlEntry& e) {
+  const std::string ref = e.value.is_string() ? e.value.scalar.as_string() : std::string();
+  const bool ok = !ref.empty() && !ref.starts_with('-') && ref.find("..") == std::string::npos &&
+                  std::ranges::none_of(ref, [](char c) {
+                    return static_cast<unsigned char>(c) <= ' ' || c == '~' || c == '^' ||
+                           c == ':' || c == '?' || c == '*' || c == '[' || c == '\\';
+                  });
+  if (!ok) {
+    f.reader.TypeError(e.key, "a tag, branch or commit id of this repository (e.g. v1)",
+                       e.value);
+    return;
+  }
+  core::CodeFields& code = f.doc.code_fields.mutable_get();
+  code.ref = ref;
+  code.ref_pos = e.value.pos;
+}
+
 // `after`: a list of job names, each once; the checks across files find them (CheckPipelines).
 void ReadAfter(JobFields& f, const YamlEntry& e) {
   if (!e.value.is_sequence()) {
@@ -620,7 +673,7 @@ void CheckRunsVariables(const YamlNode& node, const std::string& field, JobField
 using JobRule = FieldRule<JobFields>;
 constexpr bool kTrainerOnly = true;
 
-constexpr std::array<JobRule, 31> kJobFields = {{
+constexpr std::array<JobRule, 33> kJobFields = {{
     // Read before the others (the entrypoint and the trainer-only fields depend on it).
     {"workload", [](JobFields&, const YamlEntry&) {}},
     {"name", ReadJobName},
@@ -668,6 +721,8 @@ constexpr std::array<JobRule, 31> kJobFields = {{
      },
      kTrainerOnly},
     {"overrides", ReadOverrides, kTrainerOnly},
+    {"code", ReadCode},
+    {"code_ref", ReadCodeRef},
     {"entrypoint", ReadEntrypoint},
     {"runtime_env", ReadJobRuntimeEnv},
     {"env_vars", ReadEnvVars},
@@ -801,6 +856,23 @@ void CheckScheduleFields(const YamlNode& root, const JobFields& fields) {
   }
 }
 
+// `code_ref` needs `code`; `code` is the run's working_dir, so runtime_env cannot name another.
+void CheckCodeFields(const YamlNode& root, const JobFields& fields) {
+  const YamlEntry* code = FindEntry(root, "code");
+  if (const YamlEntry* ref = FindEntry(root, "code_ref"); ref != nullptr && code == nullptr) {
+    fields.reader.Error(ref->key_pos,
+                        "code_ref applies to code only: it needs code: <folder of this "
+                        "repository>");
+  }
+  const YamlEntry* runtime_env = FindEntry(root, "runtime_env");
+  if (code == nullptr || runtime_env == nullptr || !runtime_env->value.is_mapping()) return;
+  if (const YamlEntry* dir = FindEntry(runtime_env->value, "working_dir")) {
+    fields.reader.Error(dir->key_pos,
+                        "runtime_env.working_dir cannot be set with code: the code folder is "
+                        "the run's working_dir (remove one of them)");
+  }
+}
+
 // What only the whole document can show: a custom workload without its entrypoint, a name
 // that must be written because the path gives none.
 void CheckJobDocument(const YamlNode& root, JobFields& fields) {
@@ -817,6 +889,7 @@ void CheckJobDocument(const YamlNode& root, JobFields& fields) {
                                     "\") is not a valid job name; set name: explicitly");
   }
   CheckScheduleFields(root, fields);
+  CheckCodeFields(root, fields);
 }
 
 }  // namespace

@@ -190,6 +190,18 @@ core::Status ReadRecordFields(const Value& root, const std::string& path, core::
   fields.String("spec_path", r.spec_path);
   fields.String("spec_hash", r.spec_hash);
   fields.String("spec_commit", r.spec_commit);
+  if (auto code = root.as_object().find("code");
+      code != root.as_object().end() && !code->second.is_null()) {
+    if (!code->second.is_object()) {
+      fields.Fail("code", "a mapping of folder, tree and commit");
+    } else {
+      StatusFieldReader code_fields(code->second.as_object(), path + ": code.");
+      code_fields.String("folder", r.code_folder);
+      code_fields.String("tree", r.code_tree);
+      code_fields.String("commit", r.code_commit);
+      if (code_fields.problem()) return core::Error::InvalidInput(*code_fields.problem());
+    }
+  }
   fields.PhaseField("phase", r.phase, /*required=*/true);
   std::string on_remove;
   fields.String("on_remove", on_remove);

@@ -1,0 +1,205 @@
+#include "reconciler/adapters/code_folders.h"
+
+#include <git2.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "reconciler/core/byte_size.h"
+#include "reconciler/core/diagnostic.h"
+#include "reconciler/core/spec_model.h"
+
+namespace rg::adapters {
+namespace {
+
+// "code: <what is wrong>", unless the message names its field already.
+std::string FieldMessage(std::string_view field, const std::string& message) {
+  if (message.starts_with(std::string(field) + ":")) return message;
+  return std::string(field) + ": " + message;
+}
+
+}  // namespace
+
+core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info,
+                                    int64_t max_bytes, const BuildZip& build) {
+  const auto limit = static_cast<uint64_t>(max_bytes);
+  if (ZipSizeUpperBound(info) <= limit) return {};
+  std::string key = info.tree_id;
+  key.append("\n").append(std::to_string(max_bytes));
+  if (auto it = size_checked_.find(key); it != size_checked_.end()) return it->second;
+  // Over the bound, which assumes nothing compresses: only the zip itself can tell.
+  core::Status verdict;
+  core::Result<std::string> zip = build(spec, info);
+  if (!zip.ok()) {
+    verdict = zip.error();
+  } else if (zip->size() > limit) {
+    std::string message = spec.code().folder + " would be a zip of " +
+                          core::HumanBytes(zip->size()) + ", over the limit of " +
+                          core::HumanBytes(limit) +
+                          " (code_max_bytes in the cluster file; Ray's dashboard takes at most "
+                          "100 MiB); its largest files: ";
+    for (size_t i = 0; i < info.largest.size(); ++i) {
+      if (i > 0) message += ", ";
+      message.append(spec.code().folder).append("/").append(info.largest[i].first);
+      message.append(" (").append(core::HumanBytes(info.largest[i].second)).append(")");
+    }
+    message += ". Keep data and checkpoints out of the code folder (shared_root, or export-ignore "
+               "in its .gitattributes)";
+    verdict = core::Error::InvalidInput(std::move(message));
+  }
+  size_checked_.insert_or_assign(std::move(key), verdict);
+  return verdict;
+}
+
+void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect,
+                          const BuildZip& build, const RefResolver& resolve_ref,
+                          const std::string& head_commit) {
+  const int64_t max_bytes = state.cluster && state.cluster->code_max_bytes
+                                ? *state.cluster->code_max_bytes
+                                : core::kMaxCodeBytes;
+  std::vector<core::InvalidSpec> moved;
+  std::vector<bool> failed(state.jobs.size(), false);
+  // Specs sharing a folder at one commit are inspected once.
+  std::map<std::string, core::Result<CodeFolderInfo>, std::less<>> inspected;
+  for (size_t i = 0; i < state.jobs.size(); ++i) {
+    core::JobSpec& spec = state.jobs[i];
+    if (!spec.has_code()) continue;
+    state.uses_code = true;
+    core::CodeFields& code = spec.mutable_code();
+    auto fail = [&](core::SourcePos pos, std::string message) {
+      core::InvalidSpec bad;
+      bad.path = spec.path;
+      bad.name = spec.name;
+      bad.diagnostics.push_back({spec.path, pos.line, pos.column, std::move(message)});
+      moved.push_back(std::move(bad));
+      failed[i] = true;
+    };
+    std::string commit = head_commit;
+    if (code.ref) {
+      core::Result<std::string> resolved = resolve_ref(*code.ref);
+      if (!resolved.ok()) {
+        fail(code.ref_pos, FieldMessage("code_ref", resolved.error().message()));
+        continue;
+      }
+      commit = *resolved;
+    }
+    std::string key = commit;
+    key.append("\n").append(code.folder);
+    auto it = inspected.find(key);
+    if (it == inspected.end()) {
+      ++inspections_;
+      it = inspected.emplace(std::move(key), inspect(spec, commit)).first;
+    }
+    const core::Result<CodeFolderInfo>& info = it->second;
+    if (!info.ok()) {
+      fail(code.folder_pos, FieldMessage("code", info.error().message()));
+      continue;
+    }
+    if (core::Status fits = CheckSize(spec, *info, max_bytes, build); !fits.ok()) {
+      fail(code.folder_pos, FieldMessage("code", fits.error().message()));
+      continue;
+    }
+    code.tree_id = info->tree_id;
+    code.commit = commit;
+    code.files = info->files;
+    code.bytes = info->bytes;
+  }
+  core::MoveToInvalid(state, failed, std::move(moved));
+}
+
+void CodeFolders::ResolveAtCommit(core::DesiredState& state, git_repository* repo,
+                                  const std::string& commit, const RefResolver& resolve_ref) {
+  Resolve(
+      state,
+      [repo](const core::JobSpec& spec, const std::string& at) {
+        return InspectCodeFolder(repo, at, spec.code().folder);
+      },
+      [repo](const core::JobSpec&, const CodeFolderInfo& info) {
+        return BuildCodeZip(repo, info.tree_id);
+      },
+      resolve_ref, commit);
+}
+
+void CodeFolders::ResolveOnDisk(core::DesiredState& state, git_repository* repo,
+                                const std::string& workdir, const RefResolver& resolve_ref) {
+  Resolve(
+      state,
+      [repo, &workdir](const core::JobSpec& spec,
+                       const std::string& at) -> core::Result<CodeFolderInfo> {
+        if (at.empty()) return InspectCodeFolderOnDisk(repo, workdir, spec.code().folder);
+        return InspectCodeFolder(repo, at, spec.code().folder);
+      },
+      [repo, &workdir](const core::JobSpec& spec,
+                       const CodeFolderInfo& info) -> core::Result<std::string> {
+        if (!spec.code().ref) return BuildCodeZipFromDisk(repo, workdir, spec.code().folder);
+        return BuildCodeZip(repo, info.tree_id);
+      },
+      [repo, &resolve_ref](const std::string& ref) -> core::Result<std::string> {
+        if (repo == nullptr) {
+          return core::Error::InvalidInput("code_ref: " + ref +
+                                           " cannot be read: the folder is not a Git checkout");
+        }
+        return resolve_ref(ref);
+      },
+      /*head_commit=*/"");
+}
+
+namespace {
+
+// The checkout at `repo_dir` (null when it is none), freed with the object.
+using Repository = std::unique_ptr<git_repository, decltype(&git_repository_free)>;
+
+Repository OpenCheckout(const std::string& repo_dir) {
+  git_libgit2_init();
+  git_repository* raw = nullptr;
+  if (git_repository_open_ext(&raw, repo_dir.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) !=
+      0) {
+    git_error_clear();
+    raw = nullptr;
+  }
+  return {raw, git_repository_free};
+}
+
+core::Result<std::string> RevparseCommit(git_repository* repo, const std::string& ref) {
+  git_object* object = nullptr;
+  const std::string spec = ref + "^{commit}";
+  if (git_revparse_single(&object, repo, spec.c_str()) != 0) {
+    git_error_clear();
+    return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in this repository");
+  }
+  std::array<char, GIT_OID_HEXSZ + 1> hex{};
+  git_oid_tostr(hex.data(), hex.size(), git_object_id(object));
+  git_object_free(object);
+  return std::string(hex.data());
+}
+
+}  // namespace
+
+void ResolveCodeOnDisk(core::DesiredState& state, const std::string& repo_dir) {
+  if (std::ranges::none_of(state.jobs, [](const core::JobSpec& s) { return s.has_code(); })) {
+    return;
+  }
+  Repository repo = OpenCheckout(repo_dir);
+  // A bare repository has no working tree: its HEAD's commit is what there is.
+  git_repository* r = repo.get();
+  CodeFolders folders;
+  folders.ResolveOnDisk(state, r, repo_dir, [r](const std::string& ref) {
+    return RevparseCommit(r, ref);
+  });
+}
+
+core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
+  Repository repo = OpenCheckout(repo_dir);
+  if (spec.code().ref) {
+    if (!repo) return core::Error::InvalidInput(repo_dir + " is not a Git checkout");
+    return BuildCodeZip(repo.get(), spec.code().tree_id);
+  }
+  return BuildCodeZipFromDisk(repo.get(), repo_dir, spec.code().folder);
+}
+
+}  // namespace rg::adapters

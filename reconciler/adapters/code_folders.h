@@ -1,0 +1,65 @@
+#pragma once
+// Resolves the `code` folders of a desired state (docs/code-in-the-repository.md): each valid
+// spec with `code` gets its folder's Git tree id, the commit the tree came from, and its size;
+// a folder that is missing, holds a symlink or a submodule, or would make a zip over
+// cluster.yaml's code_max_bytes makes its spec invalid, with the error at `code` (or
+// `code_ref`). Runs where the Git objects are: after a commit is read (the Git source), or on
+// a working tree (render, validate, diff). Results are kept by tree id, so a pass over a tree
+// seen before reads nothing again.
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "reconciler/adapters/code_package.h"
+#include "reconciler/core/desired_state.h"
+#include "reconciler/core/result.h"
+
+struct git_repository;
+
+namespace rg::adapters {
+
+class CodeFolders {
+ public:
+  // Names a commit (full hex id) for a `code_ref`: a tag, a branch or a commit id.
+  using RefResolver = std::function<core::Result<std::string>(const std::string& ref)>;
+
+  // From `commit` (full hex id) of `repo`; code_ref resolved by `resolve_ref`.
+  void ResolveAtCommit(core::DesiredState& state, git_repository* repo, const std::string& commit,
+                       const RefResolver& resolve_ref);
+  // From the working tree `workdir` (its files as `git add -A` would commit them); code_ref
+  // resolved in `repo` by `resolve_ref`. `repo` may be null when workdir is no Git checkout
+  // (then a code_ref is an error).
+  void ResolveOnDisk(core::DesiredState& state, git_repository* repo, const std::string& workdir,
+                     const RefResolver& resolve_ref);
+
+  // How many folders were inspected (read from Git) since this object was made.
+  int inspections() const { return inspections_; }
+
+ private:
+  using Inspect = std::function<core::Result<CodeFolderInfo>(const core::JobSpec&,
+                                                              const std::string& commit)>;
+  using BuildZip = std::function<core::Result<std::string>(const core::JobSpec&,
+                                                          const CodeFolderInfo&)>;
+  void Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,
+               const RefResolver& resolve_ref, const std::string& head_commit);
+  core::Status CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info, int64_t max_bytes,
+                         const BuildZip& build);
+
+  // Tree id + "\n" + limit -> the size check's outcome (the zip is built only for a folder
+  // whose bound exceeds the limit).
+  std::map<std::string, core::Status, std::less<>> size_checked_;
+  int inspections_ = 0;
+};
+
+// For commands that read a checkout on disk (`render`, `validate`, `diff` of the working tree,
+// a one-off `submit`): resolves the code folders of `state` in the working tree `repo_dir`,
+// a code_ref among the checkout's own branches, tags and commits. Opens nothing when no spec
+// has `code`.
+void ResolveCodeOnDisk(core::DesiredState& state, const std::string& repo_dir);
+
+// The zip of spec `spec`'s code as ResolveCodeOnDisk read it: from the working tree, or from
+// code_ref's commit.
+core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::string& repo_dir);
+
+}  // namespace rg::adapters

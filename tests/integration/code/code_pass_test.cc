@@ -1,0 +1,316 @@
+// Code from the repository (docs/code-in-the-repository.md), end to end through the reconcile
+// pass: a real libgit2 repository whose src/ folder is a spec's `code`, one fake Ray head that
+// keeps packages and runs `cat FILE` in them. A code push is a new run with the new code; specs
+// sharing a folder share one package (one zip, one PUT); a pass with nothing to submit sends no
+// package request; a head that forgot the package gets it again; code_ref holds the code still
+// while the folder moves on; a folder that cannot be shipped makes the spec invalid and leaves
+// its running run alone.
+
+#include <git2.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "reconciler/adapters/git_desired_state_source.h"
+#include "reconciler/adapters/git_status_store.h"
+#include "reconciler/adapters/git_workspace.h"
+#include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/core/code_package.h"
+#include "reconciler/core/render.h"
+#include "reconciler/engine/reconcile_pass.h"
+#include "reconciler/spec/status_codec.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_ray_server.h"
+#include "tests/support/git_test_repo.h"
+
+namespace rg {
+namespace {
+
+using namespace std::chrono_literals;
+using core::ActionKind;
+using core::RayJobStatus;
+
+constexpr const char* kStatusBranch = "ray-gitops/status";
+
+testing::FakeRayOptions Immediate() {
+  testing::FakeRayOptions options;
+  options.start_delay = 0ms;
+  options.run_time = 0ms;
+  return options;
+}
+
+// One ray-gitops process over a test remote: its clone, its status branch, its Ray client.
+class Process {
+ public:
+  Process(const std::string& remote, const std::string& cache_dir, testing::FakeRayServer& ray)
+      : ray_(ray), server_(adapters::RayClientOptions{ray.address()}) {
+    adapters::GitWorkspaceOptions options;
+    options.repo = remote;
+    options.cache_dir = cache_dir;
+    auto ws = adapters::GitWorkspace::Open(options);
+    if (!ws) FAIL(ws.error().ToString());
+    source_ =
+        std::make_unique<adapters::GitDesiredStateSource>(*ws, adapters::GitDesiredStateOptions{});
+    adapters::GitStatusStoreOptions store_options;
+    store_options.branch = kStatusBranch;
+    store_ = std::make_unique<adapters::GitStatusStore>(*ws, store_options);
+  }
+
+  engine::PassResult Pass(bool dry_run = false) {
+    engine::ReconcileOptions options;
+    options.ref = "main";
+    options.ray_address = ray_.address();
+    options.now_ms = now_ms_ += 1000;
+    options.dry_run = dry_run;
+    engine::ReconcileDeps deps;
+    deps.source = source_.get();
+    deps.server = &server_;
+    deps.store = store_.get();
+    engine::PassResult result = engine::RunReconcilePass(deps, options);
+    ray_.Tick();
+    return result;
+  }
+
+ private:
+  testing::FakeRayServer& ray_;
+  adapters::RayHttpJobServer server_;
+  std::unique_ptr<adapters::GitDesiredStateSource> source_;
+  std::unique_ptr<adapters::GitStatusStore> store_;
+  int64_t now_ms_ = testing::FakeClock::kStartWallMs;
+};
+
+std::string Errors(const engine::PassResult& r) {
+  std::string out;
+  for (const auto& e : r.errors) out += e.ToString() + "\n";
+  for (const auto& d : r.diagnostics) out += d.ToString() + "\n";
+  return out;
+}
+
+// The submission ids the pass submitted.
+std::vector<std::string> Submitted(const engine::PassResult& r) {
+  std::vector<std::string> out;
+  for (const auto& o : r.outcomes) {
+    if (o.ok && o.action.kind == ActionKind::kSubmit) out.push_back(o.action.submission_id);
+  }
+  return out;
+}
+
+// The logs of `id` on the head, "" when it has none.
+std::string LogsOf(testing::FakeRayServer& ray, const std::string& id) {
+  adapters::RayHttpJobServer client(adapters::RayClientOptions{ray.address()});
+  core::Result<std::string> logs = client.Logs(id);
+  return logs.ok() ? *logs : "";
+}
+
+std::optional<core::StatusRecord> RecordOf(const std::string& remote, const std::string& name) {
+  auto text = testing::ReadFileAt(remote, kStatusBranch, spec::StatusFilePath(name));
+  if (!text) return std::nullopt;
+  auto record = spec::DecodeStatusYaml(*text, name);
+  if (!record) FAIL(record.error().ToString());
+  return *record;
+}
+
+// A lightweight tag on the remote, as `git tag NAME COMMIT && git push --tags` leaves it.
+void TagOnRemote(const std::string& remote, const std::string& name, const std::string& commit) {
+  git_repository* repo = nullptr;
+  REQUIRE(git_repository_open(&repo, remote.c_str()) == 0);
+  git_oid oid;
+  REQUIRE(git_oid_fromstr(&oid, commit.c_str()) == 0);
+  git_object* target = nullptr;
+  REQUIRE(git_object_lookup(&target, repo, &oid, GIT_OBJECT_COMMIT) == 0);
+  git_oid tag;
+  REQUIRE(git_tag_create_lightweight(&tag, repo, name.c_str(), target, 0) == 0);
+  git_object_free(target);
+  git_repository_free(repo);
+}
+
+constexpr const char* kCluster = "address: http://127.0.0.1:1\n";  // the flags' address wins
+constexpr const char* kMarkerSpec = "workload: custom\ncode: src\nentrypoint: cat marker.txt\n";
+
+TEST_CASE("A code push is a new run that gets the new code; the status records the code") {
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  repo.person->Write("jobs/marker.yaml", kMarkerSpec);
+  repo.person->Write("src/marker.txt", "marker A\n");
+  const std::string first = repo.person->CommitAndPush("main", "code A");
+  Process daemon(repo.remote, repo.tmp.Sub("cache"), ray);
+
+  engine::PassResult one = daemon.Pass();
+  INFO(Errors(one));
+  REQUIRE(Submitted(one).size() == 1);
+  const std::string run_a = Submitted(one).front();
+  CHECK(one.code.uploads == 1);
+  CHECK(one.code.zips == 1);
+  CHECK(ray.PackageNames().size() == 1);
+  // The body names the package as its working_dir, and the run printed marker A from it.
+  const std::string body = ray.SubmitBodies().back();
+  CHECK(body.find("\"working_dir\":\"gcs://" + ray.PackageNames().front() + "\"") !=
+        std::string::npos);
+  daemon.Pass();
+  CHECK(ray.StatusOf(run_a) == RayJobStatus::kSucceeded);
+  CHECK(LogsOf(ray, run_a).find("marker A") != std::string::npos);
+  std::optional<core::StatusRecord> rec = RecordOf(repo.remote, "marker");
+  REQUIRE(rec);
+  CHECK(rec->code_folder == "src");
+  CHECK(rec->code_tree.size() == 40);
+  CHECK(rec->code_commit == first);
+  CHECK(core::CodePackageName(rec->code_tree) == ray.PackageNames().front());
+
+  SECTION("a pass with nothing to submit sends no package request and builds no zip") {
+    ray.ResetCounters();
+    engine::PassResult quiet = daemon.Pass();
+    CHECK(Submitted(quiet).empty());
+    CHECK(quiet.code.checks == 0);
+    CHECK(ray.RequestCount(testing::kRoutePackageGet) == 0);
+    CHECK(ray.RequestCount(testing::kRoutePackagePut) == 0);
+  }
+
+  SECTION("changing only the code: the plan names it, the new run prints marker B") {
+    repo.person->Write("src/marker.txt", "marker B\n");
+    repo.person->CommitAndPush("main", "code B");
+    engine::PassResult plan = daemon.Pass(/*dry_run=*/true);
+    bool named = false;
+    for (const auto& jp : plan.plan.jobs) {
+      if (jp.name == "marker") {
+        named = jp.message.find("code changed: src (1 file: marker.txt)") != std::string::npos;
+        INFO(jp.message);
+        CHECK(named);
+      }
+    }
+    CHECK(named);
+    engine::PassResult two = daemon.Pass();
+    INFO(Errors(two));
+    REQUIRE(Submitted(two).size() == 1);
+    const std::string run_b = Submitted(two).front();
+    CHECK(run_b != run_a);
+    CHECK(ray.PackageNames().size() == 2);
+    daemon.Pass();
+    CHECK(LogsOf(ray, run_b).find("marker B") != std::string::npos);
+    CHECK(RecordOf(repo.remote, "marker")->code_tree != rec->code_tree);
+  }
+
+  SECTION("a head restart that drops the package: the next attempt uploads it again") {
+    ray.Restart();
+    CHECK(ray.PackageNames().empty());
+    ray.ResetCounters();
+    engine::PassResult again = daemon.Pass();
+    INFO(Errors(again));
+    CHECK(ray.RequestCount(testing::kRoutePackagePut) == 1);
+    daemon.Pass();
+    for (const std::string& id : Submitted(again)) {
+      CHECK(ray.StatusOf(id) == RayJobStatus::kSucceeded);
+      CHECK(LogsOf(ray, id).find("marker A") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("Specs sharing a code folder share one package: one zip, one PUT") {
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  for (int i = 0; i < 3; ++i) {
+    repo.person->Write("jobs/m" + std::to_string(i) + ".yaml",
+                       "workload: custom\ncode: src\nentrypoint: cat marker.txt\nrerun: \"" +
+                           std::to_string(i) + "\"\n");
+  }
+  repo.person->Write("src/marker.txt", "shared\n");
+  repo.person->CommitAndPush("main", "three specs, one folder");
+  Process daemon(repo.remote, repo.tmp.Sub("cache"), ray);
+  engine::PassResult one = daemon.Pass();
+  INFO(Errors(one));
+  CHECK(Submitted(one).size() == 3);
+  CHECK(one.code.zips == 1);
+  CHECK(one.code.uploads == 1);
+  CHECK(ray.RequestCount(testing::kRoutePackagePut) == 1);
+  CHECK(ray.RequestCount(testing::kRoutePackageGet) == 3);  // checked before every submit
+}
+
+TEST_CASE("code_ref holds the code at a tag while the folder moves on, with no restart") {
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  repo.person->Write("src/marker.txt", "marker A\n");
+  const std::string v1 = repo.person->CommitAndPush("main", "code A");
+  TagOnRemote(repo.remote, "v1", v1);
+  repo.person->Write("jobs/pinned.yaml",
+                     "workload: custom\ncode: src\ncode_ref: v1\nentrypoint: cat marker.txt\n");
+  repo.person->Write("src/marker.txt", "marker B\n");
+  repo.person->CommitAndPush("main", "spec pinned to v1, code B on main");
+  Process daemon(repo.remote, repo.tmp.Sub("cache"), ray);
+  engine::PassResult one = daemon.Pass();
+  INFO(Errors(one));
+  REQUIRE(Submitted(one).size() == 1);
+  const std::string run = Submitted(one).front();
+  daemon.Pass();
+  CHECK(LogsOf(ray, run).find("marker A") != std::string::npos);
+  CHECK(RecordOf(repo.remote, "pinned")->code_commit == v1);
+
+  repo.person->Write("src/marker.txt", "marker C\n");
+  repo.person->CommitAndPush("main", "code C on main");
+  engine::PassResult later = daemon.Pass();
+  INFO(Errors(later));
+  CHECK(Submitted(later).empty());
+  CHECK(RecordOf(repo.remote, "pinned")->submission_id == run);
+}
+
+TEST_CASE("A code folder that cannot be shipped makes the spec invalid; its run keeps running") {
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", std::string(kCluster) + "code_max_bytes: 4096\n");
+  repo.person->Write("jobs/long.yaml", "workload: custom\ncode: src\nentrypoint: sleep 600\n");
+  repo.person->Write("jobs/other.yaml", "workload: custom\nentrypoint: sleep 600\n");
+  repo.person->Write("src/train.py", "print('hello')\n");
+  repo.person->CommitAndPush("main", "a running job with code");
+  Process daemon(repo.remote, repo.tmp.Sub("cache"), ray);
+  engine::PassResult one = daemon.Pass();
+  INFO(Errors(one));
+  REQUIRE(Submitted(one).size() == 2);
+  std::string run;
+  for (const std::string& id : Submitted(one)) {
+    if (id.starts_with("long-")) run = id;
+  }
+  REQUIRE(!run.empty());
+
+  SECTION("over code_max_bytes: the error names the largest files") {
+    std::string noise;
+    uint32_t x = 12345;
+    for (int i = 0; i < 20000; ++i) {
+      x = x * 1103515245U + 12345U;
+      noise += static_cast<char>(x >> 24);
+    }
+    repo.person->Write("src/weights.bin", noise);
+    repo.person->CommitAndPush("main", "a big file in the code folder");
+    engine::PassResult r = daemon.Pass();
+    const std::string errors = Errors(r);
+    INFO(errors);
+    CHECK(errors.find("jobs/long.yaml:2:7: error: code: src would be a zip of") !=
+          std::string::npos);
+    CHECK(errors.find("code_max_bytes") != std::string::npos);
+    CHECK(errors.find("src/weights.bin (19.5 KiB)") != std::string::npos);
+  }
+  SECTION("a missing folder: the error names it") {
+    repo.person->Remove("src/train.py");
+    repo.person->Write("lib/train.py", "print('moved')\n");
+    repo.person->CommitAndPush("main", "the folder moved");
+    engine::PassResult r = daemon.Pass();
+    const std::string errors = Errors(r);
+    INFO(errors);
+    CHECK(errors.find("jobs/long.yaml:2:7: error: code: src does not exist") != std::string::npos);
+  }
+  // Either way nothing was sent for it, and the run it had goes on.
+  engine::PassResult after = daemon.Pass();
+  CHECK(Submitted(after).empty());
+  for (const auto& a : after.plan.actions) CHECK(a.kind != ActionKind::kStop);
+  CHECK(ray.StatusOf(run) == RayJobStatus::kRunning);
+  CHECK(RecordOf(repo.remote, "long")->phase == core::Phase::kInvalid);
+}
+
+}  // namespace
+}  // namespace rg
