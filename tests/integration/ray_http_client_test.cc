@@ -495,7 +495,7 @@ TEST_CASE("an upload refused for its size is invalid input naming the 100 MiB li
   CHECK(fake.PackageNames().empty());
 }
 
-TEST_CASE("a zip over 100 MiB is refused without sending it; one of exactly 100 MiB is sent",
+TEST_CASE("a zip over 100 MiB is refused unsent, and one of exactly 100 MiB is sent",
           "[client][package]") {
   FakeRayServer fake;
   RayHttpJobServer client(FastOptions(fake));
