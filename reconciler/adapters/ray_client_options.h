@@ -26,6 +26,8 @@ struct RayClientOptions {
   std::chrono::milliseconds read_timeout{30000};
   // Submit gets a long read timeout: a cancelled submit can leave a job PENDING forever.
   std::chrono::milliseconds submit_timeout{300000};
+  // An upload to Ray's package store may carry 100 MiB: 300 s is 100 MiB at ~350 KB/s.
+  std::chrono::milliseconds upload_timeout{300000};
   int max_attempts = 4;  // for idempotent calls (GET, stop, delete)
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{5000};

@@ -23,6 +23,8 @@ using ray_http::ClassifyHttpError;
 using ray_http::EncodePathSegment;
 
 constexpr const char* kJsonType = "application/json";
+constexpr const char* kZipType = "application/octet-stream";
+constexpr std::string_view kPackagesPath = "/api/packages/gcs/";
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -292,6 +294,30 @@ class RayHttpJobServer::Impl {
     return out;
   }
 
+  core::Result<bool> HasPackage(std::string_view name) {
+    if (auto bad = CheckPackageName(name); !bad.ok()) return bad.error();
+    auto ex =
+        Retrying("GET", std::string(kPackagesPath) + std::string(name), "", options_.read_timeout);
+    if (ex) return true;
+    if (ex.error().IsNotFound()) return false;
+    return ex.error();
+  }
+
+  core::Status UploadPackage(std::string_view name, std::string_view zip) {
+    if (auto bad = CheckPackageName(name); !bad.ok()) return bad;
+    if (zip.size() > ray_http::kMaxRequestBodyBytes) {
+      // Nothing is sent: the head would refuse it only after receiving 100 MiB of it.
+      return core::Error::InvalidInput(
+          "package " + std::string(name) + " is " + std::to_string(zip.size()) +
+          " bytes: too large to upload, Ray's dashboard takes request bodies up to 100 MiB (" +
+          std::to_string(ray_http::kMaxRequestBodyBytes) + " bytes)");
+    }
+    auto ex = Retrying("PUT", std::string(kPackagesPath) + std::string(name), zip,
+                       options_.upload_timeout);
+    if (!ex) return ex.error();
+    return core::OkStatus();
+  }
+
   core::Result<std::string> ClusterStatus() {
     auto ex = Retrying("GET", "/api/cluster_status?format=1", "", options_.read_timeout);
     if (!ex) return ex.error();
@@ -332,11 +358,13 @@ class RayHttpJobServer::Impl {
   }
 
   Exchange SendThroughTransport(const std::string& method, const std::string& path,
-                                const std::string& body, ray_http::BodyStream* stream) const {
-    RayHttpRequest request{method, split_.prefix + path, body, {}};
+                                std::string_view body, ray_http::BodyStream* stream) const {
+    RayHttpRequest request{method, split_.prefix + path, std::string(body), {}};
     if (method == "POST") {
       request.headers["Content-Type"] = kJsonType;
       if (request.body.empty()) request.body = "{}";
+    } else if (method == "PUT") {
+      request.headers["Content-Type"] = kZipType;
     }
     for (const auto& [name, value] : RequestHeaders()) request.headers[name] = value;
     RayHttpAnswer answer = transport_(request);
@@ -389,7 +417,7 @@ class RayHttpJobServer::Impl {
 
   // One request, no retry. With a stream, the body of a GET's 2xx answer goes to it as it
   // arrives (Begin, then Write), not into the exchange.
-  Exchange Send(const std::string& method, const std::string& path, const std::string& body,
+  Exchange Send(const std::string& method, const std::string& path, std::string_view body,
                 std::chrono::milliseconds read_timeout, ray_http::BodyStream* stream = nullptr) {
     Exchange ex;
     if (options_.address.empty()) {
@@ -424,8 +452,11 @@ class RayHttpJobServer::Impl {
       res = GetBody(client, full_path, headers, stream);
     } else if (method == "DELETE") {
       res = client.Delete(full_path, headers);
+    } else if (method == "PUT") {
+      res = client.Put(full_path, headers, body.data(), body.size(), kZipType);
     } else {
-      res = client.Post(full_path, headers, body.empty() ? std::string("{}") : body, kJsonType);
+      const std::string_view json_body = body.empty() ? std::string_view("{}") : body;
+      res = client.Post(full_path, headers, json_body.data(), json_body.size(), kJsonType);
     }
     std::string cut = calls.Leave(&client, budget);
     if (!res) {
@@ -440,7 +471,7 @@ class RayHttpJobServer::Impl {
 
   // An idempotent request with retries on transient failures. Returns the 2xx answer.
   core::Result<Exchange> Retrying(const std::string& method, const std::string& path,
-                                  const std::string& body, std::chrono::milliseconds read_timeout,
+                                  std::string_view body, std::chrono::milliseconds read_timeout,
                                   ray_http::BodyStream* stream = nullptr) {
     if (options_.address.empty()) {
       return core::Error::InvalidInput(
@@ -464,6 +495,12 @@ class RayHttpJobServer::Impl {
       std::this_thread::sleep_for(ray_http::BackoffDelay(attempt, options_.initial_backoff,
                                                          options_.max_backoff, unit(rng_)));
     }
+  }
+
+  static core::Status CheckPackageName(std::string_view name) {
+    if (ray_http::IsPackageName(name)) return core::OkStatus();
+    return core::Error::InvalidInput("package name '" + std::string(name) +
+                                     "' is not of the form _ray_pkg_<[0-9a-z]+>.zip");
   }
 
   static core::Result<bool> BoolField(const std::string& body, const char* key, const char* what) {
@@ -523,6 +560,12 @@ core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_-
 core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }
 core::Result<ports::LogTail> RayHttpJobServer::TailLogs(std::string_view id, size_t max_bytes) {
   return impl_->TailLogs(id, max_bytes);
+}
+core::Result<bool> RayHttpJobServer::HasPackage(std::string_view name) {
+  return impl_->HasPackage(name);
+}
+core::Status RayHttpJobServer::UploadPackage(std::string_view name, std::string_view zip) {
+  return impl_->UploadPackage(name, zip);
 }
 core::Result<std::string> RayHttpJobServer::ClusterStatus() { return impl_->ClusterStatus(); }
 core::Result<core::ClusterResources> RayHttpJobServer::Resources() { return impl_->Resources(); }

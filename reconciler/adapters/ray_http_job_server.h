@@ -69,6 +69,15 @@ class RayHttpJobServer : public ports::JobServer {
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;
   core::Result<ports::LogTail> TailLogs(std::string_view id, size_t max_bytes) override;
+  // GET /api/packages/gcs/<name>, retried as every GET; a 404 is false. A name that is not
+  // "_ray_pkg_<[0-9a-z]+>.zip" is kInvalidInput, and nothing is sent.
+  core::Result<bool> HasPackage(std::string_view name) override;
+  // PUT /api/packages/gcs/<name> with `zip` as an application/octet-stream body, within
+  // RayClientOptions::upload_timeout. Retried on kTransient like a GET: the store is keyed by
+  // the name, so a second PUT stores the same bytes again. A zip over Ray's 100 MiB limit is
+  // refused here (kInvalidInput), as is a bad name; a refusal of the size by the head is
+  // kInvalidInput too, and a 404 kFatal.
+  core::Status UploadPackage(std::string_view name, std::string_view zip) override;
   core::Result<std::string> ClusterStatus() override;
   core::Result<core::ClusterResources> Resources() override;
 

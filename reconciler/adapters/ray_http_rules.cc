@@ -451,9 +451,34 @@ bool IsDuplicateSubmissionBody(std::string_view body) {
   return Contains(body, "already exists") || Contains(body, "Please use a different submission_id");
 }
 
+bool IsPackageName(std::string_view name) {
+  constexpr std::string_view kPrefix = "_ray_pkg_";
+  constexpr std::string_view kSuffix = ".zip";
+  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
+      !name.ends_with(kSuffix)) {
+    return false;
+  }
+  const std::string_view key =
+      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  return std::all_of(key.begin(), key.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'); });
+}
+
 core::Error ClassifyHttpError(std::string_view method, std::string_view path, int status,
                               std::string_view body) {
   std::string message = Describe(method, path, status, body);
+  // Ray 2.51.1 and 2.60.0 answer a body over the limit with aiohttp's own 413. Their
+  // upload_package reads the body inside a try block that makes any exception a 500 with its
+  // traceback, so the same refusal raised there would come as a 500 naming the exception.
+  if (status == 413 || (status == 500 && (Contains(body, "HTTPRequestEntityTooLarge") ||
+                                          Contains(body, "Request Entity Too Large")))) {
+    return core::Error::InvalidInput(
+        message + " (the request body is too large: Ray's dashboard takes request bodies up to " +
+        "100 MiB)");
+  }
+  if (status == 404 && method == "PUT") {
+    return core::Error::Fatal(message + " (the head has no such store to upload to)");
+  }
   switch (status) {
     case 400:
       return core::Error::InvalidInput(std::move(message));

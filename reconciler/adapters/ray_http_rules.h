@@ -28,12 +28,23 @@ inline constexpr size_t kMaxBodyInMessage = 512;
 std::string TrimBodyForMessage(std::string_view body);
 
 // The error for a non-2xx answer to `method path`. 400 -> kInvalidInput, 401/403 ->
-// kUnauthorized, 404 -> kNotFound, 500 naming a duplicate submission id -> kConflict, 500 to
-// a DELETE of a job that is not terminal -> kConflict, 408/429 and other 5xx -> kTransient,
-// any other 4xx -> kFatal (a request we should never have sent, e.g. 405 to a browser-like
-// client). The message holds the request, the status and the trimmed body.
+// kUnauthorized, 404 -> kNotFound (kFatal for a PUT: the head has no such store), a body
+// refused for its size (413, or a 500 whose text names aiohttp's HTTPRequestEntityTooLarge)
+// -> kInvalidInput, 500 naming a duplicate submission id -> kConflict, 500 to a DELETE of a
+// job that is not terminal -> kConflict, 408/429 and other 5xx -> kTransient, any other 4xx
+// -> kFatal (a request we should never have sent, e.g. 405 to a browser-like client). The
+// message holds the request, the status and the trimmed body.
 core::Error ClassifyHttpError(std::string_view method, std::string_view path, int status,
                               std::string_view body);
+
+// Ray's dashboard refuses request bodies over this many bytes (aiohttp's client_max_size,
+// DASHBOARD_CLIENT_MAX_SIZE): 413 "Maximum request body size 104857600 exceeded.". A body of
+// exactly this size is taken.
+inline constexpr size_t kMaxRequestBodyBytes = size_t{100} << 20;
+
+// True for a name of Ray's package store as ray-gitops makes them: "_ray_pkg_" then one or
+// more of [0-9a-z], then ".zip".
+bool IsPackageName(std::string_view name);
 
 // True for the text Ray answers a duplicate submission id with.
 bool IsDuplicateSubmissionBody(std::string_view body);

@@ -56,6 +56,12 @@ core::Result<std::string> PrefetchedListServer::Logs(std::string_view id) {
 core::Result<ports::LogTail> PrefetchedListServer::TailLogs(std::string_view id, size_t max_bytes) {
   return Settled().TailLogs(id, max_bytes);
 }
+core::Result<bool> PrefetchedListServer::HasPackage(std::string_view name) {
+  return Settled().HasPackage(name);
+}
+core::Status PrefetchedListServer::UploadPackage(std::string_view name, std::string_view zip) {
+  return Settled().UploadPackage(name, zip);
+}
 core::Result<std::string> PrefetchedListServer::ClusterStatus() {
   return Settled().ClusterStatus();
 }

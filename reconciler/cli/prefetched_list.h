@@ -44,6 +44,8 @@ class PrefetchedListServer : public ports::JobServer {
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;
   core::Result<ports::LogTail> TailLogs(std::string_view id, size_t max_bytes) override;
+  core::Result<bool> HasPackage(std::string_view name) override;
+  core::Status UploadPackage(std::string_view name, std::string_view zip) override;
   core::Result<std::string> ClusterStatus() override;
   core::Result<core::ClusterResources> Resources() override;
 

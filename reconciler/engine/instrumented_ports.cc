@@ -86,6 +86,14 @@ core::Result<ports::LogTail> InstrumentedJobServer::TailLogs(std::string_view id
   return Call("logs", [&] { return inner_->TailLogs(id, max_bytes); });
 }
 
+core::Result<bool> InstrumentedJobServer::HasPackage(std::string_view name) {
+  return Call("package_get", [&] { return inner_->HasPackage(name); });
+}
+
+core::Status InstrumentedJobServer::UploadPackage(std::string_view name, std::string_view zip) {
+  return Call("package_put", [&] { return inner_->UploadPackage(name, zip); });
+}
+
 core::Result<std::string> InstrumentedJobServer::ClusterStatus() {
   return Call("cluster_status", [&] { return inner_->ClusterStatus(); });
 }

@@ -23,8 +23,10 @@ namespace rg::engine {
 // Declares both histogram families (idempotent). The decorators call it themselves.
 void DeclareRequestMetrics(core::MetricsRegistry& metrics);
 
-// Times every call under call=version|submit|get|list|stop|delete|logs|cluster_status
-// (Resources reads the same endpoint and counts as cluster_status).
+// Times every call under
+// call=version|submit|get|list|stop|delete|logs|cluster_status|package_get|package_put
+// (Resources reads the same endpoint and counts as cluster_status; HasPackage is package_get,
+// UploadPackage package_put).
 class InstrumentedJobServer : public ports::JobServer {
  public:
   // `metrics` and `clock` must outlive this object.
@@ -51,6 +53,8 @@ class InstrumentedJobServer : public ports::JobServer {
   core::Result<std::string> Logs(std::string_view id) override;
   // Timed as call=logs: the same request.
   core::Result<ports::LogTail> TailLogs(std::string_view id, size_t max_bytes) override;
+  core::Result<bool> HasPackage(std::string_view name) override;
+  core::Status UploadPackage(std::string_view name, std::string_view zip) override;
   core::Result<std::string> ClusterStatus() override;
   core::Result<core::ClusterResources> Resources() override;
 

@@ -27,6 +27,7 @@
 #include "reconciler/core/pending_reason.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/in_process_ray.h"
+#include "tests/support/zip_bytes.h"
 
 namespace {
 
@@ -425,6 +426,75 @@ TEST_CASE("contract: entrypoint_label_selector reaches heads that take it (Ray 2
   REQUIRE(Submitted(client, body) == id);
   RayJob job = WaitForStatus(client, id, RayJobStatus::kSucceeded);
   CHECK(job.driver_exit_code == 0);
+}
+
+// A package name of this run: "_ray_pkg_" and lowercase hex, as ray-gitops names them.
+std::string UniquePackage() {
+  static std::mt19937_64 rng(std::random_device{}());
+  std::ostringstream name;
+  name << "_ray_pkg_c0" << TheTarget().run_tag << std::hex << rng() << ".zip";
+  return name.str();
+}
+
+Value WithWorkingDir(Value body, const std::string& package) {
+  body["runtime_env"]["working_dir"] = "gcs://" + package;
+  return body;
+}
+
+TEST_CASE("contract: an uploaded package is held, and a job runs in its files",
+          "[contract][package]") {
+  INFO("target " << TheTarget().name << ", Ray " << TheTarget().ray_version);
+  auto client = Client();
+  const std::string package = UniquePackage();
+  const std::string marker = "marker-" + TheTarget().run_tag + "-" + package.substr(9, 16);
+  const std::string zip = rg::testing::ZipBytes({{"marker.txt", marker}});
+
+  auto before = client.HasPackage(package);
+  REQUIRE(before.ok());
+  CHECK_FALSE(*before);
+  auto uploaded = client.UploadPackage(package, zip);
+  REQUIRE(uploaded.ok());
+  auto after = client.HasPackage(package);
+  REQUIRE(after.ok());
+  CHECK(*after);
+  if (TheTarget().fake) CHECK(TheTarget().fake->PackageBytes(package) == zip);
+
+  const std::string id = UniqueId("package");
+  Submitted(client, WithWorkingDir(Body(id, "cat marker.txt"), package));
+  RayJob job = WaitForStatus(client, id, RayJobStatus::kSucceeded);
+  CHECK(job.driver_exit_code == 0);
+  CHECK_FALSE(job.error_type.has_value());
+  auto logs = client.Logs(id);
+  REQUIRE(logs.ok());
+  CHECK(logs->find(marker) != std::string::npos);
+}
+
+TEST_CASE("contract: a job whose package was never uploaded fails to set up its runtime env",
+          "[contract][package]") {
+  INFO("target " << TheTarget().name << ", Ray " << TheTarget().ray_version);
+  auto client = Client();
+  const std::string package = UniquePackage();
+  const std::string id = UniqueId("no-package");
+  Submitted(client, WithWorkingDir(Body(id, "cat marker.txt"), package));
+  // About 3 s on a real head: the runtime env agent retries the download first.
+  RayJob job = WaitForStatus(client, id, RayJobStatus::kFailed);
+  // Ray 2.50.0 first fills error_type (see the failing entrypoint case).
+  if (RayAtLeast({2, 50, 0})) {
+    CHECK(job.error_type == "RUNTIME_ENV_SETUP_FAILURE");
+  } else {
+    CHECK_FALSE(job.error_type.has_value());
+  }
+  // The same words on Ray 2.51.1 and 2.60.0; only the traceback's frames differ.
+  CHECK(job.message.rfind("runtime_env setup failed: Failed to set up runtime environment.", 0) ==
+        0);
+  CHECK(job.message.find("OSError: Failed to download runtime_env file package gcs://" + package +
+                         " from the GCS") != std::string::npos);
+  // No driver ever ran.
+  CHECK_FALSE(job.driver_exit_code.has_value());
+  CHECK_FALSE(job.driver_node_id.has_value());
+  auto logs = client.Logs(id);
+  REQUIRE(logs.ok());
+  CHECK(logs->empty());
 }
 
 TEST_CASE("contract: with token auth a missing or wrong token is unauthorized",

@@ -16,6 +16,7 @@
 #include "reconciler/core/siphash.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
+#include "tests/support/zip_bytes.h"
 
 namespace {
 
@@ -414,6 +415,199 @@ TEST_CASE("the end of a driver log is read over HTTP as the whole log gives it",
   REQUIRE(all.ok());
   CHECK(all->tail == *whole);
   CHECK(client.TailLogs("nobody", 10).error().IsNotFound());
+}
+
+// --- Ray's package store ---
+
+constexpr const char* kPackage = "_ray_pkg_0123456789abcdef.zip";
+
+TEST_CASE("a package is looked up and uploaded with the client's headers", "[client][package]") {
+  FakeRayOptions fo;
+  fo.token = "s3cret";
+  FakeRayServer fake(fo);
+  RayClientOptions o = FastOptions(fake);
+  o.token = "s3cret";
+  o.headers = {{"X-Team", "rl"}, {"Content-Type", "text/plain"}};
+  RayHttpJobServer client(o);
+  const std::string zip = rg::testing::ZipBytes({{"marker.txt", "hello"}});
+
+  auto missing = client.HasPackage(kPackage);
+  REQUIRE(missing.ok());
+  CHECK_FALSE(*missing);
+  REQUIRE(client.UploadPackage(kPackage, zip).ok());
+  auto present = client.HasPackage(kPackage);
+  REQUIRE(present.ok());
+  CHECK(*present);
+  CHECK(fake.PackageBytes(kPackage) == zip);
+  CHECK(fake.PackageNames() == std::vector<std::string>{kPackage});
+
+  for (std::string_view r : {route::kRoutePackageGet, route::kRoutePackagePut}) {
+    INFO(r);
+    auto h = fake.LastHeaders(r);
+    CHECK(h["user-agent"] == std::string("ray-gitops/") + RG_VERSION);
+    CHECK(h["authorization"] == "Bearer s3cret");
+    CHECK(h["x-ray-authorization"] == "Bearer s3cret");
+    CHECK(h["x-team"] == "rl");
+  }
+  CHECK(fake.LastHeaders(route::kRoutePackagePut)["content-type"] == "application/octet-stream");
+  CHECK(fake.RequestCount(route::kRoutePackageGet) == 2);
+  CHECK(fake.RequestCount(route::kRoutePackagePut) == 1);
+}
+
+TEST_CASE("a package name that is not _ray_pkg_<[0-9a-z]+>.zip is refused before any request",
+          "[client][package]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  for (const char* bad : {"", "_ray_pkg_.zip", "_ray_pkg_ABC.zip", "../_ray_pkg_ab.zip",
+                          "_ray_pkg_ab.zip?x=1", "pkg.zip"}) {
+    INFO(bad);
+    auto has = client.HasPackage(bad);
+    REQUIRE_FALSE(has.ok());
+    CHECK(has.error().kind() == ErrorKind::kInvalidInput);
+    auto put = client.UploadPackage(bad, "PK");
+    REQUIRE_FALSE(put.ok());
+    CHECK(put.error().kind() == ErrorKind::kInvalidInput);
+    CHECK(put.error().message().find("_ray_pkg_") != std::string::npos);
+  }
+  CHECK(fake.RequestCount(route::kRoutePackageGet) == 0);
+  CHECK(fake.RequestCount(route::kRoutePackagePut) == 0);
+  CHECK(fake.RequestCount("GET other") == 0);
+  CHECK(fake.RequestCount("PUT other") == 0);
+}
+
+TEST_CASE("an upload refused for its size is invalid input naming the 100 MiB limit",
+          "[client][package]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  SECTION("413, as aiohttp answers") {
+    fake.FailNext(route::kRoutePackagePut, 1, 413, "Maximum request body size 104857600 exceeded.");
+  }
+  SECTION("a 500 whose traceback names HTTPRequestEntityTooLarge") {
+    fake.FailNext(route::kRoutePackagePut, 1, 500,
+                  "Traceback (most recent call last):\n  File \"job_head.py\", in upload_package\n"
+                  "aiohttp.web_exceptions.HTTPRequestEntityTooLarge: Request Entity Too Large\n");
+  }
+  auto put = client.UploadPackage(kPackage, "PK");
+  REQUIRE_FALSE(put.ok());
+  CHECK(put.error().kind() == ErrorKind::kInvalidInput);
+  CHECK(put.error().message().find("up to 100 MiB") != std::string::npos);
+  CHECK(fake.RequestCount(route::kRoutePackagePut) == 1);  // not retried
+  CHECK(fake.PackageNames().empty());
+}
+
+TEST_CASE("a zip over 100 MiB is refused unsent, and one of exactly 100 MiB is sent",
+          "[client][package]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  std::string body(rg::adapters::ray_http::kMaxRequestBodyBytes + 1, 'x');
+  auto put = client.UploadPackage(kPackage, body);
+  REQUIRE_FALSE(put.ok());
+  CHECK(put.error().kind() == ErrorKind::kInvalidInput);
+  CHECK(put.error().message().find("up to 100 MiB") != std::string::npos);
+  CHECK(fake.RequestCount(route::kRoutePackagePut) == 0);
+  body.pop_back();
+  RayClientOptions o = FastOptions(fake);
+  o.upload_timeout = 60s;  // 100 MiB through a debug build
+  REQUIRE(RayHttpJobServer(o).UploadPackage(kPackage, body).ok());
+  CHECK(fake.PackageBytes(kPackage)->size() == body.size());
+}
+
+TEST_CASE("package calls map 404, 5xx and lost answers like the other calls", "[client][package]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  SECTION("a 404 to the upload is fatal, never not-found") {
+    fake.FailNext(route::kRoutePackagePut, 1, 404, "404: Not Found");
+    auto put = client.UploadPackage(kPackage, "PK");
+    REQUIRE_FALSE(put.ok());
+    CHECK(put.error().kind() == ErrorKind::kFatal);
+  }
+  SECTION("5xx and dropped answers are retried, then transient") {
+    fake.FailNext(route::kRoutePackageGet, 2, 503, "unavailable");
+    auto has = client.HasPackage(kPackage);
+    REQUIRE(has.ok());
+    CHECK_FALSE(*has);
+    CHECK(fake.RequestCount(route::kRoutePackageGet) == 3);
+    fake.DropNext(route::kRoutePackagePut, 3, /*after_handling=*/false);
+    auto put = client.UploadPackage(kPackage, "PK");
+    REQUIRE_FALSE(put.ok());
+    CHECK(put.error().kind() == ErrorKind::kTransient);
+    CHECK(fake.RequestCount(route::kRoutePackagePut) == 3);
+    fake.FailNext(route::kRoutePackagePut, 1, 500, "Traceback\nRuntimeError: GCS down");
+    REQUIRE(client.UploadPackage(kPackage, "PK").ok());
+    CHECK(fake.PackageBytes(kPackage) == "PK");
+  }
+  SECTION("401 is unauthorized") {
+    fake.SetToken("t");
+    CHECK(client.HasPackage(kPackage).error().kind() == ErrorKind::kUnauthorized);
+    CHECK(client.UploadPackage(kPackage, "PK").error().kind() == ErrorKind::kUnauthorized);
+  }
+}
+
+TEST_CASE("the fake refuses a body over 100 MiB with 413 and forgets packages on restart",
+          "[fake][package]") {
+  FakeRayServer fake;
+  httplib::Client raw(fake.address());
+  const std::string path = std::string("/api/packages/gcs/") + kPackage;
+  std::string body(rg::adapters::ray_http::kMaxRequestBodyBytes + 1, 'x');
+  auto refused = raw.Put(path, body, "application/octet-stream");
+  REQUIRE(refused);
+  CHECK(refused->status == 413);
+  CHECK(refused->body == "Maximum request body size 104857600 exceeded.");
+  CHECK(fake.PackageNames().empty());
+  body.resize(10);
+  auto stored = raw.Put(path, body, "application/octet-stream");
+  REQUIRE(stored);
+  CHECK(stored->status == 200);
+  auto missing = raw.Get("/api/packages/gcs/_ray_pkg_ff.zip");
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
+  CHECK(missing->body == "Package gcs://_ray_pkg_ff.zip does not exist");
+  fake.Restart();
+  CHECK(fake.PackageNames().empty());
+  CHECK_FALSE(fake.PackageBytes(kPackage).has_value());
+}
+
+TEST_CASE("the fake runs a job in its package: cat reads the zip, a bad zip fails the set-up",
+          "[fake][package]") {
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client
+              .UploadPackage(kPackage,
+                             rg::testing::ZipBytes({{"a.txt", "alpha\n"}, {"src/b.txt", "beta"}}))
+              .ok());
+  REQUIRE(client.UploadPackage("_ray_pkg_0bad.zip", "not a zip").ok());
+  auto submit = [&](const std::string& id, const std::string& entrypoint,
+                    const std::string& package) {
+    Value body = Body(id, entrypoint);
+    if (!package.empty()) body["runtime_env"]["working_dir"] = "gcs://" + package;
+    REQUIRE(client.Submit(body).ok());
+  };
+  submit("cat-a", "cat a.txt", kPackage);
+  submit("cat-b", "cat ./src/b.txt", kPackage);
+  submit("cat-missing", "cat c.txt", kPackage);
+  submit("cat-no-package", "cat a.txt", "");
+  submit("bad-zip", "cat a.txt", "_ray_pkg_0bad.zip");
+  std::this_thread::sleep_for(400ms);
+  fake.Tick();
+
+  CHECK(fake.StatusOf("cat-a") == RayJobStatus::kSucceeded);
+  CHECK(client.Logs("cat-a")->find("alpha\n") != std::string::npos);
+  CHECK(fake.StatusOf("cat-b") == RayJobStatus::kSucceeded);
+  CHECK(client.Logs("cat-b")->find("beta") != std::string::npos);
+  for (const char* id : {"cat-missing", "cat-no-package"}) {
+    INFO(id);
+    auto job = client.Get(id);
+    REQUIRE(job.ok());
+    CHECK(job->status == RayJobStatus::kFailed);
+    CHECK(job->driver_exit_code == 1);
+    CHECK(job->error_type == "JOB_ENTRYPOINT_COMMAND_ERROR");
+    CHECK(job->message.find("No such file or directory") != std::string::npos);
+  }
+  auto bad = client.Get("bad-zip");
+  REQUIRE(bad.ok());
+  CHECK(bad->status == RayJobStatus::kFailed);
+  CHECK(bad->error_type == "RUNTIME_ENV_SETUP_FAILURE");
+  CHECK_FALSE(bad->driver_exit_code.has_value());
 }
 
 TEST_CASE("an https address speaks TLS: a plain-HTTP server is a transient error", "[client]") {

@@ -1,6 +1,7 @@
 #include "tests/support/fake_ray_server.h"
 
 #include <httplib.h>
+#include <zip.h>
 
 #include <algorithm>
 #include <cctype>
@@ -23,6 +24,9 @@ using core::RayJobStatus;
 
 constexpr char kDriverNodeId[] = "fa4e0000000000000000000000000000000000000000000000000000";
 constexpr char kAgentAddress[] = "http://127.0.0.1:52365";
+constexpr std::string_view kPackagesPath = "/api/packages/gcs/";
+// The dashboard's client_max_size: a larger request body is refused with 413.
+constexpr size_t kMaxRequestBody = size_t{100} << 20;
 
 int64_t SystemEpochMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -49,6 +53,7 @@ struct Fate {
   int64_t exit_code = 0;
   std::optional<double> sleep_seconds;
   std::string output;
+  std::optional<std::string> cat_file;  // `cat FILE`: output and fate known once the job starts
 };
 
 Fate FateOf(const std::string& entrypoint) {
@@ -79,8 +84,96 @@ Fate FateOf(const std::string& entrypoint) {
     words.erase(std::remove(words.begin(), words.end(), '\''), words.end());
     words.erase(std::remove(words.begin(), words.end(), '"'), words.end());
     fate.output = words + "\n";
+  } else if (starts("cat")) {
+    std::string file = TrimSpace(cmd.substr(3));
+    file.erase(std::remove(file.begin(), file.end(), '\''), file.end());
+    file.erase(std::remove(file.begin(), file.end(), '"'), file.end());
+    fate.cat_file = std::move(file);
   }
   return fate;
+}
+
+// The package of a runtime_env whose working_dir is `gcs://<name>`: its name, else empty.
+std::string WorkingDirPackage(const json& runtime_env) {
+  if (!runtime_env.is_object()) return "";
+  auto it = runtime_env.find("working_dir");
+  if (it == runtime_env.end() || !it->is_string()) return "";
+  const std::string uri = it->get<std::string>();
+  constexpr std::string_view kScheme = "gcs://";
+  return uri.rfind(kScheme, 0) == 0 ? uri.substr(kScheme.size()) : "";
+}
+
+// The files of a zip as its entries name them. nullopt when `bytes` is not a zip.
+std::optional<std::map<std::string, std::string>> ZipFiles(const std::string& bytes) {
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* source = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+  if (source == nullptr) {
+    zip_error_fini(&error);
+    return std::nullopt;
+  }
+  zip_t* archive = zip_open_from_source(source, ZIP_RDONLY, &error);
+  zip_error_fini(&error);
+  if (archive == nullptr) {
+    zip_source_free(source);  // still ours: zip_open_from_source failed
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> files;
+  bool readable = true;
+  const zip_int64_t entries = zip_get_num_entries(archive, 0);
+  for (zip_int64_t i = 0; i < entries && readable; ++i) {
+    const auto index = static_cast<zip_uint64_t>(i);
+    zip_stat_t stat;
+    zip_stat_init(&stat);
+    if (zip_stat_index(archive, index, 0, &stat) != 0 || (stat.valid & ZIP_STAT_NAME) == 0 ||
+        (stat.valid & ZIP_STAT_SIZE) == 0) {
+      readable = false;
+      break;
+    }
+    std::string name = stat.name;
+    if (!name.empty() && name.back() == '/') continue;  // a directory
+    zip_file_t* file = zip_fopen_index(archive, index, 0);
+    if (file == nullptr) {
+      readable = false;
+      break;
+    }
+    std::string content(stat.size, '\0');
+    const zip_int64_t read = zip_fread(file, content.data(), stat.size);
+    zip_fclose(file);
+    if (read < 0 || static_cast<zip_uint64_t>(read) != stat.size) {
+      readable = false;
+      break;
+    }
+    files.emplace(std::move(name), std::move(content));
+  }
+  zip_discard(archive);  // read only: nothing to write back; frees the source too
+  if (!readable) return std::nullopt;
+  return files;
+}
+
+// The message of a job whose working_dir package the store does not hold, as Ray 2.51.1 and
+// 2.60.0 word it (their tracebacks' frames differ, the rest does not).
+std::string MissingPackageMessage(const std::string& name) {
+  return "runtime_env setup failed: Failed to set up runtime environment.\n"
+         "Could not create the actor because its associated runtime env failed to be created.\n"
+         "[Node 127.0.0.1] Traceback (most recent call last):\n"
+         "  File \"fake_ray_server\", in download_and_unpack_package\n"
+         "OSError: Failed to download runtime_env file package gcs://" +
+         name +
+         " from the GCS to the Ray worker node. The package may have prematurely been deleted "
+         "from the GCS due to a long upload time or a problem with Ray. Try setting the "
+         "environment variable RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S  to a value "
+         "larger than the upload time in seconds (the default is 600). If this fails, try "
+         "re-running after making any change to a file in the file package.\n";
+}
+
+std::string BadZipMessage(const std::string& name) {
+  return "runtime_env setup failed: Failed to set up runtime environment.\n"
+         "Could not create the actor because its associated runtime env failed to be created.\n"
+         "[Node 127.0.0.1] Traceback (most recent call last):\n"
+         "  File \"fake_ray_server\", in unzip_package\n"
+         "zipfile.BadZipFile: File is not a zip file (package gcs://" +
+         name + ")\n";
 }
 
 struct FakeJob {
@@ -165,6 +258,8 @@ class FakeRayServer::Impl {
                  [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
     server_.Delete(
         ".*", [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
+    server_.Put(".*",
+                [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
     if (!options_.listen) return;
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -237,6 +332,7 @@ class FakeRayServer::Impl {
     std::lock_guard lock(mu_);
     jobs_.clear();
     order_.clear();
+    packages_.clear();
     session_name_ = NewSessionName();
   }
 
@@ -289,6 +385,21 @@ class FakeRayServer::Impl {
   std::string SessionName() const {
     std::lock_guard lock(mu_);
     return session_name_;
+  }
+
+  std::vector<std::string> PackageNames() const {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> names;
+    names.reserve(packages_.size());
+    for (const auto& [name, bytes] : packages_) names.push_back(name);
+    return names;
+  }
+
+  std::optional<std::string> PackageBytes(std::string_view name) const {
+    std::lock_guard lock(mu_);
+    auto it = packages_.find(name);
+    if (it == packages_.end()) return std::nullopt;
+    return it->second;
   }
 
   int RequestCount(std::string_view route) const {
@@ -347,6 +458,13 @@ class FakeRayServer::Impl {
       if (slash == std::string::npos) return method + " /api/jobs/{id}";
       *tail = rest.substr(slash);
       if (*tail == "/stop" || *tail == "/logs") return method + " /api/jobs/{id}" + *tail;
+    }
+    if (path.rfind(kPackagesPath, 0) == 0) {
+      const std::string name = path.substr(kPackagesPath.size());
+      if (!name.empty() && name.find('/') == std::string::npos) {
+        *id = name;
+        return method + " /api/packages/gcs/{name}";
+      }
     }
     return method + " other";
   }
@@ -475,6 +593,21 @@ class FakeRayServer::Impl {
                   req.get_param_value("format") == "1" ? ClusterStatusText() : ClusterStatusJson());
     }
     if (route == kRouteSubmit) return Submit(req, res);
+    if (route == kRoutePackageGet) {
+      if (packages_.count(id) == 0)
+        return Text(res, 404, "Package gcs://" + id + " does not exist");
+      res.status = 200;  // Ray's bare Response(): no body
+      return;
+    }
+    if (route == kRoutePackagePut) {
+      if (req.body.size() > kMaxRequestBody) {
+        return Text(res, 413,
+                    "Maximum request body size " + std::to_string(kMaxRequestBody) + " exceeded.");
+      }
+      packages_[id] = req.body;
+      res.status = 200;
+      return;
+    }
     if (route == kRouteList) {
       json list = json::array();
       auto now = Now();
@@ -756,6 +889,43 @@ class FakeRayServer::Impl {
     return "";
   }
 
+  // What the runtime env agent does before the driver starts: fetch the working_dir package
+  // and resolve `cat FILE` against its files. False when the set-up failed (the job has ended).
+  bool SetUpRuntimeEnv(FakeJob& job) {
+    const std::string package = WorkingDirPackage(job.runtime_env);
+    std::optional<std::map<std::string, std::string>> files;
+    if (!package.empty()) {
+      auto held = packages_.find(package);
+      if (held != packages_.end()) files = ZipFiles(held->second);
+      if (!files) {
+        job.status = RayJobStatus::kFailed;
+        job.end_time_ms = EpochMs();
+        job.driver_exit_code.reset();
+        job.stop_due.reset();
+        job.error_type = "RUNTIME_ENV_SETUP_FAILURE";
+        job.message =
+            held == packages_.end() ? MissingPackageMessage(package) : BadZipMessage(package);
+        return false;
+      }
+    }
+    if (job.fate.cat_file) {
+      std::string file = *job.fate.cat_file;
+      if (file.rfind("./", 0) == 0) file.erase(0, 2);
+      std::optional<std::string> content;
+      if (files) {
+        if (auto found = files->find(file); found != files->end()) content = found->second;
+      }
+      if (content) {
+        job.fate.output = std::move(*content);
+      } else {
+        job.fate.kind = Fate::kFail;
+        job.fate.exit_code = 1;
+        job.fate.output = "cat: " + *job.fate.cat_file + ": No such file or directory\n";
+      }
+    }
+    return true;
+  }
+
   void StartDriver(FakeJob& job) {
     job.driver_started = true;
     job.logs += "Running entrypoint for job " + job.submission_id + ": " + job.entrypoint + "\n";
@@ -779,6 +949,7 @@ class FakeRayServer::Impl {
     if (job.manual) return;
     if (job.status == RayJobStatus::kPending) {
       if (!job.schedulable || now < job.submitted + options_.start_delay) return;
+      if (!SetUpRuntimeEnv(job)) return;
       job.status = RayJobStatus::kRunning;
       job.running_since = job.submitted + options_.start_delay;
       job.message = DefaultMessage(job);
@@ -834,6 +1005,7 @@ class FakeRayServer::Impl {
   std::mt19937_64 rng_;
   std::string session_name_;
   std::map<std::string, FakeJob, std::less<>> jobs_;
+  std::map<std::string, std::string, std::less<>> packages_;  // name -> the zip's bytes
   std::vector<std::string> order_;  // submission order, as the list answers
   std::vector<std::string> submit_bodies_;
   std::map<std::string, int> counts_;
@@ -884,6 +1056,10 @@ std::optional<core::RayJobStatus> FakeRayServer::StatusOf(std::string_view id) {
 size_t FakeRayServer::JobCount() const { return impl_->JobCount(); }
 std::vector<std::string> FakeRayServer::SubmitBodies() const { return impl_->SubmitBodies(); }
 std::string FakeRayServer::SessionName() const { return impl_->SessionName(); }
+std::vector<std::string> FakeRayServer::PackageNames() const { return impl_->PackageNames(); }
+std::optional<std::string> FakeRayServer::PackageBytes(std::string_view name) const {
+  return impl_->PackageBytes(name);
+}
 int FakeRayServer::RequestCount(std::string_view route) const { return impl_->RequestCount(route); }
 std::map<std::string, std::string> FakeRayServer::LastHeaders(std::string_view route) const {
   return impl_->LastHeaders(route);

@@ -6,11 +6,25 @@
 // Lifecycle: by default a job's fate follows its entrypoint, as a real head's would:
 //   `sleep N...`             RUNNING until stopped or until N seconds have passed (then SUCCEEDED)
 //   `false`, `exit K` (K>0)  FAILED with driver_exit_code K (1 for `false`)
+//   `cat FILE`               logs FILE's content as read from the job's code package (below);
+//                            FAILED with exit code 1 and `cat: FILE: No such file or directory`
+//                            when the package has no such file, or the job has no package
 //   anything else            SUCCEEDED with driver_exit_code 0; `echo WORDS` logs WORDS
 // A job whose entrypoint resources the fake cluster cannot satisfy stays PENDING. Progress is
 // computed from the monotonic clock whenever the server is asked, so no timer thread exists;
 // with FakeRayOptions::clock that is the test's clock, and a test moves jobs on by advancing
 // it instead of sleeping.
+//
+// Code packages: GET/PUT /api/packages/gcs/<name> keep zips in memory as Ray's package store
+// (GCS) does: GET answers 200 with an empty body when the package is held, else 404 `Package
+// gcs://<name> does not exist`; PUT stores the body as sent, and refuses one over 100 MiB with
+// 413 `Maximum request body size 104857600 exceeded.` as the dashboard does. Names are not
+// checked (Ray stores any). Restart forgets every package. A job whose runtime_env.working_dir
+// is `gcs://<name>` sets its runtime env up when it would start: if the package is not held
+// (or is not a zip) it ends FAILED with error_type RUNTIME_ENV_SETUP_FAILURE, a message shaped
+// as Ray 2.51.1 and 2.60.0 word it (`runtime_env setup failed: ... OSError: Failed to download
+// runtime_env file package gcs://<name> ...`), no driver (null exit code and node) and empty
+// logs; otherwise it runs in the package's files as they were at that moment (`cat FILE`).
 // Tests can take over a job with SetStatus, after which it no longer moves by itself.
 //
 // Thread-safe: the HTTP threads and the test thread share one lock.
@@ -40,6 +54,8 @@ inline constexpr std::string_view kRouteGet = "GET /api/jobs/{id}";
 inline constexpr std::string_view kRouteStop = "POST /api/jobs/{id}/stop";
 inline constexpr std::string_view kRouteDelete = "DELETE /api/jobs/{id}";
 inline constexpr std::string_view kRouteLogs = "GET /api/jobs/{id}/logs";
+inline constexpr std::string_view kRoutePackageGet = "GET /api/packages/gcs/{name}";
+inline constexpr std::string_view kRoutePackagePut = "PUT /api/packages/gcs/{name}";
 
 struct FakeRayOptions {
   std::string ray_version = "2.60.0";
@@ -107,7 +123,8 @@ class FakeRayServer {
   bool AppendLogs(std::string_view submission_id, std::string_view text);
   // Finishes every requested stop now and advances every job to the present.
   void Tick();
-  // A head restart without GCS fault tolerance: every job is forgotten, session_name changes.
+  // A head restart without GCS fault tolerance: every job and every package is forgotten,
+  // session_name changes.
   void Restart();
   // A job started with ray.init() outside the Jobs API (type DRIVER, no submission id).
   void AddDriverJob(std::string job_id, std::string entrypoint);
@@ -121,6 +138,10 @@ class FakeRayServer {
   // Every POST /api/jobs/ body received, in order, as sent.
   std::vector<std::string> SubmitBodies() const;
   std::string SessionName() const;
+  // The names of the packages held (PUT /api/packages/gcs/<name>), sorted.
+  std::vector<std::string> PackageNames() const;
+  // The bytes of a package as uploaded; nullopt when it is not held.
+  std::optional<std::string> PackageBytes(std::string_view name) const;
   // Requests seen per route (see the kRoute* names; unknown paths count as "<METHOD> other").
   int RequestCount(std::string_view route) const;
   // The headers of the last request to `route` (names lowercased); empty if none.

@@ -10,7 +10,7 @@
 namespace rg::testing {
 
 inline adapters::RayClientOptions FastClientOptions(const std::string& address,
-                                                   int max_attempts = 2) {
+                                                    int max_attempts = 2) {
   using namespace std::chrono_literals;
   adapters::RayClientOptions o;
   o.address = address;
@@ -20,6 +20,7 @@ inline adapters::RayClientOptions FastClientOptions(const std::string& address,
   o.connect_timeout = 500ms;
   o.read_timeout = 2000ms;
   o.submit_timeout = 2000ms;
+  o.upload_timeout = 2000ms;
   return o;
 }
 

@@ -33,6 +33,10 @@ class GatedJobServer : public ports::JobServer {
   core::Result<bool> Stop(std::string_view id) override { return inner_.Stop(id); }
   core::Result<bool> Delete(std::string_view id) override { return inner_.Delete(id); }
   core::Result<std::string> Logs(std::string_view id) override { return inner_.Logs(id); }
+  core::Result<bool> HasPackage(std::string_view name) override { return inner_.HasPackage(name); }
+  core::Status UploadPackage(std::string_view name, std::string_view zip) override {
+    return inner_.UploadPackage(name, zip);
+  }
   core::Result<std::string> ClusterStatus() override { return inner_.ClusterStatus(); }
   core::Result<core::ClusterResources> Resources() override { return inner_.Resources(); }
 

@@ -49,6 +49,55 @@ TEST_CASE("HTTP answers map to error kinds", "[ray_http]") {
   }
 }
 
+TEST_CASE("a body refused for its size is invalid input that names Ray's limit", "[ray_http]") {
+  struct Row {
+    const char* method;
+    int status;
+    const char* body;
+  };
+  // 413: aiohttp's own answer (seen on Ray 2.51.1 and 2.60.0); a 500 naming the exception:
+  // a handler that reads the body inside its own try block.
+  const Row rows[] = {
+      {"PUT", 413, "Maximum request body size 104857600 exceeded."},
+      {"PUT", 500,
+       "Traceback (most recent call last):\n  File \"job_head.py\", in upload_package\n"
+       "aiohttp.web_exceptions.HTTPRequestEntityTooLarge: Request Entity Too Large\n"},
+      {"PUT", 500, "Request Entity Too Large"},
+      {"POST", 413, ""},
+  };
+  for (const Row& row : rows) {
+    INFO(row.method << " " << row.status << " " << row.body);
+    rg::core::Error e =
+        ClassifyHttpError(row.method, "/api/packages/gcs/_ray_pkg_0a.zip", row.status, row.body);
+    CHECK(e.kind() == ErrorKind::kInvalidInput);
+    CHECK(e.message().find("up to 100 MiB") != std::string::npos);
+    CHECK(e.message().find(std::to_string(row.status)) != std::string::npos);
+  }
+  // Any other 500 to an upload stays transient.
+  CHECK(ClassifyHttpError("PUT", "/p", 500, "Traceback\nRuntimeError: GCS unavailable").kind() ==
+        ErrorKind::kTransient);
+  CHECK(ClassifyHttpError("PUT", "/p", 503, "").kind() == ErrorKind::kTransient);
+}
+
+TEST_CASE("a 404 to an upload is fatal, never not-found", "[ray_http]") {
+  CHECK(ClassifyHttpError("PUT", "/p", 404, "404: Not Found").kind() == ErrorKind::kFatal);
+  CHECK(ClassifyHttpError("GET", "/p", 404, "Package gcs://x does not exist").kind() ==
+        ErrorKind::kNotFound);
+  CHECK(ClassifyHttpError("PUT", "/p", 401, "").kind() == ErrorKind::kUnauthorized);
+}
+
+TEST_CASE("package names are _ray_pkg_, lowercase letters and digits, .zip", "[ray_http]") {
+  CHECK(IsPackageName("_ray_pkg_0123456789abcdef.zip"));
+  CHECK(IsPackageName("_ray_pkg_z.zip"));
+  for (const char* bad : {"", "_ray_pkg_.zip", "_ray_pkg_ABC.zip", "_ray_pkg_a-b.zip",
+                          "_ray_pkg_ab.tar", "ray_pkg_ab.zip", "_ray_pkg_ab.zip/..",
+                          "_ray_pkg_a/b.zip", "x_ray_pkg_ab.zip", "_ray_pkg_ab.ZIP"}) {
+    INFO(bad);
+    CHECK_FALSE(IsPackageName(bad));
+  }
+  CHECK(kMaxRequestBodyBytes == 104857600);
+}
+
 TEST_CASE("error messages keep a short body and the exception line of a traceback", "[ray_http]") {
   CHECK(TrimBodyForMessage("  Job x does not exist\n") == "Job x does not exist");
   CHECK(TrimBodyForMessage("") == "");

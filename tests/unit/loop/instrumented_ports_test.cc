@@ -56,6 +56,14 @@ class SlowJobServer : public ports::JobServer {
     Spend();
     return core::ClusterResources{};
   }
+  core::Result<bool> HasPackage(std::string_view) override {
+    Spend();
+    return false;
+  }
+  core::Status UploadPackage(std::string_view, std::string_view) override {
+    Spend();
+    return core::Error::InvalidInput("too large");
+  }
 
  private:
   void Spend() { clock_.AdvanceUs(cost_us_); }
@@ -118,10 +126,15 @@ TEST_CASE("the Ray decorator forwards results and errors and times each call by 
   CHECK(server.ClusterStatus().ok());
   CHECK(server.Resources().ok());
   CHECK_FALSE(server.Version().ok());
+  CHECK_FALSE(*server.HasPackage("_ray_pkg_0a.zip"));
+  core::Status uploaded = server.UploadPackage("_ray_pkg_0a.zip", "PK");
+  REQUIRE_FALSE(uploaded.ok());
+  CHECK(uploaded.error().kind() == core::ErrorKind::kInvalidInput);
 
   CHECK(metrics.Count("rg_ray_request_seconds", {{"call", "submit"}}) == 1);
   CHECK(metrics.Count("rg_ray_request_seconds", {{"call", "list"}}) == 2);
-  for (const char* call : {"get", "stop", "delete", "logs", "version"}) {
+  for (const char* call :
+       {"get", "stop", "delete", "logs", "version", "package_get", "package_put"}) {
     CHECK(metrics.Count("rg_ray_request_seconds", {{"call", call}}) == 1);
   }
   // Both reads of GET /api/cluster_status (the text and the resources) count as one call.
