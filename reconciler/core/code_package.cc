@@ -1,5 +1,6 @@
 #include "reconciler/core/code_package.h"
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 
@@ -180,12 +181,9 @@ std::optional<std::pair<std::string, size_t>> UnquoteC(std::string_view text) {
 // git's rule for attribute names: [-._0-9a-zA-Z]+, not starting with '-'.
 bool IsValidAttributeName(std::string_view name) {
   if (name.empty() || name.front() == '-') return false;
-  for (const char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '.' && c != '_') {
-      return false;
-    }
-  }
-  return true;
+  return std::ranges::all_of(name, [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_';
+  });
 }
 
 // What the attribute list of one line says about export-ignore: nullopt when it does not
