@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the libgit2 adapters: library lifetime, owning handles and error mapping.
-// Nothing outside reconciler/adapters/git_*.cc includes this file.
+// Nothing outside reconciler/adapters/git_*.cc and code_package.cc includes this file.
 
 #include <git2.h>
 

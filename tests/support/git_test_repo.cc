@@ -81,7 +81,12 @@ struct GitTestClone::Impl {
   // In memory, made once: git_remote_create and git_remote_lookup leak in libgit2 1.5 (see
   // ApplyInsteadOf in reconciler/adapters/git_workspace.cc), which fails the asan preset.
   git_remote* remote = nullptr;
-  std::map<std::string, std::optional<std::string>> staged;  // nullopt: remove
+  // A staged entry: blob contents (or the commit id of a gitlink) and mode.
+  struct Entry {
+    std::string content;
+    git_filemode_t mode = GIT_FILEMODE_BLOB;
+  };
+  std::map<std::string, std::optional<Entry>> staged;  // nullopt: remove
 };
 
 GitTestClone::GitTestClone(const std::string& remote_url, const std::string& path)
@@ -120,7 +125,19 @@ void GitTestClone::Fetch() {
 }
 
 void GitTestClone::Write(const std::string& path, const std::string& content) {
-  impl_->staged[path] = content;
+  impl_->staged[path] = Impl::Entry{content, GIT_FILEMODE_BLOB};
+}
+
+void GitTestClone::WriteExecutable(const std::string& path, const std::string& content) {
+  impl_->staged[path] = Impl::Entry{content, GIT_FILEMODE_BLOB_EXECUTABLE};
+}
+
+void GitTestClone::WriteSymlink(const std::string& path, const std::string& target) {
+  impl_->staged[path] = Impl::Entry{target, GIT_FILEMODE_LINK};
+}
+
+void GitTestClone::WriteGitlink(const std::string& path, const std::string& commit_id) {
+  impl_->staged[path] = Impl::Entry{commit_id, GIT_FILEMODE_COMMIT};
 }
 
 void GitTestClone::Remove(const std::string& path) { impl_->staged[path] = std::nullopt; }
@@ -145,10 +162,16 @@ std::string GitTestClone::Commit(const std::string& branch, const std::string& m
   for (const auto& [path, content] : impl_->staged) {
     git_tree_update u{};
     u.path = path.c_str();
-    if (content) {
-      Check(git_blob_create_from_buffer(&u.id, repo, content->data(), content->size()), "blob");
+    if (content && content->mode == GIT_FILEMODE_COMMIT) {
+      Check(git_oid_fromstr(&u.id, content->content.c_str()), "gitlink id");
       u.action = GIT_TREE_UPDATE_UPSERT;
-      u.filemode = GIT_FILEMODE_BLOB;
+      u.filemode = content->mode;
+    } else if (content) {
+      Check(git_blob_create_from_buffer(&u.id, repo, content->content.data(),
+                                        content->content.size()),
+            "blob");
+      u.action = GIT_TREE_UPDATE_UPSERT;
+      u.filemode = content->mode;
     } else {
       u.action = GIT_TREE_UPDATE_REMOVE;
     }

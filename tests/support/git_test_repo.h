@@ -34,6 +34,12 @@ class GitTestClone {
   void Fetch();
   // Stages a file for the next Commit (paths relative to the repository root).
   void Write(const std::string& path, const std::string& content);
+  // The same for an executable file (mode 100755).
+  void WriteExecutable(const std::string& path, const std::string& content);
+  // Stages a symlink at `path` pointing at `target`.
+  void WriteSymlink(const std::string& path, const std::string& target);
+  // Stages a submodule at `path` (a gitlink to `commit_id`; no .gitmodules is written).
+  void WriteGitlink(const std::string& path, const std::string& commit_id);
   void Remove(const std::string& path);
   // Commits the staged changes on top of refs/heads/<branch>, or of refs/heads/<from> when
   // <branch> does not exist yet (a root commit when neither does), and returns the commit id.

@@ -1,0 +1,479 @@
+#include "reconciler/adapters/code_package.h"
+
+#include <git2.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/git_test_repo.h"
+#include "tests/support/test_files.h"
+
+namespace rg::adapters {
+namespace {
+
+namespace fs = std::filesystem;
+
+// An open repository for the duration of a test.
+struct OpenRepo {
+  explicit OpenRepo(const std::string& path) {
+    git_libgit2_init();
+    REQUIRE(git_repository_open(&repo, path.c_str()) == 0);
+  }
+  ~OpenRepo() {
+    git_repository_free(repo);
+    git_libgit2_shutdown();
+  }
+  OpenRepo(const OpenRepo&) = delete;
+  OpenRepo& operator=(const OpenRepo&) = delete;
+  git_repository* repo = nullptr;
+};
+
+// A person's repository (a bare clone that commits without pushing).
+struct Person {
+  Person() : remote("code") {}
+  std::string path() const { return remote.tmp.Sub("person.git"); }
+  testing::TestRemote remote;
+};
+
+// One entry of a zip as read back with libzip.
+struct ZipEntry {
+  std::string name;
+  std::string content;
+  uint32_t mode = 0;
+  uint8_t opsys = 0;
+};
+
+std::vector<ZipEntry> ReadZip(const std::string& bytes) {
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+  REQUIRE(src != nullptr);
+  zip_t* za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &error);
+  REQUIRE(za != nullptr);
+  std::vector<ZipEntry> entries;
+  for (zip_int64_t i = 0; i < zip_get_num_entries(za, 0); ++i) {
+    const auto index = static_cast<zip_uint64_t>(i);
+    ZipEntry e;
+    e.name = zip_get_name(za, index, ZIP_FL_ENC_RAW);
+    zip_uint32_t attributes = 0;
+    REQUIRE(zip_file_get_external_attributes(za, index, 0, &e.opsys, &attributes) == 0);
+    e.mode = attributes >> 16U;
+    zip_stat_t st;
+    REQUIRE(zip_stat_index(za, index, 0, &st) == 0);
+    e.content.resize(st.size);
+    zip_file_t* f = zip_fopen_index(za, index, 0);
+    REQUIRE(f != nullptr);
+    if (st.size > 0) {
+      REQUIRE(zip_fread(f, e.content.data(), st.size) == static_cast<zip_int64_t>(st.size));
+    }
+    zip_fclose(f);
+    entries.push_back(std::move(e));
+  }
+  zip_close(za);
+  zip_error_fini(&error);
+  return entries;
+}
+
+uint16_t U16(const std::string& b, size_t at) {
+  return static_cast<uint16_t>(static_cast<unsigned char>(b[at]) |
+                               (static_cast<unsigned char>(b[at + 1]) << 8U));
+}
+uint32_t U32(const std::string& b, size_t at) {
+  return U16(b, at) | (static_cast<uint32_t>(U16(b, at + 2)) << 16U);
+}
+
+// Checks the raw headers: every local and central header has the 1980-01-01 00:00 time, no
+// extra field, no data descriptor; central ones are "made by Unix". Returns the entry count.
+size_t CheckRawHeaders(const std::string& b) {
+  const size_t eocd = b.size() - 22;
+  REQUIRE(U32(b, eocd) == 0x06054b50U);
+  CHECK(U16(b, eocd + 20) == 0);  // no comment
+  const size_t entries = U16(b, eocd + 10);
+  size_t at = U32(b, eocd + 16);
+  for (size_t i = 0; i < entries; ++i) {
+    REQUIRE(U32(b, at) == 0x02014b50U);
+    CHECK(U16(b, at + 4) >> 8U == 3);  // made by Unix
+    CHECK((U16(b, at + 8) & 0x8U) == 0);
+    CHECK(U16(b, at + 12) == 0);     // time 00:00:00
+    CHECK(U16(b, at + 14) == 0x21);  // date 1980-01-01
+    CHECK(U16(b, at + 30) == 0);     // no extra field
+    CHECK(U16(b, at + 32) == 0);     // no comment
+    const size_t local = U32(b, at + 42);
+    REQUIRE(U32(b, local) == 0x04034b50U);
+    CHECK(U16(b, local + 10) == 0);
+    CHECK(U16(b, local + 12) == 0x21);
+    CHECK(U16(b, local + 28) == 0);
+    at += 46 + U16(b, at + 28);
+  }
+  return entries;
+}
+
+// `git` on the command line, its output; empty when it fails.
+std::string RunGit(const std::string& args) {
+  const std::string command = "git " + args + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) out.append(buf, n);
+  return pclose(pipe) == 0 ? out : "";
+}
+
+bool HaveGit() { return !RunGit("--version").empty(); }
+
+void WriteDiskFile(const fs::path& path, const std::string& content, bool executable = false) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << content;
+  fs::permissions(path, executable ? fs::perms(0755) : fs::perms(0644));
+}
+
+std::string RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::string out(n, '\0');
+  for (char& c : out) c = static_cast<char>(gen() & 0xFFU);
+  return out;
+}
+
+// The trainer folder most tests use.
+void StageTrainer(testing::GitTestClone& person) {
+  person.Write("src/trainer/train.py", "print('train')\n");
+  person.WriteExecutable("src/trainer/run.sh", "#!/bin/sh\npython train.py\n");
+  person.Write("src/trainer/data/b.txt", std::string(5000, 'b'));
+  person.Write("src/trainer/empty.txt", "");
+  person.Write("src/trainer/Zeta.txt", "Z");
+  person.Write("src/trainer/a-b", "dash");
+  person.Write("src/trainer/a/x", "slash");
+  person.Write("src/trainer/\xc3\xbc.txt", "umlaut");
+  person.Write("jobs/train.yaml", "name: train\n");
+}
+
+TEST_CASE("the zip of a folder holds its files sorted, with modes, fixed times, no extras",
+          "[code_package]") {
+  Person p;
+  StageTrainer(*p.remote.person);
+  const std::string commit = p.remote.person->Commit("main", "code");
+  OpenRepo r(p.path());
+  const auto info = InspectCodeFolder(r.repo, commit, "src/trainer");
+  INFO((info.ok() ? "" : info.error().message()));
+  REQUIRE(info.ok());
+  CHECK(info->tree_id.size() == 40);
+  CHECK(info->files == 8);
+  CHECK(info->bytes == 15 + 26 + 5000 + 0 + 1 + 4 + 5 + 6);
+  REQUIRE(info->largest.size() == 5);
+  CHECK(info->largest[0] == std::make_pair(std::string("data/b.txt"), uint64_t{5000}));
+  CHECK(info->largest[1].first == "run.sh");
+  CHECK(info->largest[4] == std::make_pair(std::string("a/x"), uint64_t{5}));
+
+  const auto zip = BuildCodeZip(r.repo, info->tree_id);
+  REQUIRE(zip.ok());
+  const auto again = BuildCodeZip(r.repo, info->tree_id);
+  REQUIRE(again.ok());
+  CHECK(*zip == *again);
+  CHECK(CheckRawHeaders(*zip) == 8);
+  CHECK(zip->size() <= ZipSizeUpperBound(*info));
+
+  const auto entries = ReadZip(*zip);
+  std::vector<std::string> names;
+  for (const auto& e : entries) names.push_back(e.name);
+  CHECK(names == std::vector<std::string>{"Zeta.txt", "a-b", "a/x", "data/b.txt", "empty.txt",
+                                          "run.sh", "train.py", "\xc3\xbc.txt"});
+  for (const auto& e : entries) {
+    INFO(e.name);
+    CHECK(e.opsys == ZIP_OPSYS_UNIX);
+    CHECK(e.mode == (e.name == "run.sh" ? 0100755U : 0100644U));
+    CHECK(e.content == testing::ReadFileAt(p.path(), "main", "src/trainer/" + e.name));
+  }
+  const auto tree = InspectCodeTree(r.repo, info->tree_id);
+  REQUIRE(tree.ok());
+  CHECK(tree->files == info->files);
+  CHECK(tree->bytes == info->bytes);
+}
+
+TEST_CASE("the same tree in two repositories at other times gives the same bytes",
+          "[code_package]") {
+  Person first;
+  StageTrainer(*first.remote.person);
+  const std::string c1 = first.remote.person->Commit("main", "code");
+  std::string zip1;
+  std::string tree1;
+  {
+    OpenRepo r(first.path());
+    const auto info = InspectCodeFolder(r.repo, c1, "src/trainer");
+    REQUIRE(info.ok());
+    tree1 = info->tree_id;
+    zip1 = BuildCodeZip(r.repo, tree1).value();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const char* old_tz = std::getenv("TZ");
+  const std::string saved = old_tz != nullptr ? old_tz : "";
+  const mode_t old_umask = ::umask(077);
+  for (const char* tz : {"America/St_Johns", "Pacific/Kiritimati", "UTC"}) {
+    INFO(tz);
+    ::setenv("TZ", tz, 1);
+    ::tzset();
+    Person second;
+    second.remote.person->Write("README.md", "another repository\n");
+    StageTrainer(*second.remote.person);
+    const std::string c2 = second.remote.person->Commit("release", "same code, other day");
+    OpenRepo r(second.path());
+    const auto info = InspectCodeFolder(r.repo, c2, "src/trainer");
+    REQUIRE(info.ok());
+    CHECK(info->tree_id == tree1);
+    CHECK(BuildCodeZip(r.repo, info->tree_id).value() == zip1);
+  }
+  ::umask(old_umask);
+  if (old_tz != nullptr) {
+    ::setenv("TZ", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TZ");
+  }
+  ::tzset();
+}
+
+TEST_CASE("a change of one file changes the tree id and the bytes", "[code_package]") {
+  Person p;
+  StageTrainer(*p.remote.person);
+  const std::string c1 = p.remote.person->Commit("main", "code");
+  p.remote.person->Write("src/trainer/train.py", "print('train harder')\n");
+  const std::string c2 = p.remote.person->Commit("main", "change");
+  p.remote.person->Write("jobs/other.yaml", "name: other\n");
+  const std::string c3 = p.remote.person->Commit("main", "outside the folder");
+  OpenRepo r(p.path());
+  const auto i1 = InspectCodeFolder(r.repo, c1, "src/trainer");
+  const auto i2 = InspectCodeFolder(r.repo, c2, "src/trainer");
+  const auto i3 = InspectCodeFolder(r.repo, c3, "src/trainer");
+  REQUIRE((i1.ok() && i2.ok() && i3.ok()));
+  CHECK(i1->tree_id != i2->tree_id);
+  CHECK(i2->tree_id == i3->tree_id);
+  CHECK(BuildCodeZip(r.repo, i1->tree_id).value() != BuildCodeZip(r.repo, i2->tree_id).value());
+}
+
+// A folder with export-ignore in play, the repository root's .gitattributes not counting.
+void StageExportIgnore(testing::GitTestClone& person) {
+  person.Write(".gitattributes", "*.txt export-ignore\n");
+  person.Write("src/trainer/.gitattributes",
+               "# build output\n"
+               "*.log export-ignore\n"
+               "/secret.env export-ignore\n"
+               "docs/ export-ignore\n"
+               "gen/**/*.bin export-ignore\n"
+               "keep.log -export-ignore\n"
+               "\"with space.tmp\" export-ignore\n"
+               "link export-ignore\n"
+               "vendor export-ignore\n");
+  person.Write("src/trainer/train.py", "x");
+  person.Write("src/trainer/notes.txt", "root rules do not count");
+  person.Write("src/trainer/run.log", "x");
+  person.Write("src/trainer/keep.log", "x");
+  person.Write("src/trainer/secret.env", "x");
+  person.Write("src/trainer/sub/secret.env", "not anchored here");
+  person.Write("src/trainer/sub/deep.log", "x");
+  person.Write("src/trainer/docs/index.md", "x");
+  person.Write("src/trainer/docs/more/page.md", "x");
+  person.Write("src/trainer/gen/a.bin", "x");
+  person.Write("src/trainer/gen/x/y/b.bin", "x");
+  person.Write("src/trainer/gen/keep.dat", "x");
+  person.Write("src/trainer/with space.tmp", "x");
+  person.Write("src/trainer/pkg/.gitattributes",
+               "*.log !export-ignore\nlocal.py export-ignore\nmodel.bin export-ignore\n");
+  person.Write("src/trainer/pkg/local.py", "x");
+  person.Write("src/trainer/pkg/kept.log", "deeper file wins");
+  person.Write("src/trainer/pkg/model.bin", "x");
+  person.Write("src/trainer/pkg/sub/.gitattributes", "model.bin -export-ignore\n");
+  person.Write("src/trainer/pkg/sub/model.bin", "deepest file unsets");
+  person.WriteSymlink("src/trainer/link", "train.py");
+  person.WriteGitlink("src/trainer/vendor", "0123456789abcdef0123456789abcdef01234567");
+}
+
+const std::set<std::string> kExportedNames = {
+    ".gitattributes",         "train.py",         "notes.txt",          "keep.log",
+    "sub/secret.env",         "gen/keep.dat",     "pkg/.gitattributes", "pkg/kept.log",
+    "pkg/sub/.gitattributes", "pkg/sub/model.bin"};
+
+TEST_CASE("export-ignore leaves files and folders out as git archive does", "[code_package]") {
+  Person p;
+  StageExportIgnore(*p.remote.person);
+  const std::string commit = p.remote.person->Commit("main", "code");
+  OpenRepo r(p.path());
+  const auto info = InspectCodeFolder(r.repo, commit, "src/trainer");
+  INFO((info.ok() ? "" : info.error().message()));
+  REQUIRE(info.ok());
+  const auto zip = BuildCodeZip(r.repo, info->tree_id);
+  REQUIRE(zip.ok());
+  std::set<std::string> names;
+  for (const auto& e : ReadZip(*zip)) names.insert(e.name);
+  // "gen/**/*.bin" takes gen/a.bin too: "/**/" may stand for no folder at all.
+  CHECK(names == kExportedNames);
+  CHECK(info->files == kExportedNames.size());
+  if (!HaveGit()) return;
+  const std::string listing =
+      RunGit("-C '" + p.path() + "' archive --format=tar " + commit + ":src/trainer | tar -t");
+  REQUIRE_FALSE(listing.empty());
+  std::set<std::string> from_git;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() != '/') from_git.insert(line);
+  }
+  CHECK(names == from_git);
+}
+
+TEST_CASE("symlinks, submodules, missing folders and files are refused with their paths",
+          "[code_package]") {
+  Person p;
+  auto& person = *p.remote.person;
+  person.Write("src/trainer/train.py", "x");
+  person.WriteSymlink("src/trainer/link", "train.py");
+  person.Write("src/tool/main.py", "x");
+  person.WriteGitlink("src/tool/vendor", "0123456789abcdef0123456789abcdef01234567");
+  person.Write("src/notes.md", "x");
+  person.Write("src/ignored/.gitattributes", "* export-ignore\n");
+  person.Write("src/ignored/a.py", "x");
+  const std::string commit = person.Commit("main", "code");
+  OpenRepo r(p.path());
+  const auto expect_error = [&](const std::string& folder, const std::string& message) {
+    INFO(folder);
+    const auto info = InspectCodeFolder(r.repo, commit, folder);
+    REQUIRE_FALSE(info.ok());
+    CHECK(info.error().IsInvalidInput());
+    CHECK(info.error().message() == message);
+  };
+  expect_error("src/trainer", "src/trainer/link is a symlink; code folders hold files only");
+  expect_error("src/tool", "src/tool/vendor is a submodule; code folders hold files only");
+  expect_error("src/missing", "src/missing does not exist at commit " + commit.substr(0, 12));
+  expect_error("src/notes.md", "src/notes.md is a file, not a folder");
+  expect_error("src/trainer/link", "src/trainer/link is a symlink, not a folder");
+  expect_error("src/tool/vendor", "src/tool/vendor is a submodule, not a folder");
+  expect_error("src/ignored", "src/ignored holds no files once export-ignore is applied");
+  for (const char* bad : {"src/", "/src", "src//trainer", "src/../src", "."}) {
+    const auto info = InspectCodeFolder(r.repo, commit, bad);
+    REQUIRE_FALSE(info.ok());
+    CHECK_THAT(info.error().message(), Catch::StartsWith("bad code folder"));
+  }
+  const auto unknown = InspectCodeFolder(r.repo, std::string(40, 'a'), "src/trainer");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().IsNotFound());
+}
+
+// Writes the same folder on disk as StageTrainer commits, with ignored and export-ignored files.
+void WriteTrainerOnDisk(const fs::path& root) {
+  WriteDiskFile(root / "src/trainer/train.py", "print('train')\n");
+  WriteDiskFile(root / "src/trainer/run.sh", "#!/bin/sh\npython train.py\n", true);
+  WriteDiskFile(root / "src/trainer/data/b.txt", std::string(5000, 'b'));
+  WriteDiskFile(root / "src/trainer/empty.txt", "");
+  WriteDiskFile(root / "src/trainer/Zeta.txt", "Z");
+  WriteDiskFile(root / "src/trainer/a-b", "dash");
+  WriteDiskFile(root / "src/trainer/a/x", "slash");
+  WriteDiskFile(root / "src/trainer/\xc3\xbc.txt", "umlaut");
+  WriteDiskFile(root / "src/trainer/.gitattributes", "*.ckpt export-ignore\n");
+  WriteDiskFile(root / "src/trainer/model.ckpt", RandomBytes(3000, 7));
+  WriteDiskFile(root / "src/trainer/__pycache__/train.cpython-311.pyc", "ignored");
+  WriteDiskFile(root / "src/trainer/out/run.log", "ignored folder");
+  WriteDiskFile(root / ".gitignore", "__pycache__/\n*.log\n");
+  fs::create_directories(root / "src/trainer/empty-folder");
+  fs::create_symlink("train.py", root / "src/trainer/latest.ckpt");  // export-ignored symlink
+}
+
+TEST_CASE("a working tree gives the tree id and the zip that committing it gives",
+          "[code_package]") {
+  if (!HaveGit()) return;
+  const testing::TempDir tmp;
+  const std::string dir = tmp.Sub("checkout");
+  testing::InitWorkingRepository(dir);
+  WriteTrainerOnDisk(dir);
+  std::string tree_id;
+  std::string disk_zip;
+  {
+    OpenRepo r(dir);
+    const auto info = InspectCodeFolderOnDisk(r.repo, dir, "src/trainer");
+    INFO((info.ok() ? "" : info.error().message()));
+    REQUIRE(info.ok());
+    tree_id = info->tree_id;
+    CHECK(info->files == 9);  // the trainer's 8 and its .gitattributes
+    auto zip = BuildCodeZipFromDisk(r.repo, dir, "src/trainer");
+    REQUIRE(zip.ok());
+    disk_zip = std::move(zip).value();
+  }
+  const std::string git = "-C '" + dir + "' ";
+  REQUIRE_FALSE(RunGit(git + "add -A && echo ok").empty());
+  REQUIRE_FALSE(
+      RunGit(git + "-c user.name=T -c user.email=t@example.com commit -qm code && echo ok")
+          .empty());
+  const std::string committed = RunGit(git + "rev-parse HEAD:src/trainer");
+  CHECK(committed == tree_id + "\n");
+  OpenRepo r(dir);
+  CHECK(BuildCodeZip(r.repo, tree_id).value() == disk_zip);
+  std::set<std::string> names;
+  for (const auto& e : ReadZip(disk_zip)) names.insert(e.name);
+  CHECK(names.count("model.ckpt") == 0);
+  CHECK(names.count("latest.ckpt") == 0);
+  CHECK(names.count(".gitattributes") == 1);
+
+  // Without a repository: no ignore rules, so only a folder without ignored files compares.
+  fs::remove_all(fs::path(dir) / "src/trainer/__pycache__");
+  fs::remove_all(fs::path(dir) / "src/trainer/out");
+  const auto bare = InspectCodeFolderOnDisk(nullptr, dir, "src/trainer");
+  REQUIRE(bare.ok());
+  CHECK(bare->tree_id == tree_id);
+  CHECK(BuildCodeZipFromDisk(nullptr, dir, "src/trainer").value() == disk_zip);
+}
+
+TEST_CASE("a working tree's symlinks, nested repositories and non-folders are refused",
+          "[code_package]") {
+  const testing::TempDir tmp;
+  const fs::path dir = tmp.Sub("checkout");
+  WriteDiskFile(dir / "src/trainer/train.py", "x");
+  fs::create_symlink("train.py", dir / "src/trainer/link");
+  WriteDiskFile(dir / "src/tool/main.py", "x");
+  testing::InitWorkingRepository((dir / "src/tool/vendor").string());
+  WriteDiskFile(dir / "src/notes.md", "x");
+  const auto expect_error = [&](const std::string& folder, const std::string& message) {
+    INFO(folder);
+    const auto info = InspectCodeFolderOnDisk(nullptr, dir.string(), folder);
+    REQUIRE_FALSE(info.ok());
+    CHECK(info.error().IsInvalidInput());
+    CHECK(info.error().message() == message);
+  };
+  expect_error("src/trainer", "src/trainer/link is a symlink; code folders hold files only");
+  expect_error("src/tool", "src/tool/vendor is a submodule; code folders hold files only");
+  expect_error("src/missing", "src/missing does not exist in the working tree");
+  expect_error("src/notes.md", "src/notes.md is a file, not a folder");
+  expect_error("src/tool/vendor", "src/tool/vendor is a submodule, not a folder");
+}
+
+TEST_CASE("the size bound holds for incompressible files of any size", "[code_package]") {
+  Person p;
+  uint32_t seed = 1;
+  for (const size_t size : {size_t{0}, size_t{1}, size_t{100}, size_t{65535}, size_t{65536},
+                            size_t{1} << 20U, (size_t{3} << 20U) + 17}) {
+    p.remote.person->Write("code/r" + std::to_string(size) + ".bin", RandomBytes(size, seed++));
+  }
+  for (int i = 0; i < 300; ++i) {
+    p.remote.person->Write("code/small/" + std::to_string(i), RandomBytes(i * 7, seed++));
+  }
+  const std::string commit = p.remote.person->Commit("main", "random");
+  OpenRepo r(p.path());
+  const auto info = InspectCodeFolder(r.repo, commit, "code");
+  REQUIRE(info.ok());
+  const auto zip = BuildCodeZip(r.repo, info->tree_id);
+  REQUIRE(zip.ok());
+  const uint64_t bound = ZipSizeUpperBound(*info);
+  INFO("zip " << zip->size() << " bound " << bound << " bytes " << info->bytes);
+  CHECK(zip->size() <= bound);
+  CHECK(bound - zip->size() < info->bytes / 100 + 8 * info->files + 64);
+}
+
+}  // namespace
+}  // namespace rg::adapters
