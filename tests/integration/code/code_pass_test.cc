@@ -129,7 +129,7 @@ void TagOnRemote(const std::string& remote, const std::string& name, const std::
 constexpr const char* kCluster = "address: http://127.0.0.1:1\n";  // the flags' address wins
 constexpr const char* kMarkerSpec = "workload: custom\ncode: src\nentrypoint: cat marker.txt\n";
 
-TEST_CASE("A code push is a new run that gets the new code; the status records the code") {
+TEST_CASE("A code push is a new run that gets the new code, and the status records the code") {
   git_libgit2_init();
   testing::FakeRayServer ray(Immediate());
   testing::TestRemote repo;
@@ -193,19 +193,34 @@ TEST_CASE("A code push is a new run that gets the new code; the status records t
     CHECK(RecordOf(repo.remote, "marker")->code_tree != rec->code_tree);
   }
 
-  SECTION("a head restart that drops the package: the next attempt uploads it again") {
-    ray.Restart();
-    CHECK(ray.PackageNames().empty());
-    ray.ResetCounters();
-    engine::PassResult again = daemon.Pass();
-    INFO(Errors(again));
-    CHECK(ray.RequestCount(testing::kRoutePackagePut) == 1);
-    daemon.Pass();
-    for (const std::string& id : Submitted(again)) {
-      CHECK(ray.StatusOf(id) == RayJobStatus::kSucceeded);
-      CHECK(LogsOf(ray, id).find("marker A") != std::string::npos);
-    }
-  }
+}
+
+TEST_CASE("A head restart that drops the package: the next attempt uploads it again") {
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  repo.person->Write("jobs/long.yaml",
+                     "workload: custom\ncode: src\nentrypoint: sleep 600\nretries: 2\n");
+  repo.person->Write("src/train.py", "print('hello')\n");
+  repo.person->CommitAndPush("main", "a long run with code");
+  Process daemon(repo.remote, repo.tmp.Sub("cache"), ray);
+  engine::PassResult one = daemon.Pass();
+  INFO(Errors(one));
+  REQUIRE(Submitted(one).size() == 1);
+  daemon.Pass();
+  ray.Restart();  // the run and the package are gone
+  CHECK(ray.PackageNames().empty());
+  ray.ResetCounters();
+  engine::PassResult again = daemon.Pass();
+  INFO(Errors(again));
+  REQUIRE(Submitted(again).size() == 1);
+  CHECK(Submitted(again).front() == Submitted(one).front() + "-r1");
+  CHECK(ray.RequestCount(testing::kRoutePackageGet) == 1);
+  CHECK(ray.RequestCount(testing::kRoutePackagePut) == 1);
+  CHECK(ray.PackageNames().size() == 1);
+  daemon.Pass();
+  CHECK(ray.StatusOf(Submitted(again).front()) == RayJobStatus::kRunning);
 }
 
 TEST_CASE("Specs sharing a code folder share one package: one zip, one PUT") {
@@ -259,7 +274,7 @@ TEST_CASE("code_ref holds the code at a tag while the folder moves on, with no r
   CHECK(RecordOf(repo.remote, "pinned")->submission_id == run);
 }
 
-TEST_CASE("A code folder that cannot be shipped makes the spec invalid; its run keeps running") {
+TEST_CASE("A code folder that cannot be shipped makes the spec invalid, and its run keeps running") {
   git_libgit2_init();
   testing::FakeRayServer ray(Immediate());
   testing::TestRemote repo;

@@ -64,7 +64,7 @@ TEST_CASE("code_max_bytes is a byte count up to Ray's 100 MiB") {
   }
 }
 
-TEST_CASE("The code's tree is part of the identity; the rendered working_dir is its package") {
+TEST_CASE("The tree of the code is part of the identity, and the rendered working_dir is its package") {
   const SourceFile cluster{"cluster.yaml", "address: http://127.0.0.1:8265\n"};
   auto load = [&](const std::string& tree) {
     core::DesiredState state = LoadDesiredState(
