@@ -25,6 +25,7 @@ namespace rg::cli {
 namespace {
 
 constexpr size_t kShortCommit = 10;
+constexpr size_t kShortTree = 10;
 
 struct HistoryFlags {
   RepoOptions repo;
@@ -74,17 +75,35 @@ std::string StatusText(core::RayJobStatus status) {
   return std::string(core::RayJobStatusName(status));
 }
 
+// "src/trainer@1a2b3c4d5e (commit 0f1e2d3c4b5a)": the code a run got; "-" without code.
+std::string CodeText(const core::HistoryRow& row) {
+  if (row.code_tree.empty()) return "-";
+  std::string out = row.code_folder.empty() ? std::string("tree") : row.code_folder;
+  out.append("@").append(row.code_tree.substr(0, kShortTree));
+  if (!row.code_commit.empty()) {
+    out.append(" (commit ").append(row.code_commit.substr(0, kShortCommit)).append(")");
+  }
+  return out;
+}
+
 void PrintText(const std::vector<core::HistoryRow>& rows, Authors& authors) {
-  std::vector<core::TextRow> table = {{"TIME", "ATTEMPT", "SUBMISSION_ID", "TRANSITION",
-                                       "RAY_STATUS", "SPEC_COMMIT", "AUTHOR", "STATUS_COMMIT"}};
+  // The CODE column only when some run of the job shipped code from the repository.
+  const bool code = std::ranges::any_of(
+      rows, [](const core::HistoryRow& row) { return !row.code_tree.empty(); });
+  core::TextRow header = {"TIME",       "ATTEMPT",     "SUBMISSION_ID", "TRANSITION",
+                          "RAY_STATUS", "SPEC_COMMIT", "AUTHOR",        "STATUS_COMMIT"};
+  if (code) header.insert(header.begin() + 6, "CODE");
+  std::vector<core::TextRow> table = {std::move(header)};
   for (const core::HistoryRow& row : rows) {
     const core::Transition& t = row.transition;
     const auto& author = authors.Of(row.spec_commit);
-    table.push_back(
-        {core::FormatRfc3339Millis(row.time_ms), t.attempt ? std::to_string(*t.attempt) : "-",
-         OrDash(t.submission_id), t.from + " -> " + t.to, StatusText(t.status),
-         OrDash(row.spec_commit.substr(0, kShortCommit)), author ? OrDash(author->name) : "-",
-         row.status_commit.substr(0, kShortCommit)});
+    core::TextRow cells = {
+        core::FormatRfc3339Millis(row.time_ms), t.attempt ? std::to_string(*t.attempt) : "-",
+        OrDash(t.submission_id), t.from + " -> " + t.to, StatusText(t.status),
+        OrDash(row.spec_commit.substr(0, kShortCommit)), author ? OrDash(author->name) : "-",
+        row.status_commit.substr(0, kShortCommit)};
+    if (code) cells.insert(cells.begin() + 6, CodeText(row));
+    table.push_back(std::move(cells));
   }
   std::cout << core::FormatTextTable(table);
 }
@@ -109,6 +128,13 @@ core::Value RowJson(const core::HistoryRow& row, Authors& authors) {
   o["author"] = author ? OrNull(author->name) : core::Value();
   o["author_email"] = author ? OrNull(author->email) : core::Value();
   o["status_commit"] = row.status_commit;
+  if (!row.code_tree.empty()) {
+    core::Value::Object code;
+    code["folder"] = OrNull(row.code_folder);
+    code["tree"] = row.code_tree;
+    code["commit"] = OrNull(row.code_commit);
+    o["code"] = core::Value(std::move(code));
+  }
   return {std::move(o)};
 }
 

@@ -45,6 +45,13 @@ class LoadedSnapshotSource : public ports::DesiredStateSource {
   std::string SpecText(const ports::DesiredSnapshot& snapshot, const std::string& path) override {
     return inner_.SpecText(snapshot, path);
   }
+  core::Result<std::string> CodeZip(const std::string& tree_id) override {
+    return inner_.CodeZip(tree_id);
+  }
+  core::Result<std::vector<std::string>> CodeChanges(const std::string& from_tree,
+                                                     const std::string& to_tree) override {
+    return inner_.CodeChanges(from_tree, to_tree);
+  }
 
  private:
   ports::DesiredSnapshot snapshot_;

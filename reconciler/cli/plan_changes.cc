@@ -81,6 +81,8 @@ std::optional<core::JobDiff> ReplacedJobChange(adapters::GitDesiredStateSource& 
   if (const core::JobSpec* bound = DesiredSpec(desired, jp.name); whole && bound != nullptr) {
     whole->spec_hash = bound->spec_hash;
     whole->legacy_spec_hashes = bound->legacy_spec_hashes;
+    // And a job with `code` the tree the pass read (one file alone has no tree).
+    whole->code_fields = bound->code_fields;
   }
   const core::JobSpec* now = whole ? &*whole : nullptr;
   if (now == nullptr) return std::nullopt;

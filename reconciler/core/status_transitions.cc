@@ -195,7 +195,12 @@ std::vector<HistoryRow> JobHistory(const std::vector<RecordVersion>& versions) {
       HistoryRow row;
       row.time_ms = v.time_ms;
       row.status_commit = v.commit;
-      row.spec_commit = holder != nullptr ? holder->spec_commit : "";
+      if (holder != nullptr) {
+        row.spec_commit = holder->spec_commit;
+        row.code_folder = holder->code_folder;
+        row.code_tree = holder->code_tree;
+        row.code_commit = holder->code_commit;
+      }
       row.transition = std::move(t);
       rows.push_back(std::move(row));
     }

@@ -79,6 +79,10 @@ struct HistoryRow {
   int64_t time_ms = 0;
   std::string status_commit;
   std::string spec_commit;  // of the record that holds the transition; empty when unknown
+  // The code of that record's run (a spec with `code`): folder, tree id and commit; else empty.
+  std::string code_folder;
+  std::string code_tree;
+  std::string code_commit;
   Transition transition;
 };
 

@@ -86,6 +86,14 @@ class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
     return inner_.Relate(commit, pass_commit);
   }
+  // Not timed: read from the local object database, no network.
+  core::Result<std::string> CodeZip(const std::string& tree_id) override {
+    return inner_.CodeZip(tree_id);
+  }
+  core::Result<std::vector<std::string>> CodeChanges(const std::string& from_tree,
+                                                     const std::string& to_tree) override {
+    return inner_.CodeChanges(from_tree, to_tree);
+  }
   // Not timed: a blob read from the local object database, no network.
   std::string SpecText(const ports::DesiredSnapshot& snapshot, const std::string& path) override {
     return inner_.SpecText(snapshot, path);
