@@ -177,6 +177,18 @@ core::Status ArtifactWriter::WriteSubmission(const ports::SubmissionRecord& reco
   entry += "submission_id: " + record.submission_id + "\n";
   entry += std::string("outcome: ") + (record.adopted ? "adopted" : "submitted") + "\n";
   entry += "commit: " + (record.commit.empty() ? std::string("(none)") : record.commit) + "\n";
+  // A run of a spec with `code`: the tree it got, and the commit the tree came from.
+  if (const core::Value* metadata = record.submit_payload.Find("metadata");
+      metadata != nullptr && metadata->is_object()) {
+    const core::Value* tree = metadata->Find(core::kMetaCodeTree);
+    if (tree != nullptr && tree->is_string()) {
+      const core::Value* from = metadata->Find(core::kMetaCodeCommit);
+      entry += "code_tree: " + tree->as_string() + "\n";
+      entry += "code_commit: " +
+               (from != nullptr && from->is_string() ? from->as_string() : std::string("(none)")) +
+               "\n";
+    }
+  }
   entry += "ray_address: " + core::StripUrlCredentials(record.ray_address) + "\n";
   entry += "ray_answer:\n" + IndentLines(record.ray_answer, "  ");
 

@@ -9,10 +9,13 @@
 #include <git2.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 
+#include "reconciler/adapters/artifact_writer.h"
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_status_store.h"
 #include "reconciler/adapters/git_workspace.h"
@@ -58,6 +61,9 @@ class Process {
     store_ = std::make_unique<adapters::GitStatusStore>(*ws, store_options);
   }
 
+  // Where passes keep artifacts; null: none.
+  ports::ArtifactSink* artifacts = nullptr;
+
   engine::PassResult Pass(bool dry_run = false) {
     engine::ReconcileOptions options;
     options.ref = "main";
@@ -68,6 +74,7 @@ class Process {
     deps.source = source_.get();
     deps.server = &server_;
     deps.store = store_.get();
+    deps.artifacts = artifacts;
     engine::PassResult result = engine::RunReconcilePass(deps, options);
     ray_.Tick();
     return result;
@@ -138,6 +145,8 @@ TEST_CASE("A code push is a new run that gets the new code, and the status recor
   repo.person->Write("src/marker.txt", "marker A\n");
   const std::string first = repo.person->CommitAndPush("main", "code A");
   Process daemon(repo.remote, repo.tmp.Sub("cache"), ray);
+  adapters::ArtifactWriter artifacts(repo.tmp.Sub("artifacts"));
+  daemon.artifacts = &artifacts;
 
   engine::PassResult one = daemon.Pass();
   INFO(Errors(one));
@@ -159,6 +168,12 @@ TEST_CASE("A code push is a new run that gets the new code, and the status recor
   CHECK(rec->code_tree.size() == 40);
   CHECK(rec->code_commit == first);
   CHECK(core::CodePackageName(rec->code_tree) == ray.PackageNames().front());
+  // The artifacts record the code the run got.
+  std::ifstream submit_out(artifacts.JobDir(run_a) / "logs" / "submit.out");
+  std::stringstream submitted;
+  submitted << submit_out.rdbuf();
+  CHECK(submitted.str().find("code_tree: " + rec->code_tree + "\ncode_commit: " + first + "\n") !=
+        std::string::npos);
 
   SECTION("a pass with nothing to submit sends no package request and builds no zip") {
     ray.ResetCounters();

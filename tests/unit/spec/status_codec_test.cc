@@ -29,6 +29,9 @@ core::StatusRecord Full() {
   r.spec_path = "jobs/ppo/qwen.yaml";
   r.spec_hash = "3f2a1c9b0e";
   r.spec_commit = "0123456789abcdef0123456789abcdef01234567";
+  r.code_folder = "src/trainer";
+  r.code_tree = "89abcdef0123456789abcdef0123456789abcdef";
+  r.code_commit = "fedcba9876543210fedcba9876543210fedcba98";
   r.phase = Phase::kRunning;
   r.on_remove = core::OnRemove::kKeep;
   r.submission_id = "ppo-qwen-3f2a1c9b0e-r1";
@@ -92,6 +95,8 @@ TEST_CASE("A minimal record survives encode and decode unchanged", "[status][cod
   CHECK(text.find("status: null\n") != std::string::npos);
   CHECK(text.find("attempts: []\n") != std::string::npos);
   CHECK(text.find("\ninstance: null\nray_cluster: null\n") != std::string::npos);
+  // A job without code has no code key: status files of such jobs stay as they were.
+  CHECK(text.find("\ncode:") == std::string::npos);
 }
 
 TEST_CASE("A file from before ledgers had owners reads with no instance and no cluster",
