@@ -80,5 +80,31 @@ expect_rc history 0
 expect_out history "CODE"
 expect_out history "src@$(git -C "$repo" rev-parse HEAD:src | cut -c1-10) (commit $(git -C "$repo" rev-parse HEAD | cut -c1-10))"
 
+# diff between the two commits of the checkout names the change; with the working tree too.
+run diff diff --repo "$repo" HEAD~1 HEAD
+expect_rc diff 2
+expect_out diff "code changed: src (1 file: marker.txt)"
+printf 'marker C\n' >"$repo/src/marker.txt"
+printf 'print("eval")\n' >"$repo/src/eval.py"
+run diff_wt diff --repo "$repo" HEAD
+expect_rc diff_wt 2
+expect_out diff_wt "code changed: src"
+
+# A one-off submit ships the folder as the working tree holds it (marker C).
+run submit submit --config "$repo/cluster.yaml" --jobspec "$repo/jobs/marker.yaml" --no-artifacts
+expect_rc submit 0
+one_off=$(head -n1 "$work/submit.out")
+[[ $one_off == marker-*-cli ]] || fail "submit: unexpected id '$one_off'"
+wait_succeeded() {
+  local i
+  for i in $(seq 1 100); do
+    "$bin" --ray-address "$address" status "$1" 2>/dev/null | grep -q "^status: SUCCEEDED" && return 0
+    sleep 0.1
+  done
+}
+wait_succeeded "$one_off"
+"$bin" --ray-address "$address" logs "$one_off" 2>/dev/null | grep -q "marker C" ||
+  fail "submit: the one-off run did not get the working tree's code: $("$bin" --ray-address "$address" logs "$one_off" 2>&1)"
+
 [[ -n ${RG_SHOW:-} ]] && cat "$work/plan.out" "$work/history.out"
 finish "code: validate, render, sync, plan and history ok"
