@@ -284,6 +284,14 @@ TEST_CASE("narrow passes decide every kind of spec change as full passes do") {
     NarrowStep(w, "a spec in a sub-folder");
     CHECK(engine::IsFixpoint(w.Settle()));
   }
+  SECTION("a spec with code: a push outside the jobs folder can change what it runs") {
+    w.repo.person->Write("src/train.py", "print('v1')\n");
+    w.repo.person->Write("jobs/coded.yaml", "workload: custom\ncode: src\nentrypoint: sleep 600\n");
+    w.repo.person->CommitAndPush("main", "a spec with code");
+    w.repo.person->Write("src/train.py", "print('v2')\n");
+    FullStep(w, "only the code changed",
+             "a spec has code: a commit outside the jobs folder can change what it runs");
+  }
   SECTION("a run that ended since the index was taken") {
     const PassResult settled = w.Settle();
     const engine::PassIndex index = engine::IndexPass(settled, w.store.get());
