@@ -1,5 +1,7 @@
 #include "reconciler/core/code_change.h"
 
+#include "reconciler/core/byte_size.h"
+
 namespace rg::core {
 namespace {
 
@@ -34,6 +36,14 @@ std::string DescribeCodeChange(std::string_view folder, const std::string& from_
   std::vector<std::string> files;
   if (lister) files = lister(from_tree, to_tree);
   return CodeChangeText(folder, from_tree, to_tree, files);
+}
+
+std::string CodeSummary(const CodeFields& code) {
+  std::string out = "code ";
+  out.append(code.folder).append("@").append(std::string_view(code.tree_id).substr(0, kShortTree));
+  out.append(", ").append(std::to_string(code.files)).append(code.files == 1 ? " file, " : " files, ");
+  out.append(HumanBytes(code.bytes));
+  return out;
 }
 
 }  // namespace rg::core

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/core/spec_model.h"
+
 namespace rg::core {
 
 // The files (relative to the folder) that differ between two trees of a code folder; empty
@@ -26,5 +28,8 @@ std::string CodeChangeText(std::string_view folder, std::string_view from_tree,
 // The same, with the files asked of `lister` (when there is one).
 std::string DescribeCodeChange(std::string_view folder, const std::string& from_tree,
                                const std::string& to_tree, const CodeChangeLister& lister);
+
+// "code src/trainer@1a2b3c4d5e, 12 files, 40.1 KiB": what a spec's code folder holds.
+std::string CodeSummary(const CodeFields& code);
 
 }  // namespace rg::core

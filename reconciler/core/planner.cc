@@ -527,6 +527,7 @@ class Planner {
     jp.message = !jp.spec_changed         ? "new job"
                  : jp.code_change.empty() ? "spec changed: submitting the new version"
                                           : jp.code_change + ": submitting the new version";
+    if (!jp.spec_changed && spec.has_code()) jp.message += " (" + CodeSummary(spec.code()) + ")";
     if (auto it = removed_by_hash_.find(spec.spec_hash);
         it != removed_by_hash_.end() && !jp.spec_changed) {
       jp.renamed_from = it->second.first;
