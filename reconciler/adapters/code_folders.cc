@@ -48,17 +48,17 @@ core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderI
       message.append(spec.code().folder).append("/").append(info.largest[i].first);
       message.append(" (").append(core::HumanBytes(info.largest[i].second)).append(")");
     }
-    message += ". Keep data and checkpoints out of the code folder (shared_root, or export-ignore "
-               "in its .gitattributes)";
+    message +=
+        ". Keep data and checkpoints out of the code folder (shared_root, or export-ignore "
+        "in its .gitattributes)";
     verdict = core::Error::InvalidInput(std::move(message));
   }
   size_checked_.insert_or_assign(std::move(key), verdict);
   return verdict;
 }
 
-void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect,
-                          const BuildZip& build, const RefResolver& resolve_ref,
-                          const std::string& head_commit) {
+void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,
+                          const RefResolver& resolve_ref, const std::string& head_commit) {
   const int64_t max_bytes = state.cluster && state.cluster->code_max_bytes
                                 ? *state.cluster->code_max_bytes
                                 : core::kMaxCodeBytes;
@@ -188,9 +188,8 @@ void ResolveCodeOnDisk(core::DesiredState& state, const std::string& repo_dir) {
   // A bare repository has no working tree: its HEAD's commit is what there is.
   git_repository* r = repo.get();
   CodeFolders folders;
-  folders.ResolveOnDisk(state, r, repo_dir, [r](const std::string& ref) {
-    return RevparseCommit(r, ref);
-  });
+  folders.ResolveOnDisk(state, r, repo_dir,
+                        [r](const std::string& ref) { return RevparseCommit(r, ref); });
 }
 
 core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {

@@ -37,10 +37,10 @@ class CodeFolders {
   int inspections() const { return inspections_; }
 
  private:
-  using Inspect = std::function<core::Result<CodeFolderInfo>(const core::JobSpec&,
-                                                              const std::string& commit)>;
-  using BuildZip = std::function<core::Result<std::string>(const core::JobSpec&,
-                                                          const CodeFolderInfo&)>;
+  using Inspect =
+      std::function<core::Result<CodeFolderInfo>(const core::JobSpec&, const std::string& commit)>;
+  using BuildZip =
+      std::function<core::Result<std::string>(const core::JobSpec&, const CodeFolderInfo&)>;
   void Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,
                const RefResolver& resolve_ref, const std::string& head_commit);
   core::Status CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info, int64_t max_bytes,

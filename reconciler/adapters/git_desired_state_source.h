@@ -153,7 +153,7 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   // there is a persistent parse cache (it keeps them).
   std::map<std::string, CachedSpec> spec_cache_;
   std::map<std::string, CachedCluster> cluster_cache_;  // by blob id
-  ZoneCache zones_;  // the zones of scheduled specs, each read once
+  ZoneCache zones_;           // the zones of scheduled specs, each read once
   CodeFolders code_folders_;  // the trees of specs' code folders
   int spec_parses_ = 0;
   int cluster_parses_ = 0;

@@ -88,8 +88,8 @@ std::string CodeText(const core::HistoryRow& row) {
 
 void PrintText(const std::vector<core::HistoryRow>& rows, Authors& authors) {
   // The CODE column only when some run of the job shipped code from the repository.
-  const bool code = std::ranges::any_of(
-      rows, [](const core::HistoryRow& row) { return !row.code_tree.empty(); });
+  const bool code =
+      std::ranges::any_of(rows, [](const core::HistoryRow& row) { return !row.code_tree.empty(); });
   core::TextRow header = {"TIME",       "ATTEMPT",     "SUBMISSION_ID", "TRANSITION",
                           "RAY_STATUS", "SPEC_COMMIT", "AUTHOR",        "STATUS_COMMIT"};
   if (code) header.insert(header.begin() + 6, "CODE");
@@ -97,11 +97,14 @@ void PrintText(const std::vector<core::HistoryRow>& rows, Authors& authors) {
   for (const core::HistoryRow& row : rows) {
     const core::Transition& t = row.transition;
     const auto& author = authors.Of(row.spec_commit);
-    core::TextRow cells = {
-        core::FormatRfc3339Millis(row.time_ms), t.attempt ? std::to_string(*t.attempt) : "-",
-        OrDash(t.submission_id), t.from + " -> " + t.to, StatusText(t.status),
-        OrDash(row.spec_commit.substr(0, kShortCommit)), author ? OrDash(author->name) : "-",
-        row.status_commit.substr(0, kShortCommit)};
+    core::TextRow cells = {core::FormatRfc3339Millis(row.time_ms),
+                           t.attempt ? std::to_string(*t.attempt) : "-",
+                           OrDash(t.submission_id),
+                           t.from + " -> " + t.to,
+                           StatusText(t.status),
+                           OrDash(row.spec_commit.substr(0, kShortCommit)),
+                           author ? OrDash(author->name) : "-",
+                           row.status_commit.substr(0, kShortCommit)};
     if (code) cells.insert(cells.begin() + 6, CodeText(row));
     table.push_back(std::move(cells));
   }

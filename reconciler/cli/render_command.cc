@@ -81,9 +81,12 @@ void NoteCode(const core::JobSpec& spec) {
   const core::CodeFields& code = spec.code();
   std::string note = spec.path + ": code " + code.folder;
   if (code.ref) note.append(" at code_ref ").append(*code.ref);
-  note.append(code.commit.empty() ? " (working tree)" : " (commit " + code.commit.substr(0, 12) + ")");
+  note.append(code.commit.empty() ? " (working tree)"
+                                  : " (commit " + code.commit.substr(0, 12) + ")");
   note.append(": tree ").append(code.tree_id);
-  note.append(", ").append(std::to_string(code.files)).append(code.files == 1 ? " file, " : " files, ");
+  note.append(", ")
+      .append(std::to_string(code.files))
+      .append(code.files == 1 ? " file, " : " files, ");
   note.append(core::HumanBytes(code.bytes)).append(", shipped as ");
   note.append(core::CodePackageUri(code.tree_id));
   std::cerr << note << "\n";

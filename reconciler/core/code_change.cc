@@ -41,7 +41,9 @@ std::string DescribeCodeChange(std::string_view folder, const std::string& from_
 std::string CodeSummary(const CodeFields& code) {
   std::string out = "code ";
   out.append(code.folder).append("@").append(std::string_view(code.tree_id).substr(0, kShortTree));
-  out.append(", ").append(std::to_string(code.files)).append(code.files == 1 ? " file, " : " files, ");
+  out.append(", ")
+      .append(std::to_string(code.files))
+      .append(code.files == 1 ? " file, " : " files, ");
   out.append(HumanBytes(code.bytes));
   return out;
 }

@@ -14,8 +14,8 @@ namespace rg::core {
 // The files (relative to the folder) that differ between two trees of a code folder; empty
 // when that cannot be told (a tree not in the local copy). Given by the caller that holds the
 // Git objects (ports::DesiredStateSource::CodeChanges); core stays pure.
-using CodeChangeLister =
-    std::function<std::vector<std::string>(const std::string& from_tree, const std::string& to_tree)>;
+using CodeChangeLister = std::function<std::vector<std::string>(const std::string& from_tree,
+                                                                const std::string& to_tree)>;
 
 // The files listed shown at most; the rest are counted.
 inline constexpr size_t kCodeChangeFilesShown = 5;

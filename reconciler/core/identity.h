@@ -34,7 +34,7 @@ std::string ComputeSpecHash(const Value& document, std::string_view instance,
 // `after`, "@code" (the Git tree id of its `code` folder) for a job with `code`.
 struct IdentityExtras {
   const std::map<std::string, std::string, std::less<>>* after_hashes = nullptr;  // unset: none
-  std::string_view code_tree;  // empty: none
+  std::string_view code_tree;                                                     // empty: none
 };
 // The hash with those extras. REQUIRES: document.is_object()
 std::string ComputeSpecHash(const Value& document, std::string_view instance,

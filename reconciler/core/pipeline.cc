@@ -190,7 +190,8 @@ void BindDesiredState(DesiredState& state, std::string_view instance) {
     // The code's tree is part of what the run is (docs/code-in-the-repository.md). No earlier
     // rule knew `code`: a legacy hash would not follow the code.
     if (spec.has_code() && !spec.code().tree_id.empty() && spec.document.is_object()) {
-      spec.spec_hash = ComputeSpecHash(spec.document, instance, IdentityExtras{nullptr, spec.code().tree_id});
+      spec.spec_hash =
+          ComputeSpecHash(spec.document, instance, IdentityExtras{nullptr, spec.code().tree_id});
       spec.legacy_spec_hashes.clear();
     }
   }
@@ -212,8 +213,8 @@ void BindDesiredState(DesiredState& state, std::string_view instance) {
       upstream.emplace(name, state.jobs[up->second].spec_hash);
     }
     if (unbound[i] || !spec.document.is_object()) continue;
-    spec.spec_hash = ComputeSpecHash(spec.document, instance,
-                                     IdentityExtras{&upstream, spec.code().tree_id});
+    spec.spec_hash =
+        ComputeSpecHash(spec.document, instance, IdentityExtras{&upstream, spec.code().tree_id});
     spec.legacy_spec_hashes.clear();
   }
 }

@@ -457,8 +457,8 @@ class Planner {
       jp.spec_changed = true;
       jp.previous_spec_hash = rec->spec_hash;
       if (spec.has_code() && !rec->code_tree.empty() && rec->code_tree != spec.code().tree_id) {
-        jp.code_change = DescribeCodeChange(spec.code().folder, rec->code_tree,
-                                            spec.code().tree_id, policy_.code_changes);
+        jp.code_change = DescribeCodeChange(spec.code().folder, rec->code_tree, spec.code().tree_id,
+                                            policy_.code_changes);
       }
     }
     return jp;

@@ -133,12 +133,11 @@ bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after) {
   return before.name != after.name || before.instance != after.instance ||
          before.ray_cluster != after.ray_cluster || before.spec_path != after.spec_path ||
          before.spec_hash != after.spec_hash || before.code_tree != after.code_tree ||
-         before.phase != after.phase ||
-         before.on_remove != after.on_remove || before.submission_id != after.submission_id ||
-         before.attempt != after.attempt || before.status != after.status ||
-         before.message != after.message || before.error_type != after.error_type ||
-         before.job_id != after.job_id || before.start_time_ms != after.start_time_ms ||
-         before.end_time_ms != after.end_time_ms ||
+         before.phase != after.phase || before.on_remove != after.on_remove ||
+         before.submission_id != after.submission_id || before.attempt != after.attempt ||
+         before.status != after.status || before.message != after.message ||
+         before.error_type != after.error_type || before.job_id != after.job_id ||
+         before.start_time_ms != after.start_time_ms || before.end_time_ms != after.end_time_ms ||
          before.driver_exit_code != after.driver_exit_code || before.errors != after.errors ||
          before.attempts != after.attempts || before.skipped_slots != after.skipped_slots;
 }

@@ -87,13 +87,12 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   if (!action.upstream_runs.empty()) context.upstream_runs = action.upstream_runs;
   // The code first: a run whose working_dir Ray cannot find fails in its runtime_env setup.
   if (spec->has_code()) {
-    core::Status shipped =
-        options.code == nullptr
-            ? core::Status(core::Error::Fatal("no way to upload code was given"))
-            : options.code->Ensure(server, spec->code().tree_id);
+    core::Status shipped = options.code == nullptr
+                               ? core::Status(core::Error::Fatal("no way to upload code was given"))
+                               : options.code->Ensure(server, spec->code().tree_id);
     if (!shipped.ok()) {
-      out.error = core::Error(shipped.error().kind(), "code " + spec->code().folder + ": " +
-                                                          shipped.error().message());
+      out.error = core::Error(shipped.error().kind(),
+                              "code " + spec->code().folder + ": " + shipped.error().message());
       return out;
     }
   }

@@ -13,8 +13,8 @@
 
 #include "reconciler/core/planner.h"
 #include "reconciler/core/result.h"
-#include "reconciler/ports/artifact_sink.h"
 #include "reconciler/engine/code_upload.h"
+#include "reconciler/ports/artifact_sink.h"
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/ports/job_server.h"
 

@@ -18,11 +18,11 @@ namespace rg::engine {
 
 // What an uploader did, for the pass's log line and metrics.
 struct CodeUploadStats {
-  int checks = 0;        // GETs of a package
-  int zips = 0;          // zips built
-  int uploads = 0;       // PUTs that succeeded
-  uint64_t bytes = 0;    // bytes uploaded
-  int64_t zip_ms = 0;    // time spent building zips
+  int checks = 0;         // GETs of a package
+  int zips = 0;           // zips built
+  int uploads = 0;        // PUTs that succeeded
+  uint64_t bytes = 0;     // bytes uploaded
+  int64_t zip_ms = 0;     // time spent building zips
   int64_t upload_ms = 0;  // time spent in PUTs
 };
 
@@ -41,8 +41,8 @@ class CodeUploader {
 
  private:
   struct Tree {
-    std::mutex mu;     // held while the zip is built and sent
-    std::string zip;   // built on first need
+    std::mutex mu;    // held while the zip is built and sent
+    std::string zip;  // built on first need
     bool built = false;
   };
   ZipSource zips_;

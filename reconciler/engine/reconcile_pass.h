@@ -129,7 +129,7 @@ struct PassResult {
   std::shared_ptr<const ports::DesiredSnapshot> snapshot;
   core::Plan plan;
   std::vector<ActionOutcome> outcomes;   // in plan order; empty on a dry run
-  CodeUploadStats code;  // the code packages the pass looked up, built and uploaded
+  CodeUploadStats code;                  // the code packages the pass looked up, built and uploaded
   int actions_not_started = 0;           // plan actions left undone after a stop request
   std::vector<std::string> transitions;  // what the status commit says (or would say)
   std::string status_commit;             // empty when nothing was committed

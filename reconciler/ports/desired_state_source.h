@@ -116,8 +116,7 @@ class DesiredStateSource {
   virtual core::Result<std::vector<std::string>> CodeChanges(const std::string& from_tree,
                                                              const std::string& to_tree) {
     (void)to_tree;
-    return core::Error::NotFound("this source cannot compare code trees (tree " + from_tree +
-                                 ")");
+    return core::Error::NotFound("this source cannot compare code trees (tree " + from_tree + ")");
   }
 
   // How `commit` stands to `pass_commit` (both full hex ids), as far as the local copy knows;

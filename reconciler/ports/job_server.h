@@ -89,15 +89,15 @@ class JobServer {
   // holds the package (the call also pins it for a while), false on 404. The defaults are for
   // job servers without a package store (test doubles): kFatal.
   virtual core::Result<bool> HasPackage(std::string_view name) {
-    return core::Error::Fatal("this job server has no package store (package " +
-                              std::string(name) + ")");
+    return core::Error::Fatal("this job server has no package store (package " + std::string(name) +
+                              ")");
   }
   // PUT /api/packages/gcs/<name> with the zip's bytes as the body. kInvalidInput when Ray
   // refuses the size (its dashboard takes bodies up to 100 MiB).
   virtual core::Status UploadPackage(std::string_view name, std::string_view zip) {
     (void)zip;
-    return core::Error::Fatal("this job server has no package store (package " +
-                              std::string(name) + ")");
+    return core::Error::Fatal("this job server has no package store (package " + std::string(name) +
+                              ")");
   }
   // GET /api/cluster_status?format=1 — the text of `ray status` (may be empty).
   virtual core::Result<std::string> ClusterStatus() = 0;

@@ -607,8 +607,7 @@ void ReadCodeRef(JobFields& f, const YamlEntry& e) {
                            c == ':' || c == '?' || c == '*' || c == '[' || c == '\\';
                   });
   if (!ok) {
-    f.reader.TypeError(e.key, "a tag, branch or commit id of this repository (e.g. v1)",
-                       e.value);
+    f.reader.TypeError(e.key, "a tag, branch or commit id of this repository (e.g. v1)", e.value);
     return;
   }
   core::CodeFields& code = f.doc.code_fields.mutable_get();

@@ -207,7 +207,6 @@ TEST_CASE("A code push is a new run that gets the new code, and the status recor
     CHECK(LogsOf(ray, run_b).find("marker B") != std::string::npos);
     CHECK(RecordOf(repo.remote, "marker")->code_tree != rec->code_tree);
   }
-
 }
 
 TEST_CASE("A head restart that drops the package: the next attempt uploads it again") {
@@ -289,7 +288,8 @@ TEST_CASE("code_ref holds the code at a tag while the folder moves on, with no r
   CHECK(RecordOf(repo.remote, "pinned")->submission_id == run);
 }
 
-TEST_CASE("A code folder that cannot be shipped makes the spec invalid, and its run keeps running") {
+TEST_CASE(
+    "A code folder that cannot be shipped makes the spec invalid, and its run keeps running") {
   git_libgit2_init();
   testing::FakeRayServer ray(Immediate());
   testing::TestRemote repo;

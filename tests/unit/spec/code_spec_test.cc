@@ -39,8 +39,8 @@ TEST_CASE("code is read as a folder of the repository, normalised, with its posi
 
 TEST_CASE("code and code_ref refuse what is not a folder or a ref of this repository") {
   const std::string base = "workload: custom\nentrypoint: x\n";
-  for (const char* bad : {"/abs/path", "../outside", "src/../..", ".", ".git/hooks", "\"\"", "[a]",
-                          "3"}) {
+  for (const char* bad :
+       {"/abs/path", "../outside", "src/../..", ".", ".git/hooks", "\"\"", "[a]", "3"}) {
     INFO(bad);
     CHECK(HasError(ErrorsOf(base + "code: " + bad + "\n"), "code must be a folder of this"));
   }
@@ -57,14 +57,14 @@ TEST_CASE("code_max_bytes is a byte count up to Ray's 100 MiB") {
             .value->code_max_bytes == 1048576);
   for (const char* bad : {"0", "104857601", "10MB", "-1"}) {
     INFO(bad);
-    const auto parsed =
-        LoadRayConfig(std::string("address: http://h:1\ncode_max_bytes: ") + bad + "\n",
-                      "cluster.yaml");
+    const auto parsed = LoadRayConfig(
+        std::string("address: http://h:1\ncode_max_bytes: ") + bad + "\n", "cluster.yaml");
     CHECK(HasError(Messages(parsed.diagnostics), "code_max_bytes must be an integer number"));
   }
 }
 
-TEST_CASE("The tree of the code is part of the identity, and the rendered working_dir is its package") {
+TEST_CASE(
+    "The tree of the code is part of the identity, and the rendered working_dir is its package") {
   const SourceFile cluster{"cluster.yaml", "address: http://127.0.0.1:8265\n"};
   auto load = [&](const std::string& tree) {
     core::DesiredState state = LoadDesiredState(
@@ -92,7 +92,8 @@ TEST_CASE("The tree of the code is part of the identity, and the rendered workin
   CHECK((*body)["runtime_env"]["working_dir"].as_string() == core::CodePackageUri(tree1));
   CHECK(core::CodePackageUri(tree1).starts_with("gcs://_ray_pkg_"));
   CHECK((*body)["metadata"][std::string(core::kMetaCodeTree)].as_string() == tree1);
-  CHECK((*body)["metadata"][std::string(core::kMetaCodeCommit)].as_string() == std::string(40, 'c'));
+  CHECK((*body)["metadata"][std::string(core::kMetaCodeCommit)].as_string() ==
+        std::string(40, 'c'));
 
   // Never rendered without its tree: the working_dir would be unknown.
   core::DesiredState unresolved = LoadDesiredState(
