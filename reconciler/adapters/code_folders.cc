@@ -165,7 +165,7 @@ Repository OpenCheckout(const std::string& repo_dir) {
   return {raw, git_repository_free};
 }
 
-core::Result<std::string> RevparseCommit(git_repository* repo, const std::string& ref) {
+core::Result<std::string> CommitOfCodeRef(git_repository* repo, const std::string& ref) {
   git_object* object = nullptr;
   const std::string spec = ref + "^{commit}";
   if (git_revparse_single(&object, repo, spec.c_str()) != 0) {
@@ -189,7 +189,7 @@ void ResolveCodeOnDisk(core::DesiredState& state, const std::string& repo_dir) {
   git_repository* r = repo.get();
   CodeFolders folders;
   folders.ResolveOnDisk(state, r, repo_dir,
-                        [r](const std::string& ref) { return RevparseCommit(r, ref); });
+                        [r](const std::string& ref) { return CommitOfCodeRef(r, ref); });
 }
 
 core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {

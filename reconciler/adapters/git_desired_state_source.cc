@@ -524,13 +524,13 @@ core::Result<ports::DesiredSnapshot> GitDesiredStateSource::ReadCommit(const std
   cluster_cache_ = std::move(next_cluster_cache);
 
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
-  ResolveScheduleZones(snapshot.state, zones_);
-  ResolveCodeFolders(snapshot.state, resolved->commit);
+  ResolveAfterLoading(snapshot.state, resolved->commit);
   return snapshot;
 }
 
-void GitDesiredStateSource::ResolveCodeFolders(core::DesiredState& state,
-                                               const std::string& commit) {
+void GitDesiredStateSource::ResolveAfterLoading(core::DesiredState& state,
+                                                const std::string& commit) {
+  ResolveScheduleZones(state, zones_);
   code_folders_.ResolveAtCommit(state, workspace_->repository(), commit,
                                 [this](const std::string& ref) -> core::Result<std::string> {
                                   core::Result<ResolvedRef> resolved = Resolve(ref);
@@ -672,8 +672,7 @@ core::Result<std::optional<ports::SpecChanges>> GitDesiredStateSource::LoadChang
     snapshot.texts.emplace(blob.path, std::move(*text));
   }
   snapshot.state = spec::CheckDesiredStateSet(*cluster, options_.cluster_file, std::move(files));
-  ResolveScheduleZones(snapshot.state, zones_);
-  ResolveCodeFolders(snapshot.state, resolved->commit);
+  ResolveAfterLoading(snapshot.state, resolved->commit);
   changes.gone = std::move(delta.gone);
   return std::optional(std::move(changes));
 }

@@ -133,8 +133,9 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   std::shared_ptr<const spec::LoadedJobSpec> ForPass(
       std::shared_ptr<const spec::LoadedJobSpec> loaded, bool lean) const;
   core::Result<ports::DesiredSnapshot> ReadCommit(const std::string& ref, bool lean);
-  // Gives the specs of `state` with `code` their trees at `commit` (adapters::CodeFolders).
-  void ResolveCodeFolders(core::DesiredState& state, const std::string& commit);
+  // What is known only once the specs of `commit` are read: the zones of scheduled specs
+  // (adapters::ResolveScheduleZones) and the trees of code folders (adapters::CodeFolders).
+  void ResolveAfterLoading(core::DesiredState& state, const std::string& commit);
   // Puts pending_specs_ into the parse cache (a full read loads it anyway) and clears them.
   void PutPendingSpecs();
   core::Result<CachedCluster> ParseClusterBlob(git_repository* repo, const git_oid& oid,

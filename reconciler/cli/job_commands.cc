@@ -200,6 +200,29 @@ void ReportOneOff(const engine::SubmitAttemptResult& result, const std::string& 
   }
 }
 
+// The Ray token, the header values and the secret-named env vars of both files: what the
+// output and the artifacts of a one-off submit must never show.
+core::Redactor OneOffSecrets(const adapters::RayClientOptions& options, const OneOffFiles& files) {
+  core::Redactor secrets = ProcessSecrets(options, nullptr);
+  core::DesiredState inputs_read;
+  inputs_read.cluster = files.cluster;
+  inputs_read.jobs.push_back(files.job);
+  secrets.AddDesiredState(inputs_read);
+  return secrets;
+}
+
+// The code first: a run whose working_dir Ray cannot find fails in its runtime_env setup.
+core::Status ShipOneOffCode(ports::JobServer& server, const OneOffFiles& files) {
+  if (!files.job.has_code()) return core::OkStatus();
+  engine::CodeUploader code(
+      [&files](const std::string&) { return adapters::CodeZipOnDisk(files.job, files.repo_root); });
+  core::Status shipped = code.Ensure(server, files.job.code().tree_id);
+  if (shipped.ok()) return shipped;
+  return core::Error(shipped.error().kind(), "code " + files.job.code().folder + ": " +
+                                                 shipped.error().ToString() +
+                                                 "; nothing submitted");
+}
+
 int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
   const std::optional<OneOffFiles> files = LoadOneOffFiles(flags);
   if (!files) return 1;
@@ -211,13 +234,7 @@ int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
   core::Result<adapters::RayClientOptions> options = ResolveOptions(global, files->cluster.address);
   if (!options.ok()) return Fail(options.error().message());
   adapters::RayHttpJobServer server(*options);
-  // The Ray token, the header values and the secret-named env vars of both files: what the
-  // output and the artifacts of this command must never show.
-  core::Redactor secrets = ProcessSecrets(*options, nullptr);
-  core::DesiredState inputs_read;
-  inputs_read.cluster = files->cluster;
-  inputs_read.jobs.push_back(files->job);
-  secrets.AddDesiredState(inputs_read);
+  const core::Redactor secrets = OneOffSecrets(*options, *files);
 
   int run = 0;
   const std::string first_id = core::OneOffSubmissionId(files->job, 0);
@@ -238,19 +255,12 @@ int RunSubmit(const GlobalOptions& global, const SubmitFlags& flags) {
       OneOffArtifactWriter(flags, files->cluster, secrets, artifacts_note);
   core::RenderContext context;
   engine::SubmitArtifactInputs inputs{files->config_text, files->spec_text, options->address};
+  if (core::Status shipped = ShipOneOffCode(server, *files); !shipped.ok()) {
+    return Fail(shipped.error().message());
+  }
   // Another submit of the same spec may take the id between the look-up and the POST: then
   // the plain submit reports that run, and --new-run moves on to the next number.
   constexpr int kMaxTries = 5;
-  // The code first: a run whose working_dir Ray cannot find fails in its runtime_env setup.
-  if (files->job.has_code()) {
-    engine::CodeUploader code([&files](const std::string&) {
-      return adapters::CodeZipOnDisk(files->job, files->repo_root);
-    });
-    if (core::Status shipped = code.Ensure(server, files->job.code().tree_id); !shipped.ok()) {
-      return Fail("code " + files->job.code().folder + ": " + shipped.error().ToString() +
-                  "; nothing submitted");
-    }
-  }
   auto submit_run = [&](int n) {
     return engine::SubmitOneOff(server, writer.get(), files->job, n, files->cluster, context,
                                 inputs);
