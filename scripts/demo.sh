@@ -9,7 +9,11 @@
 #   pass); the example pipeline: a pass while the SFT stage runs shows the GRPO stage Waiting
 #   on it, and the first pass after the SFT succeeded submits the GRPO stage with the SFT
 #   run's directory in its command (POST /api/v1/sync runs each of these passes, once Ray
-#   reports the state it needs); once the runs ended, POST /api/v1/sync records how; then the
+#   reports the state it needs); code from the repository: the eval-report job runs
+#   src/eval-report/ of the pushed commit, a push that only bumps its REPORT_VERSION is named
+#   by `plan` as a code change and makes a new run whose log prints the new version (the fork
+#   of verl in forks/verl is fetched from the pinned wheel and rendered, its job suspended:
+#   it needs GPUs); once the runs ended, POST /api/v1/sync records how; then the
 #   status branch, STATUS.md and `ray-gitops history`, and SIGTERM stops the daemon (exit 0).
 #   The daemon and the head are stopped and the temp dir removed on exit, whatever happens
 #   (also on Ctrl-C).
@@ -134,6 +138,11 @@ git checkout -q -b main
 git config user.email demo@localhost
 git config user.name demo
 cp -r "$src/examples/repo/." .
+# The fork of verl the example keeps in the repository: verl 0.9.1 from the wheel that
+# scripts/install-deps.sh unpacked (downloaded by pip when that is missing).
+verl_wheel=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/verl-0.9.1}
+[ -d "$verl_wheel/verl" ] || verl_wheel=""
+PYTHON=$py bash forks/verl/fetch.sh ${verl_wheel:+"$verl_wheel"}
 sft_name=sft-qwen2.5-0.5b-gsm8k   # stage 1 of the pipeline (jobs/sft/qwen2.5-0.5b.yaml)
 grpo_name=grpo-qwen2.5-0.5b-gsm8k # stage 2 (jobs/grpo/qwen2.5-0.5b-gsm8k.yaml)
 "$py" - "$address" "$shared" "$sft_name" "$sft_gate_rel" <<'PYEOF'
@@ -145,10 +154,16 @@ cluster["shared_root"] = shared
 cluster.pop("user_code_path", None)
 yaml.safe_dump(cluster, open("cluster.yaml", "w"), sort_keys=False)
 # The trainers become the CPU-only stand-in: same entrypoints, a few seconds each. So does
-# verl in a custom job that runs it from a code_path (the nightly evaluation).
+# verl in a custom job that runs it from a code_path (the nightly evaluation). The trainer
+# that runs the fork of verl kept in the repository (code: forks/verl) is the real verl and
+# needs GPUs: it stays suspended here, validated and rendered but never submitted.
 for path in glob.glob("jobs/**/*.yaml", recursive=True):
     spec = yaml.safe_load(open(path))
     if spec["workload"] == "custom" and "code_path" not in spec:
+        continue
+    if "code" in spec:
+        spec["suspend"] = True
+        yaml.safe_dump(spec, open(path, "w"), sort_keys=False)
         continue
     spec["code_path"] = "${shared_root}/common/code/verl/standin"
     if spec.get("name") == sft_name:
@@ -158,18 +173,22 @@ PYEOF
 git add -A
 git commit -qm "desired state: the example jobs on the local head"
 git push -q origin main
-git log --stat --format='commit %h  %s' main
+git log --stat --format='commit %h  %s' main -- . ':(exclude)forks/verl/verl'
+echo " (and forks/verl/verl/: $(git ls-files forks/verl/verl | wc -l) files of verl 0.9.1)"
 echo "--- cluster.yaml"
 cat cluster.yaml
 echo "--- jobs/smoke/hello.yaml"
 cat jobs/smoke/hello.yaml
-# The pipeline's stage 2 and the scheduled evaluation, the fields that make them so.
+# The pipeline's stage 2, the scheduled evaluation and the two jobs whose code is in the
+# repository, the fields that make them so.
 "$py" - <<'PYEOF'
 import yaml
 for path, keys in (
         ("jobs/grpo/qwen2.5-0.5b-gsm8k.yaml", ("after", "model_id")),
         ("jobs/eval/gsm8k-nightly.yaml",
-         ("schedule", "timezone", "concurrency", "starting_deadline", "deadline"))):
+         ("schedule", "timezone", "concurrency", "starting_deadline", "deadline")),
+        ("jobs/eval/report.yaml", ("code", "entrypoint")),
+        ("jobs/grpo/qwen2.5-0.5b-gsm8k-fork.yaml", ("code", "suspend"))):
     spec = yaml.safe_load(open(path))
     print("--- " + path + " (" + ", ".join(keys) + ")")
     print(yaml.safe_dump({k: spec[k] for k in keys if k in spec}, sort_keys=False), end="")
@@ -185,6 +204,19 @@ set -e
 
 say "ray-gitops render jobs/ppo/qwen2.5-0.5b-gsm8k.yaml   (the body POSTed to Ray)"
 rg render --repo "$demo/work" jobs/ppo/qwen2.5-0.5b-gsm8k.yaml --format json
+
+fork_spec=jobs/grpo/qwen2.5-0.5b-gsm8k-fork.yaml
+say "ray-gitops render $fork_spec   (code: forks/verl, shipped as the run's working_dir)"
+rg render --repo "$demo/work" "$fork_spec" --format json 2>"$demo/render-fork.err" |
+  "$py" -c '
+import json, sys
+body = json.load(sys.stdin)
+print("entrypoint:  " + body["entrypoint"][:72] + " ...")
+print("working_dir: " + body["runtime_env"]["working_dir"])
+print("PYTHONPATH:  " + body["runtime_env"]["env_vars"]["PYTHONPATH"])'
+cat "$demo/render-fork.err"
+grep -q "^$fork_spec: code forks/verl .*shipped as gcs://_ray_pkg_" "$demo/render-fork.err" ||
+  { echo "render named no package for $fork_spec" >&2; exit 1; }
 
 secret_file=$demo/webhook-secret
 secret=$("$py" -c 'import secrets; print(secrets.token_hex(16))')
@@ -239,7 +271,7 @@ print("state=%s spec_commit=%s status_commit=%s counts=%s" % (
     s["state"], (s["spec_commit"] or "")[:10], (s["status_commit"] or "")[:10],
     json.dumps(s["counts"], sort_keys=True)))
 for j in s["jobs"]:
-    print("  %-24s %-10s %-35s %s" % (j["name"], j["phase"], j["submission_id"], j["status"]))'
+    print("  %-28s %-10s %-35s %s" % (j["name"], j["phase"], j["submission_id"], j["status"]))'
 }
 status_summary
 
@@ -379,6 +411,49 @@ echo "what stage 1's stand-in left there (verl 0.9.1's layout; the real one adds
 (cd "$shared/jobs/$sft_id/checkpoints" && find . -type f | sort &&
   echo "latest_checkpointed_iteration.txt: $(cat latest_checkpointed_iteration.txt)")
 
+say "code from the repository: eval-report runs src/eval-report/ of the pushed commit"
+report_name=eval-report # jobs/eval/report.yaml, code: src/eval-report
+report_old=$(job_field "$report_name" submission_id)
+[ -n "$report_old" ] || { status_summary; echo "$report_name has no run" >&2; exit 1; }
+wait_ray_status "$report_old" SUCCEEDED 120 || { rg logs "$report_old" || true; exit 1; }
+echo "ray-gitops logs $report_old"
+rg logs "$report_old" | sed 's/^/  /'
+rg logs "$report_old" | grep -q "^eval-report v1: done" ||
+  { echo "$report_old did not print the marker v1" >&2; exit 1; }
+
+say "a code push: only src/eval-report/report.py changes (REPORT_VERSION v1 -> v2)"
+sed -i 's/^REPORT_VERSION = "v1"$/REPORT_VERSION = "v2"/' src/eval-report/report.py
+git diff --stat
+git commit -qam "eval-report: v2"
+git push -q origin main
+git log --oneline -1
+echo "ray-gitops plan, what it says of $report_name (exit 2: a change is pending):"
+set +e
+rg plan "${repo_flags[@]}" >"$demo/plan-code.out" 2>&1
+plan_status=$?
+set -e
+# Its row of the table, and its section below the table (up to the next blank line).
+awk -v n="$report_name" '$2 == n { print "  " $0 } $0 ~ "^[a-z]+ +" n ":$" { s = 1 }
+  s && /^$/ { s = 0 } s { print "  " $0 }' "$demo/plan-code.out"
+echo "(exit $plan_status)"
+grep -q "code changed: src/eval-report (1 file: report.py)" "$demo/plan-code.out" ||
+  { cat "$demo/plan-code.out"; echo "plan named no code change" >&2; exit 1; }
+sync_pass
+report_new=$(job_field "$report_name" submission_id)
+if [ -z "$report_new" ] || [ "$report_new" = "$report_old" ]; then
+  status_summary
+  echo "the pass after the code push started no new run of $report_name" >&2
+  exit 1
+fi
+echo "$report_name: the current run is now $report_new (was $report_old, now a past run)"
+wait_ray_status "$report_new" SUCCEEDED 120 || { rg logs "$report_new" || true; exit 1; }
+echo "ray-gitops logs $report_new"
+rg logs "$report_new" | sed 's/^/  /'
+rg logs "$report_new" | grep -q "^eval-report v2: done" ||
+  { echo "$report_new did not print the marker v2" >&2; exit 1; }
+echo "both runs, as Ray lists them:"
+rg list | awk -v p="^$report_name-" 'NR == 1 || $1 ~ p'
+
 say "waiting for the runs to finish"
 for _ in $(seq 1 100); do
   active=$(rg list --format json |
@@ -411,6 +486,9 @@ rg history smoke-goodbye "${repo_flags[@]}"
 
 say "ray-gitops history $grpo_name   (Waiting on $sft_name, then its run)"
 rg history "$grpo_name" "${repo_flags[@]}"
+
+say "ray-gitops history $report_name   (the code each run got: folder@tree, commit)"
+rg history "$report_name" "${repo_flags[@]}"
 
 say "stopping the daemon with SIGTERM"
 log_seen=$(($(wc -l <"$daemon_log") + 1))

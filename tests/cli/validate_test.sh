@@ -97,6 +97,14 @@ if [[ -d $src/examples/repo ]]; then
   run examples validate --repo "$src/examples/repo"
   expect_rc examples 0
   [[ -s $work/examples.err ]] && fail "examples: $(cat "$work/examples.err")"
+  # The fork of verl as shipped, before forks/verl/fetch.sh: the zip would hold LICENSE alone
+  # (README.md, fetch.sh and .gitattributes are export-ignore).
+  if [[ ! -d $src/examples/repo/forks/verl/verl ]]; then
+    run fork-render render --repo "$src/examples/repo" jobs/grpo/qwen2.5-0.5b-gsm8k-fork.yaml
+    expect_rc fork-render 0
+    grep -q "code forks/verl (working tree): tree [0-9a-f]*, 1 file, .*gcs://_ray_pkg_" \
+      "$work/fork-render.err" || fail "fork-render: $(cat "$work/fork-render.err")"
+  fi
 else
   echo "skipped: $src/examples/repo does not exist"
 fi

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # `ray-gitops validate --verl-config` against verl 0.9.1's own config folder (the wheel that
-# scripts/install-deps.sh unpacks into RG_VERL_DIR), and `validate --format json`.
+# scripts/install-deps.sh unpacks into RG_VERL_DIR), and `validate --format json`; the
+# examples with their fork of verl filled in by forks/verl/fetch.sh from that wheel, and
+# `render` of the spec that runs the fork.
 # Args: path-to-binary source-dir.
 set -u
 bin=$1
 src=$2
-verl=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/verl-0.9.1}/verl/trainer/config
+wheel=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/verl-0.9.1}
+verl=$wheel/verl/trainer/config
 py=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}/bin/python
 # shellcheck source=tests/cli/lib.sh
 source "$src/tests/cli/lib.sh"
@@ -19,11 +22,52 @@ expect_err_line() {
   grep -qxF "$2" "$work/$1.err" || fail "$1: no line '$2' in stderr: $(cat "$work/$1.err")"
 }
 
-# The shipped examples compose against verl 0.9.1, SFT included.
+# The shipped examples compose against verl 0.9.1, SFT included, as shipped (the fork of verl
+# not fetched) and with the fork fetched, as a repository made from them holds it.
 run examples validate --repo "$src/examples/repo" --verl-config "$verl"
 expect_rc examples 0
-[[ $(cat "$work/examples.out") == "ok: cluster.yaml and 5 jobspecs are valid" ]] ||
+[[ $(cat "$work/examples.out") == "ok: cluster.yaml and 7 jobspecs are valid" ]] ||
   fail "examples: stdout $(cat "$work/examples.out")"
+examples=$work/examples
+cp -r "$src/examples/repo" "$examples"
+rm -rf "$examples/forks/verl/verl"
+PYTHON=$py bash "$examples/forks/verl/fetch.sh" "$wheel" >"$work/fetch.out" 2>&1 ||
+  fail "fetch.sh: $(cat "$work/fetch.out")"
+grep -q "^fetch.sh: [0-9]* files of verl 0.9.1 in " "$work/fetch.out" ||
+  fail "fetch.sh: $(cat "$work/fetch.out")"
+run fork validate --repo "$examples" --verl-config "$verl"
+expect_rc fork 0
+[[ $(cat "$work/fork.out") == "ok: cluster.yaml and 7 jobspecs are valid" ]] ||
+  fail "fork: stdout $(cat "$work/fork.out")"
+[ -s "$work/fork.err" ] && fail "fork: stderr: $(cat "$work/fork.err")"
+
+# The spec that runs the fork ships the package and LICENSE, not the fork's README and
+# fetch.sh (export-ignore); the trainer is imported from the working_dir, no code_path.
+fork_spec=jobs/grpo/qwen2.5-0.5b-gsm8k-fork.yaml
+run fork-render render --repo "$examples" "$fork_spec" --format json
+expect_rc fork-render 0
+files=$((1 + $(find "$examples/forks/verl/verl" -type f | wc -l)))
+grep -qE "^$fork_spec: code forks/verl \(working tree\): tree [0-9a-f]{40}, $files files, .*, shipped as gcs://_ray_pkg_[0-9a-f]+\.zip$" \
+  "$work/fork-render.err" || fail "fork-render: no code line for $files files: $(cat "$work/fork-render.err")"
+"$py" - "$work/fork-render.out" <<'PYEOF' || fail "fork-render: $(cat "$work/fork-render.out")"
+import json, re, sys
+body = json.load(open(sys.argv[1]))
+assert re.fullmatch(r"gcs://_ray_pkg_[0-9a-f]+\.zip", body["runtime_env"]["working_dir"]), body
+assert body["entrypoint"].startswith("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "), body
+assert "/common/code/verl" not in body["runtime_env"]["env_vars"]["PYTHONPATH"], body
+assert re.fullmatch(r"[0-9a-f]{40}", body["metadata"]["gitops.code-tree"]), body["metadata"]
+PYEOF
+# The custom job with its code in src/eval-report.
+run report-render render --repo "$examples" jobs/eval/report.yaml --format json
+expect_rc report-render 0
+grep -q "^jobs/eval/report.yaml: code src/eval-report (working tree): tree [0-9a-f]*, 3 files, " \
+  "$work/report-render.err" || fail "report-render: $(cat "$work/report-render.err")"
+"$py" - "$work/report-render.out" <<'PYEOF' || fail "report-render: $(cat "$work/report-render.out")"
+import json, re, sys
+body = json.load(open(sys.argv[1]))
+assert re.fullmatch(r"gcs://_ray_pkg_[0-9a-f]+\.zip", body["runtime_env"]["working_dir"]), body
+assert body["entrypoint"] == "python3 report.py samples.jsonl", body
+PYEOF
 
 # A copy of the examples with a spec whose overrides hold a typo, an add of an existing key,
 # a delete and a force-add that are fine, and a model_id the sft config has no key for.
@@ -66,7 +110,7 @@ expect_rc json 1
 "$py" - "$work/json.out" <<'PYEOF' || fail "json: unexpected document: $(cat "$work/json.out")"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc["version"] == 1 and doc["valid"] is False and doc["files"] == 7, doc
+assert doc["version"] == 1 and doc["valid"] is False and doc["files"] == 9, doc
 first = doc["diagnostics"][0]
 assert first == {
     "file": "jobs/ppo/typo.yaml", "line": 7, "column": 5, "field": "overrides[1]",
@@ -82,7 +126,7 @@ expect_rc json-valid 0
 "$py" - "$work/json-valid.out" <<'PYEOF' || fail "json-valid: $(cat "$work/json-valid.out")"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc == {"version": 1, "valid": True, "files": 6, "diagnostics": []}, doc
+assert doc == {"version": 1, "valid": True, "files": 8, "diagnostics": []}, doc
 PYEOF
 printf 'workload: ppo\nnnodes: two\n' >"$repo/jobs/ppo/typo.yaml"
 run json-loader validate --repo "$repo" -o json jobs/ppo/typo.yaml nope.yaml
