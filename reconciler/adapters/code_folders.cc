@@ -35,9 +35,8 @@ core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderI
   // Over the bound, which assumes nothing compresses: only the zip itself can tell.
   core::Status verdict;
   core::Result<std::string> zip = build(spec, info);
-  if (!zip.ok()) {
-    verdict = zip.error();
-  } else if (zip->size() > limit) {
+  if (!zip.ok()) return zip.error();  // not kept: a read that failed may succeed next time
+  if (zip->size() > limit) {
     std::string message = spec.code().folder + " would be a zip of " +
                           core::HumanBytes(zip->size()) + ", over the limit of " +
                           core::HumanBytes(limit) +
