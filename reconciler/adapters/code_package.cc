@@ -102,7 +102,9 @@ zip_int64_t EntryCallback(void* state, void* data, zip_uint64_t len, zip_source_
       return static_cast<zip_int64_t>(n);
     }
     case ZIP_SOURCE_CLOSE:
-      s.data = std::string();
+      // Swapped out, not assigned: assigning an empty string keeps the buffer, and the zip
+      // would then hold every file's bytes until it is closed.
+      std::string().swap(s.data);
       return 0;
     case ZIP_SOURCE_STAT: {
       auto* st = static_cast<zip_stat_t*>(data);
