@@ -102,7 +102,9 @@ zip_int64_t EntryCallback(void* state, void* data, zip_uint64_t len, zip_source_
       return static_cast<zip_int64_t>(n);
     }
     case ZIP_SOURCE_CLOSE:
-      s.data = std::string();
+      // Swapped out, not assigned: assigning an empty string keeps the buffer, and the zip
+      // would then hold every file's bytes until it is closed.
+      std::string().swap(s.data);
       return 0;
     case ZIP_SOURCE_STAT: {
       auto* st = static_cast<zip_stat_t*>(data);
@@ -151,25 +153,102 @@ core::Status AddEntry(zip_t* za, EntrySource& source) {
   return core::OkStatus();
 }
 
-// The bytes of the in-memory archive `buffer` after zip_close.
-core::Result<std::string> ReadBuffer(zip_source_t* buffer) {
-  zip_stat_t st;
-  zip_stat_init(&st);
-  if (zip_source_open(buffer) != 0) return ZipError("zip buffer", zip_source_error(buffer));
-  std::string out;
-  if (zip_source_stat(buffer, &st) == 0 && (st.valid & ZIP_STAT_SIZE) != 0) {
-    out.resize(st.size);
-    const zip_int64_t n = zip_source_read(buffer, out.data(), out.size());
-    if (n < 0 || static_cast<uint64_t>(n) != st.size) out.clear();
+// The archive as libzip writes it, straight into one string: libzip's own buffer source would
+// keep the zip in fragments of its own, to be copied out into a string after zip_close (the zip
+// held twice at the end). Writes land where libzip puts them, and the archive's size is the
+// furthest byte written, as in libzip's buffer; the written string becomes the archive's bytes
+// on commit.
+struct ZipSink {
+  std::string bytes;    // the archive committed (empty until zip_close commits)
+  std::string writing;  // between BEGIN_WRITE and COMMIT_WRITE
+  zip_uint64_t write_offset = 0;
+  zip_uint64_t read_offset = 0;
+  size_t expected = 0;  // reserved when writing begins: the zip's size bound
+  zip_error_t error{};
+};
+
+// libzip's callback for the archive's source: readable, seekable and writable.
+zip_int64_t SinkCallback(void* state, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+  auto& s = *static_cast<ZipSink*>(state);
+  switch (cmd) {
+    case ZIP_SOURCE_OPEN:
+      s.read_offset = 0;
+      return 0;
+    case ZIP_SOURCE_READ: {
+      const size_t n = std::min<zip_uint64_t>(len, s.bytes.size() - s.read_offset);
+      std::memcpy(data, s.bytes.data() + s.read_offset, n);
+      s.read_offset += n;
+      return static_cast<zip_int64_t>(n);
+    }
+    case ZIP_SOURCE_CLOSE:
+      return 0;
+    case ZIP_SOURCE_STAT: {
+      auto* st = static_cast<zip_stat_t*>(data);
+      zip_stat_init(st);
+      st->valid = ZIP_STAT_SIZE;
+      st->size = s.bytes.size();
+      return sizeof(zip_stat_t);
+    }
+    case ZIP_SOURCE_SEEK: {
+      const zip_int64_t at =
+          zip_source_seek_compute_offset(s.read_offset, s.bytes.size(), data, len, &s.error);
+      if (at < 0) return -1;
+      s.read_offset = static_cast<zip_uint64_t>(at);
+      return 0;
+    }
+    case ZIP_SOURCE_TELL:
+      return static_cast<zip_int64_t>(s.read_offset);
+    case ZIP_SOURCE_BEGIN_WRITE:
+      // Reserved to the zip's bound, so the string never grows by copying itself; the pages
+      // past the zip's end are never written.
+      std::string().swap(s.writing);
+      s.writing.reserve(s.expected);
+      s.write_offset = 0;
+      return 0;
+    case ZIP_SOURCE_WRITE: {
+      if (s.write_offset + len > s.writing.size()) s.writing.resize(s.write_offset + len);
+      std::memcpy(s.writing.data() + s.write_offset, data, len);
+      s.write_offset += len;
+      return static_cast<zip_int64_t>(len);
+    }
+    case ZIP_SOURCE_SEEK_WRITE: {
+      const zip_int64_t at =
+          zip_source_seek_compute_offset(s.write_offset, s.writing.size(), data, len, &s.error);
+      if (at < 0) return -1;
+      s.write_offset = static_cast<zip_uint64_t>(at);
+      return 0;
+    }
+    case ZIP_SOURCE_TELL_WRITE:
+      return static_cast<zip_int64_t>(s.write_offset);
+    case ZIP_SOURCE_COMMIT_WRITE:
+      std::string().swap(s.bytes);
+      s.bytes.swap(s.writing);
+      return 0;
+    case ZIP_SOURCE_ROLLBACK_WRITE:
+      std::string().swap(s.writing);
+      return 0;
+    case ZIP_SOURCE_REMOVE:
+      std::string().swap(s.bytes);
+      return 0;
+    case ZIP_SOURCE_ERROR:
+      return zip_error_to_data(&s.error, data, len);
+    case ZIP_SOURCE_FREE:
+      return 0;  // the sink outlives the archive
+    case ZIP_SOURCE_SUPPORTS:
+      return zip_source_make_command_bitmap(
+          ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT, ZIP_SOURCE_SEEK,
+          ZIP_SOURCE_TELL, ZIP_SOURCE_BEGIN_WRITE, ZIP_SOURCE_WRITE, ZIP_SOURCE_SEEK_WRITE,
+          ZIP_SOURCE_TELL_WRITE, ZIP_SOURCE_COMMIT_WRITE, ZIP_SOURCE_ROLLBACK_WRITE,
+          ZIP_SOURCE_REMOVE, ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, ZIP_SOURCE_SUPPORTS, -1);
+    default:
+      zip_error_set(&s.error, ZIP_ER_OPNOTSUPP, 0);
+      return -1;
   }
-  zip_source_close(buffer);
-  if (out.empty()) return ZipError("zip buffer", zip_source_error(buffer));
-  return out;
 }
 
-// Adds every file, closes the archive and takes its bytes; on failure the archive is discarded.
-core::Result<std::string> WriteEntries(zip_t* za, zip_source_t* buffer,
-                                       std::vector<EntrySource>& sources) {
+// Adds every file and closes the archive, which writes it to its source; on failure the
+// archive is discarded.
+core::Status WriteEntries(zip_t* za, std::vector<EntrySource>& sources) {
   for (EntrySource& source : sources) {
     if (auto added = AddEntry(za, source); !added.ok()) {
       zip_discard(za);
@@ -187,7 +266,7 @@ core::Result<std::string> WriteEntries(zip_t* za, zip_source_t* buffer,
     zip_discard(za);
     return error;
   }
-  return ReadBuffer(buffer);
+  return core::OkStatus();
 }
 
 // The deterministic zip of `files` (sorted here by path, bytewise), in memory.
@@ -195,24 +274,37 @@ core::Result<std::string> WriteCodeZip(std::vector<CodeFile> files) {
   if (files.empty()) return core::Error::InvalidInput("no files to pack");
   std::sort(files.begin(), files.end(),
             [](const CodeFile& a, const CodeFile& b) { return a.path < b.path; });
+  CodeFolderInfo sizes;
   std::vector<EntrySource> sources(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
     sources[i].file = &files[i];
     zip_error_init(&sources[i].error);
+    ++sizes.files;
+    sizes.bytes += files[i].size;
+    sizes.path_bytes += files[i].path.size();
   }
+  ZipSink sink;
+  sink.expected = static_cast<size_t>(ZipSizeUpperBound(sizes));
+  zip_error_init(&sink.error);
   zip_error_t error;
   zip_error_init(&error);
-  zip_source_t* buffer = zip_source_buffer_create(nullptr, 0, 0, &error);
-  if (buffer == nullptr) return ZipError("zip buffer", &error);
-  zip_t* za = zip_open_from_source(buffer, ZIP_TRUNCATE, &error);
-  if (za == nullptr) {
-    zip_source_free(buffer);
-    return ZipError("zip open", &error);
+  core::Result<std::string> bytes = std::string();
+  zip_source_t* archive = zip_source_function_create(SinkCallback, &sink, &error);
+  zip_t* za = archive == nullptr ? nullptr : zip_open_from_source(archive, ZIP_TRUNCATE, &error);
+  if (archive == nullptr) {
+    bytes = ZipError("zip buffer", &error);
+  } else if (za == nullptr) {
+    zip_source_free(archive);  // still ours: zip_open_from_source failed
+    bytes = ZipError("zip open", &error);
+  } else if (core::Status written = WriteEntries(za, sources); !written.ok()) {
+    bytes = written.error();
+  } else if (sink.bytes.empty()) {
+    bytes = core::Error::Fatal("zip: the archive was not written");
+  } else {
+    bytes = std::move(sink.bytes);  // its buffer, not a copy
   }
-  zip_source_keep(buffer);  // the archive frees its source on close; its bytes are read after
-  auto bytes = WriteEntries(za, buffer, sources);
-  zip_source_free(buffer);
   for (EntrySource& source : sources) zip_error_fini(&source.error);
+  zip_error_fini(&sink.error);
   zip_error_fini(&error);
   return bytes;
 }
