@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,12 +112,70 @@ void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect, con
   core::MoveToInvalid(state, failed, std::move(moved));
 }
 
+namespace {
+
+// Trees whose inspection is kept; past it the map starts again (a daemon sees few trees).
+constexpr size_t kKeptInspections = 256;
+
+// The id of the tree at `folder` in commit `commit`; nullopt when there is none (the full
+// inspection then says why).
+std::optional<std::string> FolderTreeId(git_repository* repo, const std::string& commit,
+                                        const std::string& folder) {
+  git_oid oid;
+  git_commit* raw_commit = nullptr;
+  if (git_oid_fromstrn(&oid, commit.data(), commit.size()) != 0 ||
+      git_commit_lookup(&raw_commit, repo, &oid) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  git_tree* root = nullptr;
+  const int rc = git_commit_tree(&root, raw_commit);
+  git_commit_free(raw_commit);
+  if (rc != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  git_tree_entry* entry = nullptr;
+  const int found = git_tree_entry_bypath(&entry, root, folder.c_str());
+  git_tree_free(root);
+  if (found != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  std::optional<std::string> id;
+  if (git_tree_entry_type(entry) == GIT_OBJECT_TREE) {
+    std::array<char, GIT_OID_HEXSZ + 1> hex{};
+    git_oid_tostr(hex.data(), hex.size(), git_tree_entry_id(entry));
+    id = hex.data();
+  }
+  git_tree_entry_free(entry);
+  return id;
+}
+
+}  // namespace
+
+core::Result<CodeFolderInfo> CodeFolders::InspectAtCommit(git_repository* repo,
+                                                          const std::string& commit,
+                                                          const std::string& folder) {
+  const std::optional<std::string> tree = FolderTreeId(repo, commit, folder);
+  if (tree) {
+    if (auto it = inspected_trees_.find(*tree); it != inspected_trees_.end()) return it->second;
+  }
+  ++folder_reads_;
+  core::Result<CodeFolderInfo> info = InspectCodeFolder(repo, commit, folder);
+  if (info.ok()) {
+    if (inspected_trees_.size() >= kKeptInspections) inspected_trees_.clear();
+    inspected_trees_.insert_or_assign(info->tree_id, *info);
+  }
+  return info;
+}
+
 void CodeFolders::ResolveAtCommit(core::DesiredState& state, git_repository* repo,
                                   const std::string& commit, const RefResolver& resolve_ref) {
   Resolve(
       state,
-      [repo](const core::JobSpec& spec, const std::string& at) {
-        return InspectCodeFolder(repo, at, spec.code().folder);
+      [this, repo](const core::JobSpec& spec, const std::string& at) {
+        return InspectAtCommit(repo, at, spec.code().folder);
       },
       [repo](const core::JobSpec&, const CodeFolderInfo& info) {
         return BuildCodeZip(repo, info.tree_id);

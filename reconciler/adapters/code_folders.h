@@ -33,8 +33,11 @@ class CodeFolders {
   void ResolveOnDisk(core::DesiredState& state, git_repository* repo, const std::string& workdir,
                      const RefResolver& resolve_ref);
 
-  // How many folders were inspected (read from Git) since this object was made.
+  // How many folders were looked up (specs sharing a folder at one commit count once) since
+  // this object was made; a tree seen before is looked up without being read again.
   int inspections() const { return inspections_; }
+  // How many folders were read from Git (their files listed and sized).
+  int folder_reads() const { return folder_reads_; }
 
  private:
   using Inspect =
@@ -43,13 +46,20 @@ class CodeFolders {
       std::function<core::Result<std::string>(const core::JobSpec&, const CodeFolderInfo&)>;
   void Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,
                const RefResolver& resolve_ref, const std::string& head_commit);
+  // InspectCodeFolder, answered from inspected_trees_ when the folder's tree was seen before.
+  core::Result<CodeFolderInfo> InspectAtCommit(git_repository* repo, const std::string& commit,
+                                               const std::string& folder);
   core::Status CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info, int64_t max_bytes,
                          const BuildZip& build);
 
+  // What InspectCodeFolder found for a tree (its successes only): a later commit whose folder
+  // has the same tree reads nothing but the entry that names it. Bounded by kKeptInspections.
+  std::map<std::string, CodeFolderInfo, std::less<>> inspected_trees_;
   // Tree id + "\n" + limit -> the size check's outcome (the zip is built only for a folder
   // whose bound exceeds the limit).
   std::map<std::string, core::Status, std::less<>> size_checked_;
   int inspections_ = 0;
+  int folder_reads_ = 0;
 };
 
 // For commands that read a checkout on disk (`render`, `validate`, `diff` of the working tree,

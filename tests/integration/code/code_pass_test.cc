@@ -16,6 +16,7 @@
 #include <string>
 
 #include "reconciler/adapters/artifact_writer.h"
+#include "reconciler/adapters/code_folders.h"
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_status_store.h"
 #include "reconciler/adapters/git_workspace.h"
@@ -23,6 +24,7 @@
 #include "reconciler/core/code_package.h"
 #include "reconciler/core/render.h"
 #include "reconciler/engine/reconcile_pass.h"
+#include "reconciler/spec/spec_loader.h"
 #include "reconciler/spec/status_codec.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
@@ -340,6 +342,49 @@ TEST_CASE(
   for (const auto& a : after.plan.actions) CHECK(a.kind != ActionKind::kStop);
   CHECK(ray.StatusOf(run) == RayJobStatus::kRunning);
   CHECK(RecordOf(repo.remote, "long")->phase == core::Phase::kInvalid);
+}
+
+TEST_CASE("A folder's tree seen before is not read again, whatever commit names it") {
+  git_libgit2_init();
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  repo.person->Write("jobs/a.yaml", kMarkerSpec);
+  repo.person->Write("jobs/b.yaml", std::string(kMarkerSpec) + "rerun: \"b\"\n");
+  repo.person->Write("src/marker.txt", "marker A\n");
+  const std::string first = repo.person->CommitAndPush("main", "two specs on src");
+  repo.person->Write("README.md", "outside the folder\n");
+  const std::string second = repo.person->CommitAndPush("main", "a commit that leaves src alone");
+  repo.person->Write("src/marker.txt", "marker B\n");
+  const std::string third = repo.person->CommitAndPush("main", "src changes");
+
+  git_repository* raw = nullptr;
+  REQUIRE(git_repository_open(&raw, repo.remote.c_str()) == 0);
+  std::unique_ptr<git_repository, decltype(&git_repository_free)> git(raw, git_repository_free);
+  auto no_refs = [](const std::string& ref) -> core::Result<std::string> {
+    return core::Error::NotFound(ref);
+  };
+  auto load = [](const std::string& text_a, const std::string& text_b) {
+    core::DesiredState state =
+        spec::LoadDesiredState(spec::SourceFile{"cluster.yaml", kCluster},
+                               {{"jobs/a.yaml", text_a}, {"jobs/b.yaml", text_b}});
+    REQUIRE(state.jobs.size() == 2);
+    return state;
+  };
+  const std::string b_text = std::string(kMarkerSpec) + "rerun: \"b\"\n";
+  adapters::CodeFolders folders;
+  core::DesiredState one = load(kMarkerSpec, b_text);
+  folders.ResolveAtCommit(one, git.get(), first, no_refs);
+  CHECK(folders.folder_reads() == 1);  // two specs, one folder, one read
+  core::DesiredState two = load(kMarkerSpec, b_text);
+  folders.ResolveAtCommit(two, git.get(), second, no_refs);
+  CHECK(folders.folder_reads() == 1);  // the same tree at another commit: nothing read
+  CHECK(two.jobs[0].code().tree_id == one.jobs[0].code().tree_id);
+  CHECK(two.jobs[0].code().commit == second);
+  CHECK(two.jobs[0].code().files == 1);
+  core::DesiredState three = load(kMarkerSpec, b_text);
+  folders.ResolveAtCommit(three, git.get(), third, no_refs);
+  CHECK(folders.folder_reads() == 2);
+  CHECK(three.jobs[0].code().tree_id != one.jobs[0].code().tree_id);
 }
 
 }  // namespace
