@@ -106,5 +106,4 @@ wait_succeeded "$one_off"
 "$bin" --ray-address "$address" logs "$one_off" 2>/dev/null | grep -q "marker C" ||
   fail "submit: the one-off run did not get the working tree's code: $("$bin" --ray-address "$address" logs "$one_off" 2>&1)"
 
-[[ -n ${RG_SHOW:-} ]] && cat "$work/plan.out" "$work/history.out"
 finish "code: validate, render, sync, plan and history ok"
