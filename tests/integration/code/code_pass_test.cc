@@ -327,6 +327,22 @@ TEST_CASE(
     CHECK(errors.find("code_max_bytes") != std::string::npos);
     CHECK(errors.find("src/weights.bin (19.5 KiB)") != std::string::npos);
   }
+  SECTION("a symlink or a submodule inside: the error names it") {
+    repo.person->WriteSymlink("src/data", "/etc/passwd");
+    repo.person->CommitAndPush("main", "a link in the code folder");
+    engine::PassResult r = daemon.Pass();
+    const std::string errors = Errors(r);
+    INFO(errors);
+    CHECK(errors.find("jobs/long.yaml:2:7: error: code: src/data is a symlink") !=
+          std::string::npos);
+    repo.person->Remove("src/data");
+    repo.person->WriteGitlink("src/vendor", std::string(40, 'a'));
+    repo.person->CommitAndPush("main", "a submodule in the code folder");
+    const std::string again = Errors(daemon.Pass());
+    INFO(again);
+    CHECK(again.find("jobs/long.yaml:2:7: error: code: src/vendor is a submodule") !=
+          std::string::npos);
+  }
   SECTION("a missing folder: the error names it") {
     repo.person->Remove("src/train.py");
     repo.person->Write("lib/train.py", "print('moved')\n");
