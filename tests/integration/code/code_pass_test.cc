@@ -28,6 +28,7 @@
 #include "reconciler/spec/status_codec.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
+#include "tests/support/fast_client_options.h"
 #include "tests/support/git_test_repo.h"
 
 namespace rg {
@@ -50,7 +51,7 @@ testing::FakeRayOptions Immediate() {
 class Process {
  public:
   Process(const std::string& remote, const std::string& cache_dir, testing::FakeRayServer& ray)
-      : ray_(ray), server_(adapters::RayClientOptions{ray.address()}) {
+      : ray_(ray), server_(testing::FastClientOptions(ray.address())) {
     adapters::GitWorkspaceOptions options;
     options.repo = remote;
     options.cache_dir = cache_dir;
@@ -108,7 +109,7 @@ std::vector<std::string> Submitted(const engine::PassResult& r) {
 
 // The logs of `id` on the head, "" when it has none.
 std::string LogsOf(testing::FakeRayServer& ray, const std::string& id) {
-  adapters::RayHttpJobServer client(adapters::RayClientOptions{ray.address()});
+  adapters::RayHttpJobServer client(testing::FastClientOptions(ray.address()));
   core::Result<std::string> logs = client.Logs(id);
   return logs.ok() ? *logs : "";
 }
