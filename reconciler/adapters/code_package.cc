@@ -167,9 +167,9 @@ struct ZipSink {
   zip_error_t error{};
 };
 
-// libzip's callback for the archive's source: readable, seekable and writable.
-zip_int64_t SinkCallback(void* state, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
-  auto& s = *static_cast<ZipSink*>(state);
+// The reading half of the archive's source: libzip reads back what it wrote (and the
+// archive's earlier state, which is empty here).
+zip_int64_t SinkRead(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
   switch (cmd) {
     case ZIP_SOURCE_OPEN:
       s.read_offset = 0;
@@ -180,8 +180,6 @@ zip_int64_t SinkCallback(void* state, void* data, zip_uint64_t len, zip_source_c
       s.read_offset += n;
       return static_cast<zip_int64_t>(n);
     }
-    case ZIP_SOURCE_CLOSE:
-      return 0;
     case ZIP_SOURCE_STAT: {
       auto* st = static_cast<zip_stat_t*>(data);
       zip_stat_init(st);
@@ -198,6 +196,14 @@ zip_int64_t SinkCallback(void* state, void* data, zip_uint64_t len, zip_source_c
     }
     case ZIP_SOURCE_TELL:
       return static_cast<zip_int64_t>(s.read_offset);
+    default:  // ZIP_SOURCE_CLOSE
+      return 0;
+  }
+}
+
+// The writing half: the archive written into `writing`, which becomes `bytes` on commit.
+zip_int64_t SinkWrite(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+  switch (cmd) {
     case ZIP_SOURCE_BEGIN_WRITE:
       // Reserved to the zip's bound, so the string never grows by copying itself; the pages
       // past the zip's end are never written.
@@ -205,12 +211,11 @@ zip_int64_t SinkCallback(void* state, void* data, zip_uint64_t len, zip_source_c
       s.writing.reserve(s.expected);
       s.write_offset = 0;
       return 0;
-    case ZIP_SOURCE_WRITE: {
+    case ZIP_SOURCE_WRITE:
       if (s.write_offset + len > s.writing.size()) s.writing.resize(s.write_offset + len);
       std::memcpy(s.writing.data() + s.write_offset, data, len);
       s.write_offset += len;
       return static_cast<zip_int64_t>(len);
-    }
     case ZIP_SOURCE_SEEK_WRITE: {
       const zip_int64_t at =
           zip_source_seek_compute_offset(s.write_offset, s.writing.size(), data, len, &s.error);
@@ -227,9 +232,31 @@ zip_int64_t SinkCallback(void* state, void* data, zip_uint64_t len, zip_source_c
     case ZIP_SOURCE_ROLLBACK_WRITE:
       std::string().swap(s.writing);
       return 0;
-    case ZIP_SOURCE_REMOVE:
+    default:  // ZIP_SOURCE_REMOVE
       std::string().swap(s.bytes);
       return 0;
+  }
+}
+
+// libzip's callback for the archive's source: readable, seekable and writable.
+zip_int64_t SinkCallback(void* state, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+  auto& s = *static_cast<ZipSink*>(state);
+  switch (cmd) {
+    case ZIP_SOURCE_OPEN:
+    case ZIP_SOURCE_READ:
+    case ZIP_SOURCE_CLOSE:
+    case ZIP_SOURCE_STAT:
+    case ZIP_SOURCE_SEEK:
+    case ZIP_SOURCE_TELL:
+      return SinkRead(s, data, len, cmd);
+    case ZIP_SOURCE_BEGIN_WRITE:
+    case ZIP_SOURCE_WRITE:
+    case ZIP_SOURCE_SEEK_WRITE:
+    case ZIP_SOURCE_TELL_WRITE:
+    case ZIP_SOURCE_COMMIT_WRITE:
+    case ZIP_SOURCE_ROLLBACK_WRITE:
+    case ZIP_SOURCE_REMOVE:
+      return SinkWrite(s, data, len, cmd);
     case ZIP_SOURCE_ERROR:
       return zip_error_to_data(&s.error, data, len);
     case ZIP_SOURCE_FREE:
