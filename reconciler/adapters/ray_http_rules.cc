@@ -472,9 +472,11 @@ core::Error ClassifyHttpError(std::string_view method, std::string_view path, in
   // traceback, so the same refusal raised there would come as a 500 naming the exception.
   if (status == 413 || (status == 500 && (Contains(body, "HTTPRequestEntityTooLarge") ||
                                           Contains(body, "Request Entity Too Large")))) {
+    // Ray's text cut shorter, so that the explanation fits the bound of any error message.
+    constexpr size_t kTooLargeBody = kMaxBodyInMessage / 2;
     return core::Error::InvalidInput(
-        message + " (the request body is too large: Ray's dashboard takes request bodies up to " +
-        "100 MiB)");
+        Describe(method, path, status, body.substr(0, kTooLargeBody)) +
+        " (the request body is too large: Ray's dashboard takes request bodies up to 100 MiB)");
   }
   if (status == 404 && method == "PUT") {
     return core::Error::Fatal(message + " (the head has no such store to upload to)");
