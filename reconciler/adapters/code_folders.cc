@@ -3,14 +3,13 @@
 #include <git2.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "reconciler/adapters/git_common.h"
 #include "reconciler/core/byte_size.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/spec_model.h"
@@ -117,48 +116,14 @@ namespace {
 // Trees whose inspection is kept; past it the map starts again (a daemon sees few trees).
 constexpr size_t kKeptInspections = 256;
 
-// The id of the tree at `folder` in commit `commit`; nullopt when there is none (the full
-// inspection then says why).
-std::optional<std::string> FolderTreeId(git_repository* repo, const std::string& commit,
-                                        const std::string& folder) {
-  git_oid oid;
-  git_commit* raw_commit = nullptr;
-  if (git_oid_fromstrn(&oid, commit.data(), commit.size()) != 0 ||
-      git_commit_lookup(&raw_commit, repo, &oid) != 0) {
-    git_error_clear();
-    return std::nullopt;
-  }
-  git_tree* root = nullptr;
-  const int rc = git_commit_tree(&root, raw_commit);
-  git_commit_free(raw_commit);
-  if (rc != 0) {
-    git_error_clear();
-    return std::nullopt;
-  }
-  git_tree_entry* entry = nullptr;
-  const int found = git_tree_entry_bypath(&entry, root, folder.c_str());
-  git_tree_free(root);
-  if (found != 0) {
-    git_error_clear();
-    return std::nullopt;
-  }
-  std::optional<std::string> id;
-  if (git_tree_entry_type(entry) == GIT_OBJECT_TREE) {
-    std::array<char, GIT_OID_HEXSZ + 1> hex{};
-    git_oid_tostr(hex.data(), hex.size(), git_tree_entry_id(entry));
-    id = hex.data();
-  }
-  git_tree_entry_free(entry);
-  return id;
-}
-
 }  // namespace
 
 core::Result<CodeFolderInfo> CodeFolders::InspectAtCommit(git_repository* repo,
                                                           const std::string& commit,
                                                           const std::string& folder) {
-  const std::optional<std::string> tree = FolderTreeId(repo, commit, folder);
-  if (tree) {
+  // A folder that is not one is left to the full inspection, which says why.
+  const core::Result<std::string> tree = CodeFolderTreeId(repo, commit, folder);
+  if (tree.ok()) {
     if (auto it = inspected_trees_.find(*tree); it != inspected_trees_.end()) return it->second;
   }
   ++folder_reads_;
@@ -209,31 +174,16 @@ void CodeFolders::ResolveOnDisk(core::DesiredState& state, git_repository* repo,
 
 namespace {
 
-// The checkout at `repo_dir` (null when it is none), freed with the object.
-using Repository = std::unique_ptr<git_repository, decltype(&git_repository_free)>;
-
-Repository OpenCheckout(const std::string& repo_dir) {
-  git_libgit2_init();
+// The checkout at `repo_dir`; null when it is none.
+git::Repository OpenCheckout(const std::string& repo_dir) {
+  git::EnsureLibraryInitialised();
   git_repository* raw = nullptr;
   if (git_repository_open_ext(&raw, repo_dir.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) !=
       0) {
     git_error_clear();
     raw = nullptr;
   }
-  return {raw, git_repository_free};
-}
-
-core::Result<std::string> CommitOfCodeRef(git_repository* repo, const std::string& ref) {
-  git_object* object = nullptr;
-  const std::string spec = ref + "^{commit}";
-  if (git_revparse_single(&object, repo, spec.c_str()) != 0) {
-    git_error_clear();
-    return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in this repository");
-  }
-  std::array<char, GIT_OID_HEXSZ + 1> hex{};
-  git_oid_tostr(hex.data(), hex.size(), git_object_id(object));
-  git_object_free(object);
-  return std::string(hex.data());
+  return git::Repository(raw);
 }
 
 }  // namespace
@@ -242,16 +192,18 @@ void ResolveCodeOnDisk(core::DesiredState& state, const std::string& repo_dir) {
   if (std::ranges::none_of(state.jobs, [](const core::JobSpec& s) { return s.has_code(); })) {
     return;
   }
-  Repository repo = OpenCheckout(repo_dir);
-  // A bare repository has no working tree: its HEAD's commit is what there is.
+  git::Repository repo = OpenCheckout(repo_dir);
   git_repository* r = repo.get();
   CodeFolders folders;
-  folders.ResolveOnDisk(state, r, repo_dir,
-                        [r](const std::string& ref) { return CommitOfCodeRef(r, ref); });
+  folders.ResolveOnDisk(
+      state, r, repo_dir, [r](const std::string& ref) -> core::Result<std::string> {
+        if (std::optional<std::string> commit = git::RevparseCommit(r, ref)) return *commit;
+        return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in this repository");
+      });
 }
 
 core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
-  Repository repo = OpenCheckout(repo_dir);
+  git::Repository repo = OpenCheckout(repo_dir);
   if (spec.code().ref) {
     if (!repo) return core::Error::InvalidInput(repo_dir + " is not a Git checkout");
     return BuildCodeZip(repo.get(), spec.code().tree_id);

@@ -512,6 +512,13 @@ core::Result<CodeFolderInfo> InspectCodeFolder(git_repository* repo, std::string
   return Summarise(git::OidHex(*tree), *files);
 }
 
+core::Result<std::string> CodeFolderTreeId(git_repository* repo, std::string_view commit_id,
+                                           std::string_view folder) {
+  const auto tree = FolderTreeAt(repo, commit_id, std::string(folder));
+  if (!tree.ok()) return tree.error();
+  return git::OidHex(*tree);
+}
+
 core::Result<CodeFolderInfo> InspectCodeTree(git_repository* repo, std::string_view tree_id) {
   const auto tree = ParseTreeId(tree_id);
   if (!tree.ok()) return tree.error();

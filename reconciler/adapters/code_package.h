@@ -42,6 +42,11 @@ struct CodeFolderInfo {
 core::Result<CodeFolderInfo> InspectCodeFolder(git_repository* repo, std::string_view commit_id,
                                                std::string_view folder);
 
+// The Git tree id (hex) of `folder` at commit `commit_id`, with the errors InspectCodeFolder
+// gives for a folder that is not one; reads one path of the commit's tree, nothing more.
+core::Result<std::string> CodeFolderTreeId(git_repository* repo, std::string_view commit_id,
+                                           std::string_view folder);
+
 // The same from the folder's tree id (paths in errors are relative to that tree).
 core::Result<CodeFolderInfo> InspectCodeTree(git_repository* repo, std::string_view tree_id);
 

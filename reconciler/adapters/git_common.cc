@@ -90,6 +90,22 @@ std::optional<git_oid> ParseOid(std::string_view hex) {
   return oid;
 }
 
+std::optional<std::string> RevparseCommit(git_repository* repo, const std::string& revision) {
+  git_object* raw = nullptr;
+  if (git_revparse_single(&raw, repo, revision.c_str()) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  Object object(raw);
+  git_object* peeled = nullptr;
+  if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  Object commit(peeled);
+  return OidHex(*git_object_id(commit.get()));
+}
+
 std::optional<std::string> ReadBlob(git_repository* repo, const git_oid& oid) {
   git_blob* raw = nullptr;
   if (git_blob_lookup(&raw, repo, &oid) != 0) return std::nullopt;

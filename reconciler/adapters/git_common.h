@@ -47,6 +47,10 @@ core::Error LastError(int code, std::string_view what);
 std::string OidHex(const git_oid& oid);
 std::optional<git_oid> ParseOid(std::string_view hex);
 
+// The commit (full hex id) that `revision` names (anything git_revparse_single reads: a
+// branch, a tag, a commit id, main~1), or nullopt when it names none.
+std::optional<std::string> RevparseCommit(git_repository* repo, const std::string& revision);
+
 // The blob's bytes, or nullopt when `oid` is not a readable blob.
 std::optional<std::string> ReadBlob(git_repository* repo, const git_oid& oid);
 

@@ -158,24 +158,6 @@ core::Result<WalkState> ListSpecBlobs(git_repository* repo, git_tree* tree,
   return walk;
 }
 
-// The commit a revision expression names in `repo` (HEAD~1, origin/main, a short id, a tag);
-// nullopt when it names none.
-std::optional<std::string> RevparseCommit(git_repository* repo, const std::string& revision) {
-  git_object* raw = nullptr;
-  if (git_revparse_single(&raw, repo, revision.c_str()) != 0) {
-    git_error_clear();
-    return std::nullopt;
-  }
-  git::Object object(raw);
-  git_object* peeled = nullptr;
-  if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) != 0) {
-    git_error_clear();
-    return std::nullopt;
-  }
-  git::Object commit(peeled);
-  return git::OidHex(*git_object_id(commit.get()));
-}
-
 // What to do about a commit that cannot be found, when the repository is a shallow clone (the
 // default of common CI checkouts): its history ends early, so older commits are not there.
 std::string ShallowHint(git_repository* repo) {
@@ -298,7 +280,7 @@ core::Result<GitDesiredStateSource::ResolvedRef> GitDesiredStateSource::Resolve(
   git_repository* repo = workspace_->repository();
   if (workspace_->in_place()) {
     // The user's own repository: revisions mean what they mean to git there.
-    if (std::optional<std::string> commit = RevparseCommit(repo, ref.empty() ? "HEAD" : ref)) {
+    if (std::optional<std::string> commit = git::RevparseCommit(repo, ref.empty() ? "HEAD" : ref)) {
       return ResolvedRef{ref.empty() ? "HEAD" : ref, *commit};
     }
     return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in " +
@@ -341,7 +323,7 @@ core::Result<GitDesiredStateSource::ResolvedRef> GitDesiredStateSource::Resolve(
   }
   git_error_clear();
   // Anything else git understands: main~1, a short commit id, refs of the remote's remotes.
-  if (std::optional<std::string> commit = RevparseCommit(repo, ref)) {
+  if (std::optional<std::string> commit = git::RevparseCommit(repo, ref)) {
     return ResolvedRef{ref, *commit};
   }
   return core::Error::NotFound("no branch, tag or commit \"" + ref + "\" in " + workspace_->url());

@@ -108,12 +108,8 @@ int RunDiff(const GlobalOptions& global, const DiffFlags& flags) {
   BindToInstance(base->state, flags.repo.instance);
   BindToInstance(head->state, flags.repo.instance);
 
-  core::StateDiff diff = core::DiffStates(
-      base->state, head->state, flags.repo.instance,
-      [&source](const std::string& from, const std::string& to) {
-        core::Result<std::vector<std::string>> files = source.CodeChanges(from, to);
-        return files.ok() ? std::move(*files) : std::vector<std::string>();
-      });
+  core::StateDiff diff = core::DiffStates(base->state, head->state, flags.repo.instance,
+                                          ports::CodeChangeListerOf(source));
   diff.base_label = base->label;
   diff.head_label = head->label;
   // Both sides' secret-named env values: a secret removed at HEAD is still one at BASE.

@@ -525,12 +525,7 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
     if (!file.name.empty()) planned.policy.frozen_jobs[file.name] = FrozenByStatusMessage(file);
   }
   // A spec whose code moved: its messages list the files (only such specs ask).
-  if (deps.source != nullptr) {
-    planned.policy.code_changes = [&deps](const std::string& from, const std::string& to) {
-      core::Result<std::vector<std::string>> files = deps.source->CodeChanges(from, to);
-      return files.ok() ? std::move(*files) : std::vector<std::string>();
-    };
-  }
+  if (deps.source != nullptr) planned.policy.code_changes = ports::CodeChangeListerOf(*deps.source);
   result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, planned.policy);
   result.planned = true;
   result.blocked = result.plan.blocked;

@@ -8,8 +8,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "reconciler/core/code_change.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/result.h"
 
@@ -129,5 +131,14 @@ class DesiredStateSource {
     return CommitRelation::kAncestorOrSame;
   }
 };
+
+// The planner's and the diff's way to list a code change (core/code_change.h), asked of
+// `source` (which must outlive it); a change it cannot list comes back empty.
+inline core::CodeChangeLister CodeChangeListerOf(DesiredStateSource& source) {
+  return [&source](const std::string& from, const std::string& to) {
+    core::Result<std::vector<std::string>> files = source.CodeChanges(from, to);
+    return files.ok() ? std::move(*files) : std::vector<std::string>();
+  };
+}
 
 }  // namespace rg::ports
