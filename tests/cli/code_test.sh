@@ -63,6 +63,8 @@ rm -rf "$repo/jobs/missing.yaml" "$repo/jobs/linked.yaml" "$repo/jobs/big.yaml" 
 # --- sync against the fake head, a code change named by plan, history ---
 remote=$work/remote.git
 git clone -q --bare "$repo" "$remote"
+run plan0 plan --repo "$remote" --cache-dir "$work/cache"
+expect_out plan0 "new job (code src@$(echo "$tree" | cut -c1-10), 2 files, 24 bytes)"
 run sync1 sync --repo "$remote" --cache-dir "$work/cache" --no-artifacts
 expect_rc sync1 0
 expect_line sync1 "code uploaded"
@@ -95,12 +97,13 @@ run submit submit --config "$repo/cluster.yaml" --jobspec "$repo/jobs/marker.yam
 expect_rc submit 0
 one_off=$(head -n1 "$work/submit.out")
 [[ $one_off == marker-*-cli ]] || fail "submit: unexpected id '$one_off'"
-wait_succeeded() {
+wait_succeeded() {  # the one-off run SUCCEEDED, polled for up to 10 s
   local i
   for i in $(seq 1 100); do
     "$bin" --ray-address "$address" status "$1" 2>/dev/null | grep -q "^status: SUCCEEDED" && return 0
     sleep 0.1
   done
+  fail "$1 did not succeed within 10 s: $("$bin" --ray-address "$address" status "$1" 2>&1)"
 }
 wait_succeeded "$one_off"
 "$bin" --ray-address "$address" logs "$one_off" 2>/dev/null | grep -q "marker C" ||

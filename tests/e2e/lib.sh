@@ -102,6 +102,25 @@ rg_wait_status() {
   rg_fail "job $id still $status after ${limit}s, expected $want"
 }
 
+# Waits until job $1's driver log shows the text $2 (within $3 seconds, default 120); prints
+# its status and logs when it ends first or the time runs out.
+rg_wait_log() {
+  local id=$1 text=$2 limit=${3:-120}
+  local deadline=$((SECONDS + limit))
+  while [ $SECONDS -lt $deadline ]; do
+    rg logs "$id" 2>/dev/null | grep -qF -- "$text" && return 0
+    case "$(rg_status_of "$id")" in SUCCEEDED | FAILED | STOPPED)
+      rg logs "$id" 2>/dev/null | grep -qF -- "$text" && return 0
+      rg status "$id" >&2 || true
+      rg logs "$id" >&2 || true
+      rg_fail "$id ended before its log showed '$text'" ;;
+    esac
+    sleep 0.5
+  done
+  rg logs "$id" >&2 || true
+  rg_fail "$id's log did not show '$text' within ${limit}s"
+}
+
 # A raw Jobs API GET (path after the address), printed as JSON.
 rg_api_get() {
   RG_API_ADDRESS=$RG_ADDRESS RG_API_TOKEN=$RG_TOKEN "$RG_PY" - "$1" <<'PYEOF'

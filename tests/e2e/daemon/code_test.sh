@@ -46,29 +46,13 @@ sync() {  # sync NAME: one sync, its log in $RG_TMP/NAME.log
     --no-artifacts 2>"$RG_TMP/$1.log" || { cat "$RG_TMP/$1.log" >&2; rg_fail "sync $1 failed"; }
 }
 run_of() { rg_list_ours "$DMN_INSTANCE" | awk -v p="^$1-" -v s="$2" '$1 ~ p && $2 == s { print $1 }'; }
-# wait_log ID TEXT: the run's driver log shows TEXT (within 120 s).
-wait_log() {
-  local deadline=$((SECONDS + 120))
-  while [ $SECONDS -lt $deadline ]; do
-    rg logs "$1" 2>/dev/null | grep -qF -- "$2" && return 0
-    case "$(rg_status_of "$1")" in FAILED | STOPPED | SUCCEEDED)
-      rg status "$1" >&2 || true
-      rg logs "$1" >&2 || true
-      rg_fail "$1 ended before its log showed '$2'" ;;
-    esac
-    sleep 0.5
-  done
-  rg logs "$1" >&2 || true
-  rg_fail "$1's log did not show '$2' within 120 s"
-}
-
 # 1. push, sync: marker A.
 sync sync1
 grep -q "code uploaded" "$RG_TMP/sync1.log" || rg_fail "sync1 uploaded no code: $(cat "$RG_TMP/sync1.log")"
 echo "code: $(grep -o 'code uploaded.*' "$RG_TMP/sync1.log")"
 m1=$(rg_list_ours "$DMN_INSTANCE" | awk '$1 ~ /^m-/ { print $1 }')
 [ -n "$m1" ] || rg_fail "m was not submitted"
-wait_log "$m1" "marker: A $RG_RUN_TAG"
+rg_wait_log "$m1" "marker: A $RG_RUN_TAG"
 
 # 2. A second spec on the same folder, and one pinned to v1: the package is there already.
 code_spec shared
@@ -82,8 +66,8 @@ shared1=$(run_of shared RUNNING)
 pinned1=$(run_of pinned RUNNING)
 [ -n "$pinned1" ] || pinned1=$(run_of pinned PENDING)
 [ -n "$shared1" ] && [ -n "$pinned1" ] || rg_fail "shared or pinned not submitted: $(rg_list_ours "$DMN_INSTANCE")"
-wait_log "$shared1" "marker: A $RG_RUN_TAG"
-wait_log "$pinned1" "marker: A $RG_RUN_TAG"
+rg_wait_log "$shared1" "marker: A $RG_RUN_TAG"
+rg_wait_log "$pinned1" "marker: A $RG_RUN_TAG"
 
 # 3. Only src/ changes: plan names it; sync stops the running m and starts it on marker B.
 echo "B $RG_RUN_TAG" >"$DMN_WORK/src/marker.txt"
@@ -96,7 +80,7 @@ sync sync3
 rg_wait_status "$m1" STOPPED 60
 m2=$(rg_list_ours "$DMN_INSTANCE" | awk -v old="$m1" '$1 ~ /^m-/ && $1 != old { print $1 }')
 [ -n "$m2" ] || rg_fail "no new run of m after the code change"
-wait_log "$m2" "marker: B $RG_RUN_TAG"
+rg_wait_log "$m2" "marker: B $RG_RUN_TAG"
 # The pinned spec keeps its run (v1 did not move), and still prints marker A.
 [ "$(rg_status_of "$pinned1")" = RUNNING ] || rg_fail "$pinned1 is $(rg_status_of "$pinned1") after a code change outside v1"
 [ -z "$(rg_list_ours "$DMN_INSTANCE" | awk -v old="$pinned1" '$1 ~ /^pinned-/ && $1 != old')" ] ||
