@@ -45,7 +45,6 @@ sync() {  # sync NAME: one sync, its log in $RG_TMP/NAME.log
   rg sync --repo "$DMN_REMOTE" --ref main --cache-dir "$RG_TMP/cache" --instance "$DMN_INSTANCE" \
     --no-artifacts 2>"$RG_TMP/$1.log" || { cat "$RG_TMP/$1.log" >&2; rg_fail "sync $1 failed"; }
 }
-run_of() { rg_list_ours "$DMN_INSTANCE" | awk -v p="^$1-" -v s="$2" '$1 ~ p && $2 == s { print $1 }'; }
 # 1. push, sync: marker A.
 sync sync1
 grep -q "code uploaded" "$RG_TMP/sync1.log" || rg_fail "sync1 uploaded no code: $(cat "$RG_TMP/sync1.log")"
@@ -61,10 +60,9 @@ code_spec pinned 'code_ref: v1
 dmn_push "two more specs on src"
 sync sync2
 grep -q "code uploaded" "$RG_TMP/sync2.log" && rg_fail "sync2 uploaded the package again: $(cat "$RG_TMP/sync2.log")"
-shared1=$(run_of shared RUNNING)
-[ -n "$shared1" ] || shared1=$(run_of shared PENDING)
-pinned1=$(run_of pinned RUNNING)
-[ -n "$pinned1" ] || pinned1=$(run_of pinned PENDING)
+# One listing per name, whatever the status: a run may go PENDING -> RUNNING between two.
+shared1=$(rg_list_ours "$DMN_INSTANCE" | awk '$1 ~ /^shared-/ { print $1 }')
+pinned1=$(rg_list_ours "$DMN_INSTANCE" | awk '$1 ~ /^pinned-/ { print $1 }')
 [ -n "$shared1" ] && [ -n "$pinned1" ] || rg_fail "shared or pinned not submitted: $(rg_list_ours "$DMN_INSTANCE")"
 rg_wait_log "$shared1" "marker: A $RG_RUN_TAG"
 rg_wait_log "$pinned1" "marker: A $RG_RUN_TAG"
