@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +19,8 @@
 #include "reconciler/core/spec_model.h"
 
 namespace rg::adapters {
+
+namespace fs = std::filesystem;
 namespace {
 
 // "code: <what is wrong>", unless the message names its field already.
@@ -209,6 +215,42 @@ core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::st
     return BuildCodeZip(repo.get(), spec.code().tree_id);
   }
   return BuildCodeZipFromDisk(repo.get(), repo_dir, spec.code().folder);
+}
+
+CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
+  if (!spec.code().ref) {
+    const fs::path folder = fs::path(repo_dir) / spec.code().folder;
+    return [folder](const std::string& path) -> std::optional<std::string> {
+      const fs::path full = folder / path;
+      std::error_code ec;
+      if (!fs::is_regular_file(fs::symlink_status(full, ec))) return std::nullopt;
+      std::ifstream in(full, std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      if (in.bad()) return std::nullopt;
+      return text.str();
+    };
+  }
+  auto repo = std::make_shared<git::Repository>(OpenCheckout(repo_dir));
+  const std::optional<git_oid> tree_oid = git::ParseOid(spec.code().tree_id);
+  return [repo, tree_oid](const std::string& path) -> std::optional<std::string> {
+    if (!*repo || !tree_oid) return std::nullopt;
+    git_tree* raw_tree = nullptr;
+    if (git_tree_lookup(&raw_tree, repo->get(), &*tree_oid) != 0) {
+      git_error_clear();
+      return std::nullopt;
+    }
+    git::Tree tree(raw_tree);
+    git_tree_entry* raw_entry = nullptr;
+    if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) != 0) {
+      git_error_clear();
+      return std::nullopt;
+    }
+    git::TreeEntry entry(raw_entry);
+    const git_filemode_t mode = git_tree_entry_filemode(entry.get());
+    if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) return std::nullopt;
+    return git::ReadBlob(repo->get(), *git_tree_entry_id(entry.get()));
+  };
 }
 
 }  // namespace rg::adapters

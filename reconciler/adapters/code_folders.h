@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "reconciler/adapters/code_package.h"
@@ -71,5 +72,11 @@ void ResolveCodeOnDisk(core::DesiredState& state, const std::string& repo_dir);
 // The zip of spec `spec`'s code as ResolveCodeOnDisk read it: from the working tree, or from
 // code_ref's commit.
 core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::string& repo_dir);
+
+// Reads one file of spec `spec`'s code as ResolveCodeOnDisk read it, by its path inside the
+// code folder: from the working tree, or from code_ref's tree. nullopt for a path that is not
+// a regular file there (a folder, a symlink, a submodule, nothing).
+using CodeFileReader = std::function<std::optional<std::string>(const std::string& path)>;
+CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string& repo_dir);
 
 }  // namespace rg::adapters

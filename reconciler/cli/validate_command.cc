@@ -116,11 +116,9 @@ Selection Select(const core::DesiredState& state, const ValidateOptions& options
   return selection;
 }
 
-// The folder of verl's config for this spec: --verl-config, else <code_path>/verl/trainer/config
-// when that is a readable folder; empty when there is none.
-std::string VerlConfigDir(const core::JobSpec& job, const core::DesiredState& state,
-                          const ValidateOptions& options) {
-  if (!options.verl_config.empty()) return options.verl_config;
+// The folder of verl's config below <code_path> when that is a readable folder; empty when
+// there is none.
+std::string CodePathConfigDir(const core::JobSpec& job, const core::DesiredState& state) {
   if (!job.trainer().code_path || !state.cluster) return "";
   const auto code_path = core::InterpolateSharedRoot(*job.trainer().code_path, *state.cluster);
   if (!code_path.ok()) return "";
@@ -129,6 +127,28 @@ std::string VerlConfigDir(const core::JobSpec& job, const core::DesiredState& st
   if (!fs::is_directory(dir, ec)) return "";
   fs::directory_iterator readable(dir, ec);
   return ec ? "" : dir.string();
+}
+
+// verl's config for this spec: --verl-config; else, for a spec with `code`, the config of the
+// verl that folder holds (verl/trainer/config, from the working tree or from code_ref's tree),
+// when it holds one; else <code_path>/verl/trainer/config when readable; else none.
+std::optional<spec::ConfigReader> VerlConfigReader(const core::JobSpec& job,
+                                                   const core::DesiredState& state,
+                                                   const ValidateOptions& options) {
+  if (!options.verl_config.empty()) return spec::DirectoryConfigReader(options.verl_config);
+  if (job.has_code()) {
+    if (job.code().tree_id.empty()) return std::nullopt;  // not resolved: its error is reported
+    adapters::CodeFileReader code = adapters::CodeFileReaderOnDisk(job, options.repo);
+    spec::ConfigReader reader = [code](const std::string& path) {
+      return code("verl/trainer/config/" + path);
+    };
+    const std::string top = std::string(spec::VerlConfigName(job.workload)) + ".yaml";
+    if (!reader(top)) return std::nullopt;  // verl comes from elsewhere (the image)
+    return reader;
+  }
+  const std::string dir = CodePathConfigDir(job, state);
+  if (dir.empty()) return std::nullopt;
+  return spec::DirectoryConfigReader(dir);
 }
 
 std::string ReadText(const fs::path& path) {
@@ -151,11 +171,10 @@ std::vector<Reported> CheckVerlKeys(const core::DesiredState& state, const Selec
   const bool has_shared_root = state.cluster && state.cluster->shared_root.has_value();
   for (const core::JobSpec& job : state.jobs) {
     if (!selection.Contains(job.path) || spec::VerlConfigName(job.workload).empty()) continue;
-    const std::string dir = VerlConfigDir(job, state, options);
-    if (dir.empty()) continue;
+    const std::optional<spec::ConfigReader> reader = VerlConfigReader(job, state, options);
+    if (!reader) continue;
     const std::string text = ReadText(fs::path(options.repo) / job.path);
-    for (auto& problem :
-         spec::CheckVerlKeys(job, text, has_shared_root, spec::DirectoryConfigReader(dir))) {
+    for (auto& problem : spec::CheckVerlKeys(job, text, has_shared_root, *reader)) {
       failed.insert(job.path);
       out.push_back({std::move(problem.diagnostic), std::move(problem.field)});
     }

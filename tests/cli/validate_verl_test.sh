@@ -41,9 +41,44 @@ expect_rc fork 0
   fail "fork: stdout $(cat "$work/fork.out")"
 [ -s "$work/fork.err" ] && fail "fork: stderr: $(cat "$work/fork.err")"
 
+# Without --verl-config, the spec with `code` is checked against the config of the verl its
+# folder holds: the fork's own. A key the fork adds is accepted, a typo is not; against the
+# released verl the fork's key is unknown. (On a copy: the examples stay as shipped.)
+own=$work/fork-own
+cp -r "$examples" "$own"
+sed -i '/^trainer:$/a\  fork_flag: false' "$own/forks/verl/verl/trainer/config/ppo_trainer.yaml"
+fork_spec=jobs/grpo/qwen2.5-0.5b-gsm8k-fork.yaml
+sed -i 's/^  - actor_rollout_ref.actor.use_kl_loss=true$/&\n  - trainer.fork_flag=true/' "$own/$fork_spec"
+grep -q "trainer.fork_flag=true" "$own/$fork_spec" || fail "fork-own: the override was not added"
+run fork-own validate --repo "$own" "$fork_spec"
+expect_rc fork-own 0
+run fork-released validate --repo "$own" --verl-config "$verl" "$fork_spec"
+expect_rc fork-released 1
+grep -q "^$fork_spec:36:5: error: unknown key \"trainer.fork_flag\" in verl's ppo_trainer config" \
+  "$work/fork-released.err" || fail "fork-released: $(cat "$work/fork-released.err")"
+sed -i 's/trainer.fork_flag=true/trainer.fork_flagg=true/' "$own/$fork_spec"
+run fork-typo validate --repo "$own" "$fork_spec"
+expect_rc fork-typo 1
+grep -q "^$fork_spec:36:5: error: unknown key \"trainer.fork_flagg\" in verl's ppo_trainer config (did you mean \"trainer.fork_flag\"?)" \
+  "$work/fork-typo.err" || fail "fork-typo: $(cat "$work/fork-typo.err")"
+# With code_ref, the config is the one at that commit, whatever the working tree holds: the
+# fork's flag is committed and tagged, then removed from the working tree.
+sed -i 's/trainer.fork_flagg=true/trainer.fork_flag=true/' "$own/$fork_spec"
+sed -i 's|^code: forks/verl$|&\ncode_ref: fork-v1|' "$own/$fork_spec"
+git -C "$own" init -q && git -C "$own" add -A &&
+  git -C "$own" -c user.name=t -c user.email=t@example.com commit -qm fork &&
+  git -C "$own" tag fork-v1 || fail "fork-ref: cannot commit the copy"
+sed -i '/^  fork_flag: false$/d' "$own/forks/verl/verl/trainer/config/ppo_trainer.yaml"
+run fork-ref validate --repo "$own" "$fork_spec"
+expect_rc fork-ref 0
+sed -i '/^code_ref: fork-v1$/d' "$own/$fork_spec"
+run fork-moved validate --repo "$own" "$fork_spec"
+expect_rc fork-moved 1
+grep -q "unknown key \"trainer.fork_flag\"" "$work/fork-moved.err" ||
+  fail "fork-moved: $(cat "$work/fork-moved.err")"
+
 # The spec that runs the fork ships the package and LICENSE, not the fork's README and
 # fetch.sh (export-ignore); the trainer is imported from the working_dir, no code_path.
-fork_spec=jobs/grpo/qwen2.5-0.5b-gsm8k-fork.yaml
 run fork-render render --repo "$examples" "$fork_spec" --format json
 expect_rc fork-render 0
 files=$((1 + $(find "$examples/forks/verl/verl" -type f | wc -l)))
