@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -345,6 +346,9 @@ struct TreeWalk {
   std::string display_prefix;  // what comes before a path in errors: "src/trainer/" or ""
   core::ExportIgnoreMatcher matcher;
   std::vector<CodeFile> files;
+  // When set: every entry but folders, as Git would stage it, by path relative to the folder
+  // (CodeChangesOnDisk).
+  std::map<std::string, std::pair<uint32_t, git_oid>>* staged = nullptr;
 };
 
 core::Status WalkTree(TreeWalk& w, const git_tree* tree, const std::string& dir);
@@ -598,6 +602,9 @@ struct DiskWalk {
   std::string folder;              // repository-relative, "" for the whole working tree
   core::ExportIgnoreMatcher matcher;
   std::vector<CodeFile> files;
+  // When set: every entry but folders, as Git would stage it, by path relative to the folder
+  // (CodeChangesOnDisk).
+  std::map<std::string, std::pair<uint32_t, git_oid>>* staged = nullptr;
 };
 
 // The repository-relative path of `rel` (relative to the folder).
@@ -746,6 +753,9 @@ core::Status HashEntry(DiskWalk& w, const std::string& rel, fs::file_type type, 
   } else {
     return core::Error::InvalidInput(shown + " is not a regular file" + std::string(kFilesOnly));
   }
+  if (w.staged != nullptr && item.mode != 040000) {
+    w.staged->emplace(rel, std::make_pair(item.mode, item.id));
+  }
   items.push_back(std::move(item));
   return core::OkStatus();
 }
@@ -811,15 +821,18 @@ core::Status CheckDiskFolder(const DiskWalk& w) {
   return core::OkStatus();
 }
 
-// The folder's tree id and its archived files, as DiskWalk describes.
+// The folder's tree id and its archived files, as DiskWalk describes; every entry Git would
+// stage into `staged` when given.
 core::Result<std::pair<std::string, std::vector<CodeFile>>> ListDiskFolder(
-    git_repository* repo, const std::string& workdir, std::string_view folder) {
+    git_repository* repo, const std::string& workdir, std::string_view folder,
+    std::map<std::string, std::pair<uint32_t, git_oid>>* staged = nullptr) {
   git::EnsureLibraryInitialised();
   if (auto checked = CheckFolderName(folder); !checked.ok()) return checked.error();
   DiskWalk w;
   w.repo = repo;
   w.workdir = workdir.empty() || workdir.back() == '/' ? workdir : workdir + "/";
   w.folder = std::string(folder);
+  w.staged = staged;
   if (auto checked = CheckDiskFolder(w); !checked.ok()) return checked.error();
   git_index* index = nullptr;
   if (repo != nullptr && git_repository_index(&index, repo) != 0) index = nullptr;
@@ -850,6 +863,54 @@ core::Result<std::string> BuildCodeZipFromDisk(git_repository* repo, const std::
   auto listed = ListDiskFolder(repo, workdir, folder);
   if (!listed.ok()) return listed.error();
   return WriteCodeZip(std::move(listed->second));
+}
+
+core::Result<std::vector<std::string>> CodeChangesOnDisk(git_repository* repo,
+                                                         std::string_view from_tree_id,
+                                                         const std::string& workdir,
+                                                         std::string_view folder) {
+  const auto from = ParseTreeId(from_tree_id);
+  if (!from.ok()) return from.error();
+  git_tree* raw = nullptr;
+  if (git_tree_lookup(&raw, repo, &*from) != 0) {
+    git_error_clear();
+    return core::Error::NotFound("code tree " + std::string(from_tree_id) +
+                                 " is not in the local copy");
+  }
+  const git::Tree tree(raw);
+  std::map<std::string, std::pair<uint32_t, git_oid>> before;
+  const auto collect = [](const char* root, const git_tree_entry* entry, void* payload) {
+    if (git_tree_entry_type(entry) == GIT_OBJECT_TREE) return 0;
+    auto& out = *static_cast<std::map<std::string, std::pair<uint32_t, git_oid>>*>(payload);
+    out.emplace(std::string(root) + git_tree_entry_name(entry),
+                std::pair<uint32_t, git_oid>{static_cast<uint32_t>(git_tree_entry_filemode(entry)),
+                                             *git_tree_entry_id(entry)});
+    return 0;
+  };
+  if (int rc = git_tree_walk(tree.get(), GIT_TREEWALK_PRE, collect, &before); rc != 0) {
+    return git::LastError(rc, "cannot read code tree " + std::string(from_tree_id));
+  }
+  std::map<std::string, std::pair<uint32_t, git_oid>> after;
+  auto listed = ListDiskFolder(repo, workdir, folder, &after);
+  if (!listed.ok()) return listed.error();
+  std::vector<std::string> changed;
+  auto b = before.begin();
+  auto a = after.begin();
+  while (b != before.end() || a != after.end()) {
+    if (a == after.end() || (b != before.end() && b->first < a->first)) {
+      changed.push_back((b++)->first);
+    } else if (b == before.end() || a->first < b->first) {
+      changed.push_back((a++)->first);
+    } else {
+      if (a->second.first != b->second.first ||
+          git_oid_cmp(&a->second.second, &b->second.second) != 0) {
+        changed.push_back(a->first);
+      }
+      ++a;
+      ++b;
+    }
+  }
+  return changed;
 }
 
 }  // namespace rg::adapters

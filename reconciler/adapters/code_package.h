@@ -74,4 +74,13 @@ core::Result<CodeFolderInfo> InspectCodeFolderOnDisk(git_repository* repo,
 core::Result<std::string> BuildCodeZipFromDisk(git_repository* repo, const std::string& workdir,
                                                std::string_view folder);
 
+// The paths (relative to the folder) that differ between tree `from_tree_id` of `repo` and the
+// folder `folder` of the working tree `workdir` as `git add -A <folder>` would commit it:
+// added, removed, or changed in content or mode; sorted, as a diff of the two trees would list
+// them. Errors as InspectCodeFolderOnDisk; kNotFound when `from_tree_id` is not in `repo`.
+core::Result<std::vector<std::string>> CodeChangesOnDisk(git_repository* repo,
+                                                         std::string_view from_tree_id,
+                                                         const std::string& workdir,
+                                                         std::string_view folder);
+
 }  // namespace rg::adapters

@@ -6,10 +6,14 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "reconciler/adapters/code_folders.h"
+#include "reconciler/adapters/code_package.h"
 #include "reconciler/adapters/git_desired_state_source.h"
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/schedule_zones.h"
@@ -81,6 +85,32 @@ core::Result<Side> LoadHead(const DiffFlags& flags, const adapters::GitWorkspace
   return Side{std::move(state), "working tree"};
 }
 
+// The files of a code change: between two commits' trees from the object database; for a
+// folder of the working tree (its tree not committed yet), by comparing the base's tree with
+// the files on disk.
+core::CodeChangeLister CodeChanges(adapters::GitDesiredStateSource& source,
+                                   const adapters::GitWorkspace& workspace,
+                                   const core::DesiredState& head) {
+  std::map<std::string, std::string> on_disk;  // tree id -> folder, for the working tree's specs
+  if (!workspace.workdir().empty()) {
+    for (const core::JobSpec& job : head.jobs) {
+      if (job.has_code() && !job.code().ref && !job.code().tree_id.empty()) {
+        on_disk.emplace(job.code().tree_id, job.code().folder);
+      }
+    }
+  }
+  return [&source, &workspace, on_disk = std::move(on_disk)](const std::string& from,
+                                                             const std::string& to) {
+    core::Result<std::vector<std::string>> files = source.CodeChanges(from, to);
+    if (files.ok()) return std::move(*files);
+    auto folder = on_disk.find(to);
+    if (folder == on_disk.end()) return std::vector<std::string>();
+    files = adapters::CodeChangesOnDisk(workspace.repository(), from, workspace.workdir(),
+                                        folder->second);
+    return files.ok() ? std::move(*files) : std::vector<std::string>();
+  };
+}
+
 std::string Format(const core::StateDiff& diff, const std::string& format) {
   if (format == "json") return core::FormatDiffJson(diff);
   if (format == "markdown") return core::FormatDiffMarkdown(diff);
@@ -109,7 +139,7 @@ int RunDiff(const GlobalOptions& global, const DiffFlags& flags) {
   BindToInstance(head->state, flags.repo.instance);
 
   core::StateDiff diff = core::DiffStates(base->state, head->state, flags.repo.instance,
-                                          ports::CodeChangeListerOf(source));
+                                          CodeChanges(source, **workspace, head->state));
   diff.base_label = base->label;
   diff.head_label = head->label;
   // Both sides' secret-named env values: a secret removed at HEAD is still one at BASE.

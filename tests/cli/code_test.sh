@@ -82,15 +82,25 @@ expect_rc history 0
 expect_out history "CODE"
 expect_out history "src@$(git -C "$repo" rev-parse HEAD:src | cut -c1-10) (commit $(git -C "$repo" rev-parse HEAD | cut -c1-10))"
 
-# diff between the two commits of the checkout names the change; with the working tree too.
+# diff between the two commits of the checkout names the change; with the working tree too,
+# its files compared with the base's tree: one changed, one new, one removed, one made
+# executable, an ignored one left out.
 run diff diff --repo "$repo" HEAD~1 HEAD
 expect_rc diff 2
 expect_out diff "code changed: src (1 file: marker.txt)"
 printf 'marker C\n' >"$repo/src/marker.txt"
 printf 'print("eval")\n' >"$repo/src/eval.py"
+mkdir -p "$repo/src/lib" && printf 'x = 1\n' >"$repo/src/lib/util.py"
+git -C "$repo" add src/lib/util.py && git -C "$repo" commit -qm "util"
+chmod +x "$repo/src/lib/util.py"
+git -C "$repo" rm -q src/train.py
+printf '*.pyc\n' >"$repo/.gitignore"
+printf 'compiled' >"$repo/src/eval.pyc"
 run diff_wt diff --repo "$repo" HEAD
 expect_rc diff_wt 2
-expect_out diff_wt "code changed: src"
+expect_out diff_wt "code changed: src (4 files: eval.py, lib/util.py, marker.txt, train.py)"
+git -C "$repo" checkout -q HEAD -- src/train.py
+rm -f "$repo/.gitignore" "$repo/src/eval.pyc"
 
 # A one-off submit ships the folder as the working tree holds it (marker C).
 run submit submit --config "$repo/cluster.yaml" --jobspec "$repo/jobs/marker.yaml" --no-artifacts
