@@ -24,6 +24,7 @@ using ray_http::EncodePathSegment;
 
 constexpr const char* kJsonType = "application/json";
 constexpr const char* kZipType = "application/octet-stream";
+constexpr size_t kPutChunkBytes = size_t{1} << 20;  // a PUT body is written 1 MiB at a time
 constexpr std::string_view kPackagesPath = "/api/packages/gcs/";
 
 using SteadyClock = std::chrono::steady_clock;
@@ -453,7 +454,14 @@ class RayHttpJobServer::Impl {
     } else if (method == "DELETE") {
       res = client.Delete(full_path, headers);
     } else if (method == "PUT") {
-      res = client.Put(full_path, headers, body.data(), body.size(), kZipType);
+      // Sent from `body` as it is: given as a pointer, httplib would copy it into the request
+      // first (a code package: up to 100 MiB).
+      res = client.Put(
+          full_path, headers, body.size(),
+          [body](size_t offset, size_t length, httplib::DataSink& sink) {
+            return sink.write(body.data() + offset, std::min(length, kPutChunkBytes));
+          },
+          kZipType);
     } else {
       const std::string_view json_body = body.empty() ? std::string_view("{}") : body;
       res = client.Post(full_path, headers, json_body.data(), json_body.size(), kJsonType);
