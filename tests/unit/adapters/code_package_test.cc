@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
@@ -96,7 +97,9 @@ uint32_t U32(const std::string& b, size_t at) {
 }
 
 // Checks the raw headers: every local and central header has the 1980-01-01 00:00 time, no
-// extra field, no data descriptor; central ones are "made by Unix". Returns the entry count.
+// extra field, no data descriptor; central ones are "made by Unix"; a name that is not ASCII
+// has the UTF-8 flag (bit 11), as `git archive` sets it, so that Ray's unzip (Python's
+// zipfile) reads it as UTF-8 and not as code page 437. Returns the entry count.
 size_t CheckRawHeaders(const std::string& b) {
   const size_t eocd = b.size() - 22;
   REQUIRE(U32(b, eocd) == 0x06054b50U);
@@ -111,8 +114,14 @@ size_t CheckRawHeaders(const std::string& b) {
     CHECK(U16(b, at + 14) == 0x21);  // date 1980-01-01
     CHECK(U16(b, at + 30) == 0);     // no extra field
     CHECK(U16(b, at + 32) == 0);     // no comment
+    const std::string name = b.substr(at + 46, U16(b, at + 28));
+    const bool ascii = std::all_of(name.begin(), name.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    INFO(name);
+    CHECK(((U16(b, at + 8) & 0x800U) != 0) == !ascii);
     const size_t local = U32(b, at + 42);
     REQUIRE(U32(b, local) == 0x04034b50U);
+    CHECK(((U16(b, local + 6) & 0x800U) != 0) == !ascii);
     CHECK(U16(b, local + 10) == 0);
     CHECK(U16(b, local + 12) == 0x21);
     CHECK(U16(b, local + 28) == 0);
