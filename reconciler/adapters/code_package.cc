@@ -346,9 +346,6 @@ struct TreeWalk {
   std::string display_prefix;  // what comes before a path in errors: "src/trainer/" or ""
   core::ExportIgnoreMatcher matcher;
   std::vector<CodeFile> files;
-  // When set: every entry but folders, as Git would stage it, by path relative to the folder
-  // (CodeChangesOnDisk).
-  std::map<std::string, std::pair<uint32_t, git_oid>>* staged = nullptr;
 };
 
 core::Status WalkTree(TreeWalk& w, const git_tree* tree, const std::string& dir);

@@ -86,13 +86,13 @@ core::Result<Side> LoadHead(const DiffFlags& flags, const adapters::GitWorkspace
 }
 
 // The files of a code change: between two commits' trees from the object database; for a
-// folder of the working tree (its tree not committed yet), by comparing the base's tree with
-// the files on disk.
+// folder of the working tree (its tree not committed yet, when `head` was read from the working
+// tree), by comparing the base's tree with the files on disk.
 core::CodeChangeLister CodeChanges(adapters::GitDesiredStateSource& source,
                                    const adapters::GitWorkspace& workspace,
-                                   const core::DesiredState& head) {
+                                   const core::DesiredState& head, bool head_is_working_tree) {
   std::map<std::string, std::string> on_disk;  // tree id -> folder, for the working tree's specs
-  if (!workspace.workdir().empty()) {
+  if (head_is_working_tree) {
     for (const core::JobSpec& job : head.jobs) {
       if (job.has_code() && !job.code().ref && !job.code().tree_id.empty()) {
         on_disk.emplace(job.code().tree_id, job.code().folder);
@@ -138,8 +138,9 @@ int RunDiff(const GlobalOptions& global, const DiffFlags& flags) {
   BindToInstance(base->state, flags.repo.instance);
   BindToInstance(head->state, flags.repo.instance);
 
-  core::StateDiff diff = core::DiffStates(base->state, head->state, flags.repo.instance,
-                                          CodeChanges(source, **workspace, head->state));
+  core::StateDiff diff =
+      core::DiffStates(base->state, head->state, flags.repo.instance,
+                       CodeChanges(source, **workspace, head->state, flags.head.empty()));
   diff.base_label = base->label;
   diff.head_label = head->label;
   // Both sides' secret-named env values: a secret removed at HEAD is still one at BASE.

@@ -82,7 +82,7 @@ std::optional<core::JobDiff> ReplacedJobChange(adapters::GitDesiredStateSource& 
     whole->spec_hash = bound->spec_hash;
     whole->legacy_spec_hashes = bound->legacy_spec_hashes;
     // And a job with `code` the tree the pass read (one file alone has no tree).
-    whole->code_fields = bound->code_fields;
+    if (bound->has_code()) whole->mutable_code() = bound->code();
   }
   const core::JobSpec* now = whole ? &*whole : nullptr;
   if (now == nullptr) return std::nullopt;

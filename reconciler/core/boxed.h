@@ -41,6 +41,8 @@ class Boxed {
     }
   }
   bool empty() const { return value_ == nullptr; }
+  // Empties the box.
+  void reset() { value_.reset(); }
 
   friend bool operator==(const Boxed& a, const Boxed& b) { return a.get() == b.get(); }
 

@@ -47,9 +47,9 @@ std::string ActionPhase(const Plan& plan, const Action& a) {
 
 // A scheduled job's reason, followed by when its next slot comes.
 std::string WithNextSlot(std::string reason, const JobPlan* jp) {
-  if (jp == nullptr || !jp->next_slot_ms) return reason;
+  if (jp == nullptr || !jp->next_slot_ms()) return reason;
   if (!reason.empty()) reason += "; ";
-  return reason + "next slot " + FormatRfc3339Seconds(*jp->next_slot_ms);
+  return reason + "next slot " + FormatRfc3339Seconds(*jp->next_slot_ms());
 }
 
 // One row per action, then one per job the plan leaves as it is.
@@ -342,7 +342,8 @@ Value JobJson(const PlanActionIndex& acts, const JobPlan& jp) {
     renamed["spec_path"] = jp.renamed_from_path;
   }
   v["renamed_from"] = std::move(renamed);
-  v["next_slot"] = jp.next_slot_ms ? Value(FormatRfc3339Seconds(*jp.next_slot_ms)) : Value(nullptr);
+  v["next_slot"] =
+      jp.next_slot_ms() ? Value(FormatRfc3339Seconds(*jp.next_slot_ms())) : Value(nullptr);
   return v;
 }
 

@@ -456,9 +456,10 @@ class Planner {
     if (rec != nullptr && !rec->spec_hash.empty() && !spec.IsCurrentHash(rec->spec_hash)) {
       jp.spec_changed = true;
       jp.previous_spec_hash = rec->spec_hash;
-      if (spec.has_code() && !rec->code_tree.empty() && rec->code_tree != spec.code().tree_id) {
-        jp.code_change = DescribeCodeChange(spec.code().folder, rec->code_tree, spec.code().tree_id,
-                                            policy_.code_changes);
+      const std::string& ran = rec->code.get().tree;
+      if (spec.has_code() && !ran.empty() && ran != spec.code().tree_id) {
+        jp.notes.mutable_get().code_change =
+            DescribeCodeChange(spec.code().folder, ran, spec.code().tree_id, policy_.code_changes);
       }
     }
     return jp;
@@ -524,9 +525,9 @@ class Planner {
       return;
     }
     jp.phase = Phase::kPending;
-    jp.message = !jp.spec_changed         ? "new job"
-                 : jp.code_change.empty() ? "spec changed: submitting the new version"
-                                          : jp.code_change + ": submitting the new version";
+    jp.message = !jp.spec_changed           ? "new job"
+                 : jp.code_change().empty() ? "spec changed: submitting the new version"
+                                            : jp.code_change() + ": submitting the new version";
     if (!jp.spec_changed && spec.has_code()) jp.message += " (" + CodeSummary(spec.code()) + ")";
     if (auto it = removed_by_hash_.find(spec.spec_hash);
         it != removed_by_hash_.end() && !jp.spec_changed) {
@@ -833,7 +834,8 @@ class Planner {
         }
       }
     }
-    jp.skipped_slots.push_back({*previous * 1000, SkipReason(schedule, blocking)});
+    jp.notes.mutable_get().skipped_slots.push_back(
+        {*previous * 1000, SkipReason(schedule, blocking)});
   }
 
   // A scheduled job (DESIGN §3.4): the latest slot at or before now gets one run (its id ends
@@ -891,7 +893,7 @@ class Planner {
                 JobPlan& jp) {
     const int64_t now_s = policy_.now_ms / 1000;
     if (std::optional<int64_t> next = NextSlotAfter(schedule.cron, *schedule.zone, now_s)) {
-      jp.next_slot_ms = *next * 1000;
+      jp.notes.mutable_get().next_slot_ms = *next * 1000;
       NoteRecheck(*next * 1000);
     }
     const std::optional<int64_t> latest =
@@ -936,7 +938,7 @@ class Planner {
       const std::string reason = SkipReason(schedule, blocking);
       if (ShowLatestSlotRun(runs, jp)) {
         jp.message = "slot " + SlotTime(slot_s) + " " + reason;
-        jp.skipped_slots.push_back({slot_ms, reason});
+        jp.notes.mutable_get().skipped_slots.push_back({slot_ms, reason});
       } else {
         jp.phase = Phase::kPending;
         jp.message = "waiting for its first slot";

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/core/boxed.h"
 #include "reconciler/core/code_change.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/ownership.h"
@@ -83,6 +84,22 @@ struct ObservedRun {
 };
 
 // What the planner concluded about one job name.
+// What a code change or a schedule adds to a job's row of the plan, apart: most rows have none
+// of it (at 50,000 jobs, in place, it took the rows' array to jemalloc's next size class).
+struct JobPlanNotes {
+  // The spec's code moved since the ledger's run (core/code_change.h): "code changed:
+  // src/trainer (3 files: ...)". Empty otherwise.
+  std::string code_change;
+  // A scheduled job (with the pass's time known): the instant of its next slot, ms since the
+  // epoch.
+  std::optional<int64_t> next_slot_ms;
+  // A scheduled job: slots this plan concludes got no run (missed their starting_deadline,
+  // or passed while concurrency forbid held them back); the status record keeps them.
+  std::vector<SkippedSlot> skipped_slots;
+
+  friend bool operator==(const JobPlanNotes&, const JobPlanNotes&) = default;
+};
+
 struct JobPlan {
   std::string name;
   std::string spec_path;
@@ -93,24 +110,20 @@ struct JobPlan {
   std::optional<int> attempt;
   std::optional<ObservedRun> observed;  // Ray's view of the latest attempt, when Ray has it
   bool spec_changed = false;            // the ledger knew an older spec hash for this name
-  std::string previous_spec_hash;
-  // The spec's code moved since the ledger's run (core/code_change.h): "code changed:
-  // src/trainer (3 files: ...)". Empty otherwise.
-  std::string code_change;
-  // A new job whose spec hash is that of a removed job's run (an unnamed spec file moved, so
-  // its derived name changed): the old name and spec path. Empty otherwise.
-  std::string renamed_from;
-  std::string renamed_from_path;
   // Waiting on a job whose spec is invalid (or on one that is itself frozen so): its own
   // identity cannot be computed, so nothing is submitted or stopped for it and its record
   // keeps the hash it had (like an invalid spec's).
   bool frozen = false;
-  // A scheduled job (with the pass's time known): the instant of its next slot, ms since the
-  // epoch.
-  std::optional<int64_t> next_slot_ms;
-  // A scheduled job: slots this plan concludes got no run (missed their starting_deadline,
-  // or passed while concurrency forbid held them back); the status record keeps them.
-  std::vector<SkippedSlot> skipped_slots;
+  std::string previous_spec_hash;
+  // A new job whose spec hash is that of a removed job's run (an unnamed spec file moved, so
+  // its derived name changed): the old name and spec path. Empty otherwise.
+  std::string renamed_from;
+  std::string renamed_from_path;
+  Boxed<JobPlanNotes> notes;
+
+  const std::string& code_change() const { return notes.get().code_change; }
+  const std::optional<int64_t>& next_slot_ms() const { return notes.get().next_slot_ms; }
+  const std::vector<SkippedSlot>& skipped_slots() const { return notes.get().skipped_slots; }
 };
 
 struct Plan {

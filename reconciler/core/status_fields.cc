@@ -61,11 +61,11 @@ std::vector<StatusField> RecordFields(const StatusRecord& r) {
       {"errors", Value(std::move(errors))},
   };
   // Only a run of a spec with `code` has it (status files of other specs stay as they were).
-  if (!r.code_tree.empty()) {
+  if (const RunCode& run_code = r.code.get(); !run_code.tree.empty()) {
     Value::Object code;
-    code.emplace("folder", StringOrNull(r.code_folder));
-    code.emplace("tree", r.code_tree);
-    code.emplace("commit", StringOrNull(r.code_commit));
+    code.emplace("folder", StringOrNull(run_code.folder));
+    code.emplace("tree", run_code.tree);
+    code.emplace("commit", StringOrNull(run_code.commit));
     fields.insert(fields.begin() + 6, {"code", Value(std::move(code))});
   }
   return fields;

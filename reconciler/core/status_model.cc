@@ -132,7 +132,7 @@ bool MeaningfulChange(const StatusRecord& before, const StatusRecord& after) {
   // a dashboard that moved, is not news about the run.
   return before.name != after.name || before.instance != after.instance ||
          before.ray_cluster != after.ray_cluster || before.spec_path != after.spec_path ||
-         before.spec_hash != after.spec_hash || before.code_tree != after.code_tree ||
+         before.spec_hash != after.spec_hash || before.code.get().tree != after.code.get().tree ||
          before.phase != after.phase || before.on_remove != after.on_remove ||
          before.submission_id != after.submission_id || before.attempt != after.attempt ||
          before.status != after.status || before.message != after.message ||

@@ -197,9 +197,9 @@ std::vector<HistoryRow> JobHistory(const std::vector<RecordVersion>& versions) {
       row.status_commit = v.commit;
       if (holder != nullptr) {
         row.spec_commit = holder->spec_commit;
-        row.code_folder = holder->code_folder;
-        row.code_tree = holder->code_tree;
-        row.code_commit = holder->code_commit;
+        row.code_folder = holder->code.get().folder;
+        row.code_tree = holder->code.get().tree;
+        row.code_commit = holder->code.get().commit;
       }
       row.transition = std::move(t);
       rows.push_back(std::move(row));

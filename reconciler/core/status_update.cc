@@ -242,18 +242,20 @@ void ExplainPendingRun(StatusRecord& rec, const JobPlan& jp, const StatusInputs&
 void SetRunCode(StatusRecord& rec, const RayJob& job) {
   std::string tree = job.Label(kMetaCodeTree);
   if (tree.empty()) return;
-  rec.code_tree = std::move(tree);
-  rec.code_commit = job.Label(kMetaCodeCommit);
+  RunCode& code = rec.code.mutable_get();
+  code.tree = std::move(tree);
+  code.commit = job.Label(kMetaCodeCommit);
 }
 
 // For a run submitted now or still to come, whose labels Ray has not shown yet: the code its
 // spec names (nothing for a spec without `code`).
 void SetSpecCode(StatusRecord& rec, const JobSpec* spec) {
   if (spec == nullptr || !spec->has_code()) return;
-  rec.code_folder = spec->code().folder;
-  if (!rec.code_tree.empty()) return;  // the run's own labels said
-  rec.code_tree = spec->code().tree_id;
-  rec.code_commit = spec->code().commit;
+  RunCode& code = rec.code.mutable_get();
+  code.folder = spec->code().folder;
+  if (!code.tree.empty()) return;  // the run's own labels said
+  code.tree = spec->code().tree_id;
+  code.commit = spec->code().commit;
 }
 
 // The latest attempt, as Ray last reported it, and the record's message.
@@ -262,9 +264,7 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
   const bool same_attempt = rec.submission_id == jp.submission_id;
   const std::string previous = same_attempt ? rec.message : std::string();
   if (!same_attempt) {
-    rec.code_folder.clear();
-    rec.code_tree.clear();
-    rec.code_commit.clear();
+    rec.code.reset();
   }
   rec.submission_id = jp.submission_id;
   rec.attempt = jp.attempt;
@@ -318,7 +318,7 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
 // status file forever; the slots that got no run are added (the latest kKeptSkippedSlots).
 void KeepRecentSlots(StatusRecord& rec, const JobPlan& jp, const JobSpec* spec) {
   if (spec == nullptr || !spec->lifecycle().schedule.has_value()) return;
-  AddSkippedSlots(rec, jp.skipped_slots);
+  AddSkippedSlots(rec, jp.skipped_slots());
   auto slot_of = [&rec](const AttemptRecord& a) {
     return SlotOfSubmissionId(rec.name + "-" + a.spec_hash, a.submission_id);
   };

@@ -323,11 +323,11 @@ void CheckUniqueNamesAndPins(SpecSet& set) {
 void CheckSharedRootUses(const core::RayConfig& cluster, SpecSet& set) {
   if (cluster.shared_root) return;
   for (size_t i = 0; i < set.loaded.size(); ++i) {
-    for (core::SourcePos pos : set.loaded[i]->shared_root_uses) {
+    for (core::SourcePos pos : set.loaded[i]->root_uses.get().shared_root) {
       AddDiagnostic(*set.loaded[i], set.files[i]->path, pos,
                     core::NoSharedRootMessage(cluster.path));
     }
-    for (core::SourcePos pos : set.loaded[i]->run_dir_uses) {
+    for (core::SourcePos pos : set.loaded[i]->root_uses.get().run_dirs) {
       AddDiagnostic(*set.loaded[i], set.files[i]->path, pos,
                     "${runs.<name>.dir} is used but " + cluster.path +
                         " sets no shared_root, which run directories are under");

@@ -7,10 +7,22 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/core/boxed.h"
 #include "reconciler/core/spec_model.h"
 #include "reconciler/spec/spec_loader.h"
 
 namespace rg::spec {
+
+// Where a spec's strings use what lies under the cluster's shared_root; most specs use nothing
+// of it, so a LoadedJobSpec keeps these apart (LoadedJobSpec::root_uses).
+struct SharedRootUses {
+  // Every string value that mentions ${shared_root}.
+  std::vector<core::SourcePos> shared_root;
+  // Every string value that uses ${runs.<name>.dir} (a run directory is under shared_root).
+  std::vector<core::SourcePos> run_dirs;
+
+  friend bool operator==(const SharedRootUses&, const SharedRootUses&) = default;
+};
 
 struct LoadedJobSpec {
   Parsed<core::JobSpec> parsed;
@@ -20,10 +32,9 @@ struct LoadedJobSpec {
   core::SourcePos name_pos{1, 1};
   std::optional<std::string> pinned_id;
   core::SourcePos pinned_id_pos;
-  // Every string value that mentions ${shared_root}.
-  std::vector<core::SourcePos> shared_root_uses;
-  // Every string value that uses ${runs.<name>.dir} (a run directory is under shared_root).
-  std::vector<core::SourcePos> run_dir_uses;
+  // Boxed: two vectors in place made a LoadedJobSpec 776 bytes, allocated with its shared_ptr's
+  // count in jemalloc's class of 896 instead of 768 (6 MB at 50,000 specs).
+  core::Boxed<SharedRootUses> root_uses;
 
   friend bool operator==(const LoadedJobSpec&, const LoadedJobSpec&) = default;
 };

@@ -25,12 +25,18 @@ static_assert(sizeof(core::TrainerFields) == 264, "update the parse cache codec"
 static_assert(sizeof(core::LifecycleFields) == 176, "update the parse cache codec");
 static_assert(sizeof(core::ScheduleFields) == 152, "update the parse cache codec");
 static_assert(sizeof(core::CodeFields) == 168, "update the parse cache codec");
-static_assert(sizeof(core::JobSpec) == 600, "update the parse cache codec");
-static_assert(sizeof(LoadedJobSpec) == 776, "update the parse cache codec");
-static_assert(sizeof(Parsed<core::JobSpec>) == 632, "update the parse cache codec");
+static_assert(sizeof(core::JobSpec) == 584, "update the parse cache codec");
+static_assert(sizeof(LoadedJobSpec) == 720, "update the parse cache codec");
+static_assert(sizeof(Parsed<core::JobSpec>) == 616, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::RayConfig>) == 440, "update the parse cache codec");
 static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
-static_assert(sizeof(core::StatusRecord) == 608, "update the parse cache codec");
+static_assert(sizeof(core::StatusRecord) == 520, "update the parse cache codec");
+// Past these, what a pass holds one of per job moves up one of jemalloc's size classes, a
+// sixth more memory at 50,000 jobs (docs/performance.md): a ledger's map node (the record, its
+// key and the node's links) and a parsed spec with its shared_ptr's count. Box what most jobs
+// leave empty (core::Boxed) rather than grow them.
+static_assert(sizeof(core::StatusRecord) + 64 <= 640, "a ledger's node outgrows 640 bytes");
+static_assert(sizeof(LoadedJobSpec) + 16 <= 768, "a parsed spec outgrows 768 bytes");
 #endif
 
 namespace {
@@ -427,21 +433,17 @@ void GetJobFields(ByteReader& r, core::JobSpec& s) {
   s.suspend = r.Bool();
   GetEnum(r, s.on_remove, core::OnRemove::kKeep);
   Get(r, s.annotations, kMinString);
-  core::LifecycleFields lifecycle;
-  Get(r, lifecycle.deadline_ms);
-  Get(r, lifecycle.schedule);
-  s.lifecycle_fields.set(std::move(lifecycle));  // most specs keep no box
-  core::PipelineFields pipeline;
-  Get(r, pipeline.after, kMinString);
-  Get(r, pipeline.after_pos, kMinPos);
-  if (pipeline.after.size() != pipeline.after_pos.size()) r.Fail();
-  s.pipeline_fields.set(std::move(pipeline));  // most specs keep no box
-  core::CodeFields code;
-  Get(r, code.folder);
-  Get(r, code.folder_pos);
-  Get(r, code.ref);
-  Get(r, code.ref_pos);
-  s.code_fields.set(std::move(code));  // most specs keep no box
+  core::SpecExtras extras;
+  Get(r, extras.lifecycle.deadline_ms);
+  Get(r, extras.lifecycle.schedule);
+  Get(r, extras.pipeline.after, kMinString);
+  Get(r, extras.pipeline.after_pos, kMinPos);
+  if (extras.pipeline.after.size() != extras.pipeline.after_pos.size()) r.Fail();
+  Get(r, extras.code.folder);
+  Get(r, extras.code.folder_pos);
+  Get(r, extras.code.ref);
+  Get(r, extras.code.ref_pos);
+  s.extras.set(std::move(extras));  // most specs keep no box
 }
 
 void Get(ByteReader& r, core::JobSpec& s) {
@@ -509,9 +511,9 @@ void PutRecordHead(ByteWriter& w, const core::StatusRecord& s) {
   w.String(s.spec_path);
   w.String(s.spec_hash);
   w.String(s.spec_commit);
-  w.String(s.code_folder);
-  w.String(s.code_tree);
-  w.String(s.code_commit);
+  w.String(s.code.get().folder);
+  w.String(s.code.get().tree);
+  w.String(s.code.get().commit);
   PutEnum(w, s.phase);
   PutEnum(w, s.on_remove);
   w.String(s.submission_id);
@@ -527,9 +529,11 @@ void GetRecordHead(ByteReader& r, core::StatusRecord& s) {
   s.spec_path = r.String();
   s.spec_hash = r.String();
   s.spec_commit = r.String();
-  s.code_folder = r.String();
-  s.code_tree = r.String();
-  s.code_commit = r.String();
+  core::RunCode code;
+  code.folder = r.String();
+  code.tree = r.String();
+  code.commit = r.String();
+  s.code.set(std::move(code));  // most records keep no box
   GetEnum(r, s.phase, core::Phase::kWaiting);
   GetEnum(r, s.on_remove, core::OnRemove::kKeep);
   s.submission_id = r.String();
@@ -559,7 +563,11 @@ template <typename T>
 std::string EncodeWhole(const T& v) {
   ByteWriter w;
   EncodeTo(w, v);
-  return w.Take();
+  // At its size: grown by doubling, an encoding just over a power of two (a status record of
+  // 520 bytes) kept twice its size, and a pass holds up to 4 MB of them before it spills.
+  std::string out = w.Take();
+  out.shrink_to_fit();
+  return out;
 }
 
 // ---- XXH64 ----------------------------------------------------------------------------------
@@ -662,8 +670,8 @@ void EncodeTo(ByteWriter& w, const LoadedJobSpec& v) {
   Put(w, v.name_pos);
   Put(w, v.pinned_id);
   Put(w, v.pinned_id_pos);
-  Put(w, v.shared_root_uses);
-  Put(w, v.run_dir_uses);
+  Put(w, v.root_uses.get().shared_root);
+  Put(w, v.root_uses.get().run_dirs);
 }
 
 void DecodeFrom(ByteReader& r, LoadedJobSpec& out) {
@@ -673,8 +681,10 @@ void DecodeFrom(ByteReader& r, LoadedJobSpec& out) {
   Get(r, out.name_pos);
   Get(r, out.pinned_id);
   Get(r, out.pinned_id_pos);
-  Get(r, out.shared_root_uses, kMinPos);
-  Get(r, out.run_dir_uses, kMinPos);
+  SharedRootUses uses;
+  Get(r, uses.shared_root, kMinPos);
+  Get(r, uses.run_dirs, kMinPos);
+  out.root_uses.set(std::move(uses));  // most specs keep no box
 }
 
 void EncodeTo(ByteWriter& w, const Parsed<core::RayConfig>& v) { PutParsed(w, v); }

@@ -196,10 +196,12 @@ core::Status ReadRecordFields(const Value& root, const std::string& path, core::
       fields.Fail("code", "a mapping of folder, tree and commit");
     } else {
       StatusFieldReader code_fields(code->second.as_object(), path + ": code.");
-      code_fields.String("folder", r.code_folder);
-      code_fields.String("tree", r.code_tree);
-      code_fields.String("commit", r.code_commit);
+      core::RunCode run_code;
+      code_fields.String("folder", run_code.folder);
+      code_fields.String("tree", run_code.tree);
+      code_fields.String("commit", run_code.commit);
       if (code_fields.problem()) return core::Error::InvalidInput(*code_fields.problem());
+      r.code.set(std::move(run_code));
     }
   }
   fields.PhaseField("phase", r.phase, /*required=*/true);

@@ -167,16 +167,16 @@ TEST_CASE("A code push is a new run that gets the new code, and the status recor
   CHECK(LogsOf(ray, run_a).find("marker A") != std::string::npos);
   std::optional<core::StatusRecord> rec = RecordOf(repo.remote, "marker");
   REQUIRE(rec);
-  CHECK(rec->code_folder == "src");
-  CHECK(rec->code_tree.size() == 40);
-  CHECK(rec->code_commit == first);
-  CHECK(core::CodePackageName(rec->code_tree) == ray.PackageNames().front());
+  CHECK(rec->code.get().folder == "src");
+  CHECK(rec->code.get().tree.size() == 40);
+  CHECK(rec->code.get().commit == first);
+  CHECK(core::CodePackageName(rec->code.get().tree) == ray.PackageNames().front());
   // The artifacts record the code the run got.
   std::ifstream submit_out(artifacts.JobDir(run_a) / "logs" / "submit.out");
   std::stringstream submitted;
   submitted << submit_out.rdbuf();
-  CHECK(submitted.str().find("code_tree: " + rec->code_tree + "\ncode_commit: " + first + "\n") !=
-        std::string::npos);
+  CHECK(submitted.str().find("code_tree: " + rec->code.get().tree + "\ncode_commit: " + first +
+                             "\n") != std::string::npos);
 
   SECTION("a pass with nothing to submit sends no package request and builds no zip") {
     ray.ResetCounters();
@@ -208,7 +208,7 @@ TEST_CASE("A code push is a new run that gets the new code, and the status recor
     CHECK(ray.PackageNames().size() == 2);
     daemon.Pass();
     CHECK(LogsOf(ray, run_b).find("marker B") != std::string::npos);
-    CHECK(RecordOf(repo.remote, "marker")->code_tree != rec->code_tree);
+    CHECK(RecordOf(repo.remote, "marker")->code.get().tree != rec->code.get().tree);
   }
 }
 
@@ -281,7 +281,7 @@ TEST_CASE("code_ref holds the code at a tag while the folder moves on, with no r
   const std::string run = Submitted(one).front();
   daemon.Pass();
   CHECK(LogsOf(ray, run).find("marker A") != std::string::npos);
-  CHECK(RecordOf(repo.remote, "pinned")->code_commit == v1);
+  CHECK(RecordOf(repo.remote, "pinned")->code.get().commit == v1);
 
   repo.person->Write("src/marker.txt", "marker C\n");
   repo.person->CommitAndPush("main", "code C on main");

@@ -23,7 +23,7 @@ constexpr const char* kDownHash = "dddddddddd";
 JobSpec Downstream(const std::string& name, std::vector<std::string> after,
                    const std::string& hash = kDownHash) {
   JobSpec s = Spec(name, hash);
-  PipelineFields& p = s.pipeline_fields.mutable_get();
+  PipelineFields& p = s.mutable_pipeline();
   p.after = std::move(after);
   p.after_pos.assign(p.after.size(), SourcePos{3, 9});
   return s;

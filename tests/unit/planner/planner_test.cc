@@ -237,7 +237,7 @@ TEST_CASE("each row of the per-job state machine gives its action and phase") {
 // A spec with `deadline`, its run submitted (Ray's start_time) at `start_ms`.
 JobSpec WithDeadline(int64_t deadline_ms) {
   JobSpec spec = Spec("a");
-  spec.lifecycle_fields.mutable_get().deadline_ms = deadline_ms;
+  spec.mutable_lifecycle().deadline_ms = deadline_ms;
   return spec;
 }
 

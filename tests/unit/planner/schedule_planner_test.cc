@@ -81,7 +81,7 @@ TEST_CASE("the latest slot at or before now is submitted with its slot's UTC tim
   CHECK(jp.phase == Phase::kPending);
   CHECK(jp.submission_id == "a-aaaaaaaaaa-202611281200");
   // The next slot is when the same inputs are planned differently: the memo expires then.
-  CHECK(jp.next_slot_ms == UtcMs(2026, 11, 28, 12, 15));
+  CHECK(jp.next_slot_ms() == UtcMs(2026, 11, 28, 12, 15));
   CHECK(plan.recheck_at_ms == UtcMs(2026, 11, 28, 12, 15));
 }
 
@@ -117,7 +117,7 @@ TEST_CASE("concurrency: forbid waits, replace stops the earlier run first, allow
   CHECK(forbid.jobs.at(0).phase == Phase::kRunning);
   CHECK_THAT(forbid.jobs.at(0).message,
              Catch::Contains("concurrency forbid and a-aaaaaaaaaa-202611281145 is still active"));
-  CHECK(forbid.jobs.at(0).skipped_slots.empty());  // not yet: it may still start
+  CHECK(forbid.jobs.at(0).skipped_slots().empty());  // not yet: it may still start
 
   const Plan replace = PlanAt(Scheduled("*/15 * * * *", Concurrency::kReplace), earlier, {}, now);
   CHECK(Describe(replace) == "stop a-aaaaaaaaaa-202611281145;submit a-aaaaaaaaaa-202611281200;");
@@ -144,9 +144,9 @@ TEST_CASE("a slot held back by forbid is recorded as skipped once it has passed"
   // 12:10: skipped, and why.
   const Plan skipped = PlanAt(spec, earlier, {}, UtcMs(2026, 11, 28, 12, 10));
   CHECK(Describe(skipped).empty());
-  REQUIRE(skipped.jobs.at(0).skipped_slots.size() == 1);
-  CHECK(skipped.jobs.at(0).skipped_slots[0].slot_ms == UtcMs(2026, 11, 28, 12, 0));
-  CHECK(skipped.jobs.at(0).skipped_slots[0].reason ==
+  REQUIRE(skipped.jobs.at(0).skipped_slots().size() == 1);
+  CHECK(skipped.jobs.at(0).skipped_slots()[0].slot_ms == UtcMs(2026, 11, 28, 12, 0));
+  CHECK(skipped.jobs.at(0).skipped_slots()[0].reason ==
         "concurrency forbid: a-aaaaaaaaaa-202611281100 was still active");
   CHECK(skipped.recheck_at_ms == UtcMs(2026, 11, 28, 13, 0));
 }
@@ -160,9 +160,9 @@ TEST_CASE(
   // Back at 02:30 two days later: the 27th's slot is gone for good, the 28th's runs.
   const Plan in_time = PlanAt(spec, {}, ledger, UtcMs(2026, 11, 28, 2, 30));
   CHECK(Describe(in_time) == "submit a-aaaaaaaaaa-202611280200;");
-  REQUIRE(in_time.jobs.at(0).skipped_slots.size() == 1);
-  CHECK(in_time.jobs.at(0).skipped_slots[0].slot_ms == UtcMs(2026, 11, 27, 2, 0));
-  CHECK(in_time.jobs.at(0).skipped_slots[0].reason ==
+  REQUIRE(in_time.jobs.at(0).skipped_slots().size() == 1);
+  CHECK(in_time.jobs.at(0).skipped_slots()[0].slot_ms == UtcMs(2026, 11, 27, 2, 0));
+  CHECK(in_time.jobs.at(0).skipped_slots()[0].reason ==
         "missed: not started within starting_deadline 1h");
 
   // Back at 12:00: the latest slot is 10 hours old: nothing runs late, nothing as a backlog.
@@ -171,17 +171,17 @@ TEST_CASE(
   const JobPlan& jp = late.jobs.at(0);
   CHECK(jp.phase == Phase::kSucceeded);  // the latest slot run's
   CHECK_THAT(jp.message, Catch::Contains("missed: not started within starting_deadline 1h"));
-  REQUIRE(jp.skipped_slots.size() == 2);
-  CHECK(jp.skipped_slots[0].slot_ms == UtcMs(2026, 11, 27, 2, 0));
-  CHECK(jp.skipped_slots[1].slot_ms == UtcMs(2026, 11, 28, 2, 0));
+  REQUIRE(jp.skipped_slots().size() == 2);
+  CHECK(jp.skipped_slots()[0].slot_ms == UtcMs(2026, 11, 27, 2, 0));
+  CHECK(jp.skipped_slots()[1].slot_ms == UtcMs(2026, 11, 28, 2, 0));
   CHECK(late.recheck_at_ms == UtcMs(2026, 11, 29, 2, 0));
 
   // A new scheduled job whose latest slot is too old waits for its first slot.
   const Plan fresh = PlanAt(spec, {}, {}, UtcMs(2026, 11, 28, 12, 0));
   CHECK(Describe(fresh).empty());
   CHECK(fresh.jobs.at(0).phase == Phase::kPending);
-  CHECK(fresh.jobs.at(0).skipped_slots.empty());
-  CHECK(fresh.jobs.at(0).next_slot_ms == UtcMs(2026, 11, 29, 2, 0));
+  CHECK(fresh.jobs.at(0).skipped_slots().empty());
+  CHECK(fresh.jobs.at(0).next_slot_ms() == UtcMs(2026, 11, 29, 2, 0));
 }
 
 TEST_CASE(
@@ -191,15 +191,15 @@ TEST_CASE(
   // Sunday 2026-03-29: 02:00 CET becomes 03:00 CEST (01:00 UTC); 02:30 does not exist.
   const Plan before = PlanAt(spec, {}, {}, UtcMs(2026, 3, 29, 0, 59));
   CHECK(Describe(before).empty());  // the 28th's slot (01:30 UTC) is 23.5 hours old
-  CHECK(before.jobs.at(0).next_slot_ms == UtcMs(2026, 3, 29, 1, 0));
+  CHECK(before.jobs.at(0).next_slot_ms() == UtcMs(2026, 3, 29, 1, 0));
   const Plan gap = PlanAt(spec, {}, {}, UtcMs(2026, 3, 29, 1, 0, 30));
   CHECK(Describe(gap) == "submit a-aaaaaaaaaa-202603290100;");
-  CHECK(gap.jobs.at(0).next_slot_ms == UtcMs(2026, 3, 30, 0, 30));  // 02:30 CEST
+  CHECK(gap.jobs.at(0).next_slot_ms() == UtcMs(2026, 3, 30, 0, 30));  // 02:30 CEST
 
   // Sunday 2026-10-25: 03:00 CEST becomes 02:00 CET (01:00 UTC); 02:30 happens twice.
   const Plan first = PlanAt(spec, {}, {}, UtcMs(2026, 10, 25, 0, 31));
   CHECK(Describe(first) == "submit a-aaaaaaaaaa-202610250030;");
-  CHECK(first.jobs.at(0).next_slot_ms == UtcMs(2026, 10, 26, 1, 30));  // 02:30 CET
+  CHECK(first.jobs.at(0).next_slot_ms() == UtcMs(2026, 10, 26, 1, 30));  // 02:30 CET
   const Plan second = PlanAt(spec, {SlotJob("202610250030", 0, RayJobStatus::kSucceeded)}, {},
                              UtcMs(2026, 10, 25, 1, 31));
   CHECK(Describe(second).empty());
@@ -278,8 +278,8 @@ TEST_CASE("a scheduled job with after runs its slot only once its upstream succe
   JobSpec nightly = Scheduled("0 * * * *", Concurrency::kReplace);
   nightly.name = "nightly";
   nightly.spec_hash = "nnnnnnnnnn";
-  nightly.pipeline_fields.mutable_get().after = {"prep"};
-  nightly.pipeline_fields.mutable_get().after_pos = {SourcePos{3, 9}};
+  nightly.mutable_pipeline().after = {"prep"};
+  nightly.mutable_pipeline().after_pos = {SourcePos{3, 9}};
   const JobSpec prep = Spec("prep", "pppppppppp");
   PlanPolicy policy;
   policy.now_ms = UtcMs(2026, 11, 28, 12, 7);

@@ -283,8 +283,9 @@ TEST_CASE(
   jp.spec_path = "jobs/a.yaml";
   jp.phase = Phase::kSucceeded;
   jp.submission_id = old.submission_id;
-  jp.skipped_slots = {{int64_t{100} * 60'000, "concurrency forbid: x was still active"},
-                      {int64_t{11} * 60'000, "missed"}};  // already known: not added twice
+  jp.notes.mutable_get().skipped_slots = {
+      {int64_t{100} * 60'000, "concurrency forbid: x was still active"},
+      {int64_t{11} * 60'000, "missed"}};  // already known: not added twice
   plan.jobs = {jp};
   StatusInputs in;
   in.desired = &desired;

@@ -83,7 +83,7 @@ LoadedJobSpec FullLoadedJobSpec() {
   l.name_pos = {2, 3};
   l.pinned_id = "pinned-id";
   l.pinned_id_pos = {5, 6};
-  l.shared_root_uses = {{7, 8}, {9, 10}};
+  l.root_uses.mutable_get().shared_root = {{7, 8}, {9, 10}};
   return l;
 }
 

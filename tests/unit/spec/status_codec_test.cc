@@ -29,9 +29,8 @@ core::StatusRecord Full() {
   r.spec_path = "jobs/ppo/qwen.yaml";
   r.spec_hash = "3f2a1c9b0e";
   r.spec_commit = "0123456789abcdef0123456789abcdef01234567";
-  r.code_folder = "src/trainer";
-  r.code_tree = "89abcdef0123456789abcdef0123456789abcdef";
-  r.code_commit = "fedcba9876543210fedcba9876543210fedcba98";
+  r.code.mutable_get() = {"src/trainer", "89abcdef0123456789abcdef0123456789abcdef",
+                          "fedcba9876543210fedcba9876543210fedcba98"};
   r.phase = Phase::kRunning;
   r.on_remove = core::OnRemove::kKeep;
   r.submission_id = "ppo-qwen-3f2a1c9b0e-r1";
