@@ -910,8 +910,9 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
   }
   std::vector<SourcePos> shared_root_uses;
   CollectSharedRootUses(*root, shared_root_uses);
-  if (!shared_root_uses.empty())
+  if (!shared_root_uses.empty()) {
     out.root_uses.mutable_get().shared_root = std::move(shared_root_uses);
+  }
 
   core::JobSpec spec;
   spec.path = path;
