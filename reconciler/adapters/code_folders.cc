@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "reconciler/core/byte_size.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/spec_model.h"
+#include "reconciler/spec/verl_config.h"
 
 namespace rg::adapters {
 
@@ -218,18 +217,9 @@ core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::st
 }
 
 CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
+  // The working tree's folder holds no symlink: ResolveCodeOnDisk made such a spec invalid.
   if (!spec.code().ref) {
-    const fs::path folder = fs::path(repo_dir) / spec.code().folder;
-    return [folder](const std::string& path) -> std::optional<std::string> {
-      const fs::path full = folder / path;
-      std::error_code ec;
-      if (!fs::is_regular_file(fs::symlink_status(full, ec))) return std::nullopt;
-      std::ifstream in(full, std::ios::binary);
-      std::ostringstream text;
-      text << in.rdbuf();
-      if (in.bad()) return std::nullopt;
-      return text.str();
-    };
+    return spec::DirectoryConfigReader((fs::path(repo_dir) / spec.code().folder).string());
   }
   auto repo = std::make_shared<git::Repository>(OpenCheckout(repo_dir));
   const std::optional<git_oid> tree_oid = git::ParseOid(spec.code().tree_id);

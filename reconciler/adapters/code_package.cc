@@ -168,6 +168,15 @@ struct ZipSink {
   zip_error_t error{};
 };
 
+// libzip's SEEK and SEEK_WRITE: `offset` moved as `data` asks, within `size` bytes.
+zip_int64_t Seek(zip_uint64_t& offset, size_t size, void* data, zip_uint64_t len,
+                 zip_error_t& error) {
+  const zip_int64_t at = zip_source_seek_compute_offset(offset, size, data, len, &error);
+  if (at < 0) return -1;
+  offset = static_cast<zip_uint64_t>(at);
+  return 0;
+}
+
 // The reading half of the archive's source: libzip reads back what it wrote (and the
 // archive's earlier state, which is empty here).
 zip_int64_t SinkRead(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
@@ -188,13 +197,8 @@ zip_int64_t SinkRead(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t 
       st->size = s.bytes.size();
       return sizeof(zip_stat_t);
     }
-    case ZIP_SOURCE_SEEK: {
-      const zip_int64_t at =
-          zip_source_seek_compute_offset(s.read_offset, s.bytes.size(), data, len, &s.error);
-      if (at < 0) return -1;
-      s.read_offset = static_cast<zip_uint64_t>(at);
-      return 0;
-    }
+    case ZIP_SOURCE_SEEK:
+      return Seek(s.read_offset, s.bytes.size(), data, len, s.error);
     case ZIP_SOURCE_TELL:
       return static_cast<zip_int64_t>(s.read_offset);
     default:  // ZIP_SOURCE_CLOSE
@@ -217,13 +221,8 @@ zip_int64_t SinkWrite(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t
       std::memcpy(s.writing.data() + s.write_offset, data, len);
       s.write_offset += len;
       return static_cast<zip_int64_t>(len);
-    case ZIP_SOURCE_SEEK_WRITE: {
-      const zip_int64_t at =
-          zip_source_seek_compute_offset(s.write_offset, s.writing.size(), data, len, &s.error);
-      if (at < 0) return -1;
-      s.write_offset = static_cast<zip_uint64_t>(at);
-      return 0;
-    }
+    case ZIP_SOURCE_SEEK_WRITE:
+      return Seek(s.write_offset, s.writing.size(), data, len, s.error);
     case ZIP_SOURCE_TELL_WRITE:
       return static_cast<zip_int64_t>(s.write_offset);
     case ZIP_SOURCE_COMMIT_WRITE:

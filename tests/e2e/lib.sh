@@ -83,43 +83,38 @@ rg_status_of() {
   rg status "$1" | awk -F': ' '$1 == "status" { print $2 }'
 }
 
-# Waits until job $1 has status $2 (within $3 seconds, default 120); prints its status and
-# logs when it ends otherwise or the time runs out.
-rg_wait_status() {
-  local id=$1 want=$2 limit=${3:-120} status=""
+# Waits until "${@:4}" succeeds for job $1 (within $2 seconds), polling: Ray has no watch of a
+# job's status or log. Fails, with the job's status and log, naming $3 (what was awaited) when
+# the job ends without it or the time runs out. An ended job is asked once more, so a status or
+# a line that came with its end counts.
+rg_wait_job() {
+  local id=$1 limit=$2 what=$3 status=""
+  shift 3
   local deadline=$((SECONDS + limit))
   while [ $SECONDS -lt $deadline ]; do
+    "$@" && return 0
     status=$(rg_status_of "$id")
-    [ "$status" = "$want" ] && return 0
     case "$status" in SUCCEEDED | FAILED | STOPPED)
+      "$@" && return 0
       rg status "$id" >&2 || true
       rg logs "$id" >&2 || true
-      rg_fail "job $id ended $status, expected $want" ;;
-    esac
-    sleep 1
-  done
-  rg status "$id" >&2 || true
-  rg_fail "job $id still $status after ${limit}s, expected $want"
-}
-
-# Waits until job $1's driver log shows the text $2 (within $3 seconds, default 120); prints
-# its status and logs when it ends first or the time runs out.
-rg_wait_log() {
-  local id=$1 text=$2 limit=${3:-120}
-  local deadline=$((SECONDS + limit))
-  while [ $SECONDS -lt $deadline ]; do
-    rg logs "$id" 2>/dev/null | grep -qF -- "$text" && return 0
-    case "$(rg_status_of "$id")" in SUCCEEDED | FAILED | STOPPED)
-      rg logs "$id" 2>/dev/null | grep -qF -- "$text" && return 0
-      rg status "$id" >&2 || true
-      rg logs "$id" >&2 || true
-      rg_fail "$id ended before its log showed '$text'" ;;
+      rg_fail "job $id ended $status without $what" ;;
     esac
     sleep 0.5
   done
+  rg status "$id" >&2 || true
   rg logs "$id" >&2 || true
-  rg_fail "$id's log did not show '$text' within ${limit}s"
+  rg_fail "job $id: no $what within ${limit}s (status ${status:-unknown})"
 }
+
+rg_has_status() { [ "$(rg_status_of "$1")" = "$2" ]; }
+rg_log_has() { rg logs "$1" 2>/dev/null | grep -qF -- "$2"; }
+
+# Waits until job $1 has status $2 (within $3 seconds, default 120).
+rg_wait_status() { rg_wait_job "$1" "${3:-120}" "status $2" rg_has_status "$1" "$2"; }
+
+# Waits until job $1's driver log shows the text $2 (within $3 seconds, default 120).
+rg_wait_log() { rg_wait_job "$1" "${3:-120}" "'$2' in its log" rg_log_has "$1" "$2"; }
 
 # A raw Jobs API GET (path after the address), printed as JSON.
 rg_api_get() {
