@@ -278,6 +278,12 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
       it != in.ray_jobs.end() && IsOurs(ClassifyJob(*it->second, in.owner))) {
     SetRayFields(rec, *it->second);
     ray_message = it->second->message;
+    // The plan said Pending for the run it submitted; Ray, listed again after the submits,
+    // may already have it running (or ended): the job's phase is its latest attempt's, as the
+    // next pass's plan would say, not one pass behind it.
+    if (jp.phase == Phase::kPending && done.submitted.contains(jp.submission_id)) {
+      rec.phase = PhaseForRayStatus(it->second->status);
+    }
     if (std::string label = it->second->Label(kMetaCommit); !label.empty()) run_commit = label;
     SetRunCode(rec, *it->second);
   } else if (done.submitted.contains(jp.submission_id)) {

@@ -306,5 +306,51 @@ TEST_CASE(
   CHECK(MeaningfulChange(old, rec));
 }
 
+TEST_CASE("a run this pass submitted takes the phase Ray already reports for it",
+          "[status_update]") {
+  Inputs x;
+  core::JobPlan jp = Planned("a", Phase::kPending);
+  jp.submission_id = "a-0123456789";
+  jp.message = "new job";
+  x.plan.jobs = {jp};
+  x.in.owner.instance = "ray-gitops";
+  core::ActionOutcome submitted;
+  submitted.action.kind = core::ActionKind::kSubmit;
+  submitted.action.name = "a";
+  submitted.action.submission_id = jp.submission_id;
+  submitted.ok = true;
+  x.in.outcomes = {submitted};
+  core::RayJob run;
+  run.type = "SUBMISSION";
+  run.submission_id = jp.submission_id;
+  run.metadata = {{std::string(core::kMetaManagedBy), "ray-gitops"},
+                  {std::string(core::kMetaName), "a"}};
+  auto phase_of = [&](core::RayJobStatus status) {
+    run.status = status;
+    x.in.ray_jobs.clear();
+    x.in.ray_jobs.emplace(run.submission_id, &run);
+    const StatusUpdate update = BuildStatusUpdate(x.in);
+    const StatusDiff diff = DiffAgainstLedger(update, x.ledger);
+    const core::StatusRecord& rec = update.records.at("a");
+    REQUIRE(rec.attempts.size() == 1);
+    // The job, its latest attempt and the commit message tell one story.
+    CHECK(rec.phase == rec.attempts[0].phase);
+    REQUIRE(diff.transitions.size() == 1);
+    CHECK(diff.transitions[0] ==
+          "a: new -> " + std::string(PhaseName(rec.phase)) + " (a-0123456789)");
+    return rec.phase;
+  };
+  CHECK(phase_of(core::RayJobStatus::kPending) == Phase::kPending);
+  CHECK(phase_of(core::RayJobStatus::kRunning) == Phase::kRunning);
+  CHECK(phase_of(core::RayJobStatus::kSucceeded) == Phase::kSucceeded);
+  SECTION("not listed again after the submit: Pending, as submitted") {
+    x.in.ray_jobs.clear();
+    const StatusUpdate update = BuildStatusUpdate(x.in);
+    const core::StatusRecord& rec = update.records.at("a");
+    CHECK(rec.phase == Phase::kPending);
+    CHECK(rec.status == core::RayJobStatus::kPending);
+  }
+}
+
 }  // namespace
 }  // namespace rg::core
