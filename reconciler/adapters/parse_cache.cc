@@ -38,12 +38,39 @@ constexpr char kSpecKind = 's';
 constexpr char kClusterKind = 'c';
 constexpr char kStatusKind = 'r';
 
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// A Git object id in hex (SHA-1's 40 digits, lower case) as its 20 bytes: half the key.
+bool AppendOidBytes(std::string& out, std::string_view hex) {
+  if (hex.size() != 40) return false;
+  const size_t at = out.size();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = HexDigit(hex[i]);
+    const int lo = HexDigit(hex[i + 1]);
+    if (hi < 0 || lo < 0) {
+      out.resize(at);
+      return false;
+    }
+    out += static_cast<char>((hi << 4) | lo);
+  }
+  return true;
+}
+
+// The kind, then the blob id: its 20 bytes, or (its kind's high bit set, so that the two forms
+// never meet) as given when it is not a SHA-1 in hex; then the path and the jobs folder.
 std::string Key(char kind, std::string_view blob_id, std::string_view path = {},
                 std::string_view jobs_dir = {}) {
   std::string key;
   key.reserve(1 + blob_id.size() + path.size() + jobs_dir.size() + 2);
   key += kind;
-  key += blob_id;
+  if (!AppendOidBytes(key, blob_id)) {
+    key[0] = static_cast<char>(static_cast<unsigned char>(kind) | 0x80U);
+    key += blob_id;
+  }
   if (kind == kStatusKind) return key;
   key += '\0';
   key += path;
@@ -280,8 +307,8 @@ bool ParseCache::LoadEntries(spec::ByteReader& r, bool replace) {
     Entry e;
     e.last_used = r.U64();
     const std::string_view payload = r.StringView();
-    e.offset = static_cast<size_t>(payload.data() - buffer_.data());
-    e.size = payload.size();
+    e.offset = static_cast<uint64_t>(payload.data() - buffer_.data());
+    e.size = static_cast<uint32_t>(payload.size());
     read.emplace_back(std::move(key), std::move(e));
   }
   if (!r.ok() || !r.at_end()) return false;
@@ -326,7 +353,7 @@ void ParseCache::LoadSegments(size_t at) {
 std::string_view ParseCache::Payload(const Entry& e, std::string& scratch) const {
   switch (e.where) {
     case Entry::kOwned:
-      return e.owned;
+      return *e.owned;
     case Entry::kBuffer:
       return std::string_view(buffer_).substr(e.offset, e.size);
     case Entry::kFile:
@@ -348,8 +375,8 @@ void ParseCache::Put(std::string key, std::string payload) {
   Entry e;
   e.where = Entry::kOwned;
   e.unsaved = true;
-  e.owned = std::move(payload);
-  e.size = e.owned.size();
+  e.size = static_cast<uint32_t>(payload.size());
+  e.owned = std::make_unique<std::string>(std::move(payload));
   e.last_used = generation_;
   pending_bytes_ += e.size;
   entries_.insert_or_assign(std::move(key), std::move(e));
@@ -513,7 +540,7 @@ core::Status ParseCache::Rewrite(bool keep_all) {
     Entry moved;
     moved.where = Entry::kFile;
     moved.offset = out.offset();
-    moved.size = payload.size();
+    moved.size = static_cast<uint32_t>(payload.size());
     moved.last_used = e->last_used;
     ok = ok && out.Write(payload);
     kept.emplace(*key, std::move(moved));
@@ -638,8 +665,8 @@ core::Result<bool> ParseCache::Append() {
     e.unsaved = false;
     // Read from the file from now on: the descriptor held is on the file appended to.
     if (file_fd_ < 0 || e.where != Entry::kOwned) continue;
-    pending_bytes_ -= std::min(pending_bytes_, e.owned.size());
-    std::string().swap(e.owned);
+    pending_bytes_ -= std::min(pending_bytes_, e.owned->size());
+    e.owned.reset();
     e.where = Entry::kFile;
     e.offset = body_at + offsets[i];
   }

@@ -112,6 +112,27 @@ TEST_CASE("what one process saves, the next finds by blob id, path and jobs fold
   CHECK_FALSE(cache.FindStatus(BlobId(1)));  // a spec's blob id is no status record
 }
 
+TEST_CASE("a blob id in hex and one given otherwise never share an entry") {
+  testing::TempDir tmp;
+  const std::string path = tmp.Sub("repo.parse-cache");
+  // A SHA-1 in hex is kept as its 20 bytes; these 20 characters are those very bytes.
+  const std::string hex = "7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a";
+  const std::string bytes(20, 'z');
+  {
+    ParseCache cache(path, kVersion);
+    cache.PutStatus(hex, Record(1));
+    cache.PutStatus(bytes, Record(2));
+    cache.PutStatus("ABCDEF0123456789ABCDEF0123456789ABCDEF01", Record(3));  // not lower case
+    REQUIRE(cache.Save().ok());
+  }
+  ParseCache cache(path, kVersion);
+  CHECK(cache.FindStatus(hex)->name == "job-1");
+  CHECK(cache.FindStatus(bytes)->name == "job-2");
+  CHECK(cache.FindStatus("ABCDEF0123456789ABCDEF0123456789ABCDEF01")->name == "job-3");
+  CHECK_FALSE(cache.FindStatus("abcdef0123456789abcdef0123456789abcdef01"));
+  CHECK(cache.size() == 3);
+}
+
 TEST_CASE("payloads are read from the file as loaded: a rewrite by another process changes none") {
   testing::TempDir tmp;
   const std::string path = tmp.Sub("cache/repo.parse-cache");
