@@ -345,7 +345,7 @@ struct PlannedChanges {
   // Per name whose record changed: the STATUS.md row of the record now in its file, or
   // nullopt when it is gone. (Rows, not records: at 50,000 changed jobs a copy of every
   // record was 60 MB.)
-  std::vector<std::pair<std::string, std::optional<core::StatusMarkdownRow>>> updates;
+  std::vector<core::StatusMarkdownRows::Update> updates;
   std::vector<std::string> refused;  // why, per change left out
   bool foreign = false;              // a file of another owner was in the way
 };
@@ -453,7 +453,7 @@ core::StatusMarkdownRows RowsOf(const core::Ledger& ledger,
                                 const core::StatusMarkdownHeader& header) {
   core::StatusMarkdownRows rows;
   for (const auto& [name, record] : ledger) {
-    rows.emplace_hint(rows.end(), name, core::StatusMarkdownRowOf(record, header));
+    rows.Append(name, core::StatusMarkdownRowOf(record, header));
   }
   return rows;
 }
@@ -479,13 +479,7 @@ void UpdateRows(StatusRowCache& cache, bool incremental, PlannedChanges& planned
     cache.rows = RowsOf(ledger, header);
     cache.header = header;
   }
-  for (auto& [name, row] : planned.updates) {
-    if (row) {
-      cache.rows.insert_or_assign(name, std::move(*row));
-    } else {
-      cache.rows.erase(name);
-    }
-  }
+  cache.rows.Apply(std::move(planned.updates));
 }
 
 // Writes `content` as a blob through a repository handle of its own (libgit2 wants one per

@@ -1,6 +1,8 @@
 #include "reconciler/core/status_markdown.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <map>
 #include <utility>
 
@@ -108,8 +110,7 @@ std::string WithoutPort(const std::string& identity) {
 }
 
 std::string CountsLine(const StatusMarkdownRows& rows) {
-  std::map<Phase, int> counts;
-  for (const auto& [name, row] : rows) ++counts[row.phase];
+  const std::map<Phase, int> counts = rows.PhaseCounts();
   std::string out = std::to_string(rows.size()) + (rows.size() == 1 ? " job" : " jobs");
   const char* sep = ": ";
   for (Phase p : kAllPhases) {
@@ -218,19 +219,145 @@ std::string AssembleStatusMarkdown(const StatusMarkdownRows& rows,
   out += HeaderLines(header);
   out += "| NAME | PHASE | ATTEMPT | SUBMISSION_ID | SINCE | MESSAGE | LINKS |\n";
   out += "|---|---|---|---|---|---|---|\n";
-  size_t size = out.size();
-  for (const auto& [name, row] : rows) size += row.text.size();
-  out.reserve(size);
-  for (const auto& [name, row] : rows) out += row.text;
+  out.reserve(out.size() + rows.text().size());
+  out += rows.text();
   return out;
 }
 
 std::string RenderStatusMarkdown(const Ledger& ledger, const StatusMarkdownHeader& header) {
   StatusMarkdownRows rows;
-  for (const auto& [name, record] : ledger) {
-    rows.emplace_hint(rows.end(), name, StatusMarkdownRowOf(record, header));
-  }
+  for (const auto& [name, record] : ledger) rows.Append(name, StatusMarkdownRowOf(record, header));
   return AssembleStatusMarkdown(rows, header);
+}
+
+namespace {
+
+// Up to this many updates are spliced into the rows where they are (each moves the rows after
+// it); more make the buffer afresh in one merge.
+constexpr size_t kSplicedUpdates = 16;
+
+uint32_t Offset(size_t at) { return static_cast<uint32_t>(at); }
+
+// `updates` by name, the later of two of one name only.
+void SortLastOfEachName(std::vector<StatusMarkdownRows::Update>& updates) {
+  std::stable_sort(updates.begin(), updates.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < updates.size(); ++i) {
+    if (i + 1 < updates.size() && updates[i + 1].first == updates[i].first) continue;
+    if (kept != i) updates[kept] = std::move(updates[i]);
+    ++kept;
+  }
+  updates.resize(kept);
+}
+
+}  // namespace
+
+std::string_view StatusMarkdownRows::NameAt(size_t i) const {
+  return std::string_view(names_).substr(NameStart(i), ends_[i].name - NameStart(i));
+}
+
+std::string_view StatusMarkdownRows::TextAt(size_t i) const {
+  return std::string_view(text_).substr(TextStart(i), ends_[i].text - TextStart(i));
+}
+
+size_t StatusMarkdownRows::LowerBound(std::string_view name) const {
+  size_t lo = 0;
+  size_t hi = size();
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (NameAt(mid) < name) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+void StatusMarkdownRows::Append(std::string_view name, const StatusMarkdownRow& row) {
+  AppendText(name, row.text, row.phase);
+}
+
+void StatusMarkdownRows::AppendText(std::string_view name, std::string_view text, Phase phase) {
+  text_ += text;
+  names_ += name;
+  ends_.push_back({Offset(text_.size()), Offset(names_.size()), phase});
+}
+
+std::optional<StatusMarkdownRow> StatusMarkdownRows::Find(std::string_view name) const {
+  const size_t i = LowerBound(name);
+  if (i == size() || NameAt(i) != name) return std::nullopt;
+  return StatusMarkdownRow{ends_[i].phase, std::string(TextAt(i))};
+}
+
+std::map<Phase, int> StatusMarkdownRows::PhaseCounts() const {
+  std::map<Phase, int> counts;
+  for (const End& e : ends_) ++counts[e.phase];
+  return counts;
+}
+
+void StatusMarkdownRows::Splice(size_t i, size_t remove, std::string_view name,
+                                const StatusMarkdownRow* row) {
+  const size_t text_at = TextStart(i);
+  const size_t name_at = NameStart(i);
+  const size_t old_text = remove != 0 ? ends_[i].text - text_at : 0;
+  const size_t old_name = remove != 0 ? ends_[i].name - name_at : 0;
+  const std::string_view new_text = row != nullptr ? std::string_view(row->text) : "";
+  const std::string_view new_name = row != nullptr ? name : "";
+  text_.replace(text_at, old_text, new_text);
+  names_.replace(name_at, old_name, new_name);
+  // Unsigned arithmetic wraps: adding the difference moves an offset either way.
+  const auto text_moved = Offset(new_text.size() - old_text);
+  const auto name_moved = Offset(new_name.size() - old_name);
+  for (size_t k = i + remove; k < ends_.size(); ++k) {
+    ends_[k].text += text_moved;
+    ends_[k].name += name_moved;
+  }
+  const auto at = ends_.begin() + static_cast<std::ptrdiff_t>(i);
+  if (row == nullptr) {
+    if (remove != 0) ends_.erase(at);
+    return;
+  }
+  const End end{Offset(text_at + new_text.size()), Offset(name_at + new_name.size()), row->phase};
+  if (remove != 0) {
+    *at = end;
+  } else {
+    ends_.insert(at, end);
+  }
+}
+
+void StatusMarkdownRows::Apply(std::vector<Update> updates) {
+  SortLastOfEachName(updates);
+  if (updates.size() <= kSplicedUpdates) {
+    for (const Update& u : updates) {
+      const size_t i = LowerBound(u.first);
+      const size_t held = i < size() && NameAt(i) == u.first ? 1 : 0;
+      if (held != 0 || u.second) Splice(i, held, u.first, u.second ? &*u.second : nullptr);
+    }
+    return;
+  }
+  StatusMarkdownRows out;
+  size_t text_bytes = text_.size();
+  size_t name_bytes = names_.size();
+  for (const Update& u : updates) {
+    if (u.second) {
+      text_bytes += u.second->text.size();
+      name_bytes += u.first.size();
+    }
+  }
+  out.text_.reserve(text_bytes);
+  out.names_.reserve(name_bytes);
+  out.ends_.reserve(size() + updates.size());
+  auto keep = [&](size_t i) { out.AppendText(NameAt(i), TextAt(i), ends_[i].phase); };
+  size_t i = 0;
+  for (const Update& u : updates) {
+    for (; i < size() && NameAt(i) < u.first; ++i) keep(i);
+    if (i < size() && NameAt(i) == u.first) ++i;
+    if (u.second) out.Append(u.first, *u.second);
+  }
+  for (; i < size(); ++i) keep(i);
+  *this = std::move(out);
 }
 
 }  // namespace rg::core

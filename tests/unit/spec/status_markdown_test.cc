@@ -2,7 +2,9 @@
 
 #include "reconciler/core/status_markdown.h"
 
+#include <array>
 #include <catch2/catch.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -181,13 +183,18 @@ TEST_CASE("The page assembled from rows is the page rendered from the records",
   header.instance = "ray-gitops";
 
   core::StatusMarkdownRows rows;
-  for (const auto& [name, record] : ledger) rows[name] = core::StatusMarkdownRowOf(record, header);
+  for (const auto& [name, record] : ledger)
+    rows.Append(name, core::StatusMarkdownRowOf(record, header));
   CHECK(core::AssembleStatusMarkdown(rows, header) == core::RenderStatusMarkdown(ledger, header));
-  CHECK(rows.at("a").phase == Phase::kFailed);
-  CHECK(rows.at("a").text ==
+  const std::optional<core::StatusMarkdownRow> a = rows.Find("a");
+  REQUIRE(a.has_value());
+  CHECK(a->phase == Phase::kFailed);
+  CHECK(a->text ==
         "| [a](https://example.com/org/repo/blob/main/jobs/a.yaml) | Failed | 3 |  |  "
         "| a \\| b \\<c\\> | [status](status/a.yaml) |\n");
-  CHECK(core::RenderStatusMarkdown(ledger, header).find(rows.at("a").text) != std::string::npos);
+  CHECK(core::RenderStatusMarkdown(ledger, header).find(a->text) != std::string::npos);
+  CHECK_FALSE(rows.Find("d").has_value());
+  CHECK_FALSE(rows.Find("").has_value());
   CHECK(core::AssembleStatusMarkdown({}, header) == core::RenderStatusMarkdown({}, header));
 
   // Rows depend on the repository and the branches, not on the rest of the header.
@@ -202,6 +209,55 @@ TEST_CASE("The page assembled from rows is the page rendered from the records",
     auto changed = header;
     changed.*field += "-x";
     CHECK_FALSE(core::SameRowHeader(header, changed));
+  }
+}
+
+// What a write does to the kept rows: a few updates are spliced in place, more merged into a
+// new buffer; either way the page is the one rendered from the records as they now are.
+TEST_CASE("Rows updated by name give the page of the updated records", "[status][markdown]") {
+  core::StatusMarkdownHeader header;
+  header.repo_url = "https://example.com/org/repo.git";
+  header.watched_branch = "main";
+  header.status_branch = "ray-gitops/status";
+  std::mt19937 rng(7);
+  const std::array<Phase, 4> phases = {Phase::kPending, Phase::kRunning, Phase::kSucceeded,
+                                       Phase::kFailed};
+  auto name_of = [](size_t i) { return "job-" + std::to_string(i); };  // job-10 < job-2
+  for (const size_t count : {size_t{1}, size_t{5}, size_t{16}, size_t{17}, size_t{300}}) {
+    INFO(count << " updates");
+    core::Ledger ledger;
+    for (size_t i = 0; i < 200; i += 2)
+      ledger.emplace(name_of(i), Row(name_of(i), Phase::kRunning));
+    core::StatusMarkdownRows rows;
+    for (const auto& [name, record] : ledger)
+      rows.Append(name, core::StatusMarkdownRowOf(record, header));
+    std::vector<core::StatusMarkdownRows::Update> updates;
+    for (size_t k = 0; k < count; ++k) {
+      const std::string name = name_of(rng() % 220);  // held or not, some twice
+      if (rng() % 4 == 0) {
+        ledger.erase(name);
+        updates.emplace_back(name, std::nullopt);
+        continue;
+      }
+      core::StatusRecord r = Row(name, phases[rng() % phases.size()]);
+      r.message = std::string(rng() % 90, 'm');  // rows longer and shorter than before
+      ledger.insert_or_assign(name, r);
+      updates.emplace_back(name, core::StatusMarkdownRowOf(r, header));
+    }
+    rows.Apply(std::move(updates));
+    CHECK(rows.size() == ledger.size());
+    CHECK(core::AssembleStatusMarkdown(rows, header) == core::RenderStatusMarkdown(ledger, header));
+    CHECK(rows.PhaseCounts().size() <= phases.size());
+  }
+  SECTION("every row removed, then one added") {
+    core::StatusMarkdownRows rows;
+    rows.Append("a", core::StatusMarkdownRowOf(Row("a", Phase::kRunning), header));
+    rows.Apply({{"a", std::nullopt}, {"zz", std::nullopt}});
+    CHECK(rows.empty());
+    CHECK(rows.text().empty());
+    rows.Apply({{"b", core::StatusMarkdownRowOf(Row("b", Phase::kFailed), header)}});
+    REQUIRE(rows.size() == 1);
+    CHECK(rows.Find("b")->phase == Phase::kFailed);
   }
 }
 
