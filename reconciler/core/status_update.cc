@@ -58,7 +58,12 @@ std::string DashboardUrl(const std::string& ray_address, const std::string& subm
   if (ray_address.empty() || submission_id.empty()) return "";
   std::string base = StripUrlCredentials(ray_address);
   while (!base.empty() && base.back() == '/') base.pop_back();
-  return base + "/#/jobs/" + submission_id;
+  // Sized exactly: every record keeps one (`base + ...` left it half as large again).
+  constexpr std::string_view kJobs = "/#/jobs/";
+  std::string url;
+  url.reserve(base.size() + kJobs.size() + submission_id.size());
+  url.append(base).append(kJobs).append(submission_id);
+  return url;
 }
 
 namespace {
