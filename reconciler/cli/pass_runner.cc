@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -251,6 +252,34 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
   return std::optional(std::move(run));
 }
 
+namespace {
+
+// One line for the pass's actions: how many, and how long they took.
+void LogActionsDone(const engine::PassResult& result) {
+  if (result.outcomes.empty()) return;
+  int submits = 0;
+  int stops = 0;
+  int failed = 0;
+  for (const engine::ActionOutcome& o : result.outcomes) {
+    if (!o.ok) {
+      ++failed;
+    } else if (o.action.kind == core::ActionKind::kStop) {
+      ++stops;
+    } else {
+      ++submits;
+    }
+  }
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f", static_cast<double>(result.apply_us) / 1000.0);
+  LogEvent("info", "actions done",
+           {{"submits", std::to_string(submits)},
+            {"stops", std::to_string(stops)},
+            {"failed", std::to_string(failed)},
+            {"ms", ms}});
+}
+
+}  // namespace
+
 void LogPass(const engine::PassResult& result) {
   for (const core::Diagnostic& d : result.diagnostics) LogEvent("error", d.ToString());
   for (const engine::ActionOutcome& o : result.outcomes) {
@@ -274,6 +303,7 @@ void LogPass(const engine::PassResult& result) {
       }
     }
   }
+  LogActionsDone(result);
   if (result.code.uploads > 0 || result.code.zips > 0) {
     LogEvent("info", "code uploaded",
              {{"packages", std::to_string(result.code.uploads)},

@@ -1,6 +1,7 @@
 #include "reconciler/engine/reconcile_pass.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <future>
 #include <map>
@@ -366,8 +367,14 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
     return deps.source->CodeZip(tree_id);
   });
   apply.code = &code;
+  const auto applying = std::chrono::steady_clock::now();
   result.outcomes =
       ApplyPlan(result.plan, snapshot, *deps.server, deps.server_factory, deps.artifacts, apply);
+  if (!result.outcomes.empty()) {
+    result.apply_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now() - applying)
+                          .count();
+  }
   result.code = code.stats();
   result.actions_not_started =
       static_cast<int>(result.plan.actions.size() - result.outcomes.size());

@@ -128,9 +128,12 @@ struct PassResult {
   // (callers that render the plan use this one). Null when the pass stopped before planning.
   std::shared_ptr<const ports::DesiredSnapshot> snapshot;
   core::Plan plan;
-  std::vector<ActionOutcome> outcomes;   // in plan order; empty on a dry run
-  CodeUploadStats code;                  // the code packages the pass looked up, built and uploaded
-  int actions_not_started = 0;           // plan actions left undone after a stop request
+  std::vector<ActionOutcome> outcomes;  // in plan order; empty on a dry run
+  CodeUploadStats code;                 // the code packages the pass looked up, built and uploaded
+  int actions_not_started = 0;          // plan actions left undone after a stop request
+  // Wall time of the plan's stops and submits (their Ray calls, code uploads and artifacts
+  // included), in microseconds; 0 when there were none.
+  int64_t apply_us = 0;
   std::vector<std::string> transitions;  // what the status commit says (or would say)
   std::string status_commit;             // empty when nothing was committed
   // Runs whose driver log this pass kept in their artifacts, and runs it deleted from Ray

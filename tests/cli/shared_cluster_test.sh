@@ -156,6 +156,9 @@ run sync-b sync --repo "$B" "${cache[@]}" --no-artifacts
 expect_rc sync-b 0
 expect_says sync-b "$warn_a"
 expect_says sync-b "submitted attempt=0 job=other"
+grep -qE 'actions done failed=0 ms=[0-9]+\.[0-9] stops=0 submits=1$' "$tmp/sync-b.err" ||
+  fail "sync-b: no 'actions done' line counting its one submit:
+$(cat "$tmp/sync-b.err")"
 expect_not_says sync-b "job=shared submission_id"
 expect_not_says sync-b "job=train"
 [[ $(ray_jobs | wc -l) == 3 ]] || fail "sync of B: expected 3 jobs in the head, got:
