@@ -1,6 +1,7 @@
 #include "reconciler/cli/pass_runner.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -254,8 +255,17 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
 
 namespace {
 
-// One line for the pass's actions: how many, and how long they took.
-void LogActionsDone(const engine::PassResult& result) {
+// The lines for the pass's actions as a whole: how many and how long they took, and the code
+// packages they built and uploaded.
+void LogActionTotals(const engine::PassResult& result) {
+  if (result.code.uploads > 0 || result.code.zips > 0) {
+    LogEvent("info", "code uploaded",
+             {{"packages", std::to_string(result.code.uploads)},
+              {"zips", std::to_string(result.code.zips)},
+              {"bytes", std::to_string(result.code.bytes)},
+              {"zip_ms", std::to_string(result.code.zip_ms)},
+              {"upload_ms", std::to_string(result.code.upload_ms)}});
+  }
   if (result.outcomes.empty()) return;
   int submits = 0;
   int stops = 0;
@@ -269,13 +279,13 @@ void LogActionsDone(const engine::PassResult& result) {
       ++submits;
     }
   }
-  char ms[32];
-  std::snprintf(ms, sizeof ms, "%.1f", static_cast<double>(result.apply_us) / 1000.0);
+  std::array<char, 32> ms{};
+  std::snprintf(ms.data(), ms.size(), "%.1f", static_cast<double>(result.apply_us) / 1000.0);
   LogEvent("info", "actions done",
            {{"submits", std::to_string(submits)},
             {"stops", std::to_string(stops)},
             {"failed", std::to_string(failed)},
-            {"ms", ms}});
+            {"ms", ms.data()}});
 }
 
 }  // namespace
@@ -303,15 +313,7 @@ void LogPass(const engine::PassResult& result) {
       }
     }
   }
-  LogActionsDone(result);
-  if (result.code.uploads > 0 || result.code.zips > 0) {
-    LogEvent("info", "code uploaded",
-             {{"packages", std::to_string(result.code.uploads)},
-              {"zips", std::to_string(result.code.zips)},
-              {"bytes", std::to_string(result.code.bytes)},
-              {"zip_ms", std::to_string(result.code.zip_ms)},
-              {"upload_ms", std::to_string(result.code.upload_ms)}});
-  }
+  LogActionTotals(result);
   if (result.blocked) LogEvent("warn", "blocked", {{"reason", result.plan.blocked_reason}});
   // An action's error is in result.errors too, as "<name> (<submission id>): <message>", and
   // was logged with its action above. By set, not by a look through every outcome per error:
