@@ -321,12 +321,16 @@ struct ObservedJobs {
   }
 };
 
-// A narrow pass's view after its actions: each run of its jobs it saw and each run it
-// submitted, read again one by one (a few GETs where a full pass lists every job). A run that
-// cannot be read keeps the view from before the actions; one Ray no longer has is dropped.
-void ObserveRunsAgain(ports::JobServer& server, const PassResult& result, ObservedJobs& jobs) {
+// Ray's view after a pass's actions, read one by one (a few GETs where a listing reads every
+// job): each run acted on, and with `seen_too` (a narrow pass, which saw only its jobs' runs)
+// each run it saw. A run that cannot be read keeps the view from before the actions; one Ray
+// no longer has is dropped.
+void ObserveRunsAgain(ports::JobServer& server, const PassResult& result, ObservedJobs& jobs,
+                      bool seen_too) {
   std::set<std::string, std::less<>> ids;
-  for (const auto& [id, job] : jobs.by_id) ids.emplace(id);
+  if (seen_too) {
+    for (const auto& [id, job] : jobs.by_id) ids.emplace(id);
+  }
   for (const ActionOutcome& o : result.outcomes) ids.insert(o.action.submission_id);
   for (const std::string& id : ids) {
     core::Result<core::RayJob> job = server.Get(id);
@@ -340,6 +344,11 @@ void ObserveRunsAgain(ports::JobServer& server, const PassResult& result, Observ
     }
   }
 }
+
+// A run read again by a GET costs about as much as a few jobs of a listing (on the fake head
+// and on a real one): below one action per this many jobs listed, a full pass reads the runs
+// it acted on one by one instead of listing every job again.
+constexpr size_t kListedPerRunReadAgain = 16;
 
 // Step 5: the plan's actions, then Ray's view after them (for the records; the view from
 // before the actions stays in `ray_jobs` when the second listing fails).
@@ -384,7 +393,14 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
     }
   }
   if (only != nullptr) {
-    ObserveRunsAgain(*deps.server, result, ray_jobs);
+    ObserveRunsAgain(*deps.server, result, ray_jobs, /*seen_too=*/true);
+    return;
+  }
+  // A few actions among many jobs: the runs acted on are read again, not every job (a `sync`
+  // after a one-file change at 10,000 jobs listed them all twice). The other jobs keep the
+  // view the plan was made from, as a narrow pass's do.
+  if (result.outcomes.size() * kListedPerRunReadAgain <= ray_jobs.by_id.size()) {
+    ObserveRunsAgain(*deps.server, result, ray_jobs, /*seen_too=*/false);
     return;
   }
   core::Result<std::vector<core::RayJob>> after = deps.server->List();

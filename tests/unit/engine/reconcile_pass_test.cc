@@ -118,6 +118,44 @@ TEST_CASE("a changed spec stops the old run before the new one is submitted", "[
   CHECK(old_attempt->stop_reason == core::StopReason::kReplacement);
 }
 
+TEST_CASE("a few actions among many jobs read their runs again, not every job", "[engine]") {
+  World w;
+  for (int i = 0; i < 40; ++i) {
+    w.source().SetFile("jobs/j" + std::to_string(i) + ".yaml", CustomSpec("sleep 300"),
+                       CommitId(1));
+  }
+  PassResult first = w.Pass();
+  REQUIRE(CountSubmits(first) == 40);
+  w.Advance(100ms);  // the fake head runs them
+  const int lists = w.ray().RequestCount(testing::kRouteList);
+  const int gets = w.ray().RequestCount(testing::kRouteGet);
+  // Two actions, a stop and a submit, among 40 jobs listed: the two runs are read again.
+  w.source().SetFile("jobs/j7.yaml", CustomSpec("sleep 299"), CommitId(2));
+  const std::string new_id = "j7-" + w.HashOf("jobs/j7.yaml");
+  PassResult r = w.Pass();
+  REQUIRE(r.outcomes.size() == 2);
+  CHECK(w.ray().RequestCount(testing::kRouteList) == lists + 1);  // the plan's listing only
+  CHECK(w.ray().RequestCount(testing::kRouteGet) >= gets + 2);
+  // The records hold Ray's view after the actions all the same: the new run as Ray has it
+  // (its submission time is Ray's), the replaced one stopped by the pass.
+  const core::StatusRecord& rec = w.Record("j7");
+  CHECK(rec.submission_id == new_id);
+  CHECK(rec.status == *w.ray().StatusOf(new_id));
+  CHECK(rec.start_time_ms.has_value());
+  REQUIRE(rec.attempts.size() == 2);
+  CHECK(rec.attempts[0].stop_reason == core::StopReason::kReplacement);
+  CHECK(w.Record("j8").status == RayJobStatus::kRunning);
+  SECTION("as many actions as one per 16 jobs listed, or more: every job is listed again") {
+    for (int i = 0; i < 3; ++i) {
+      w.source().SetFile("jobs/j" + std::to_string(i) + ".yaml", CustomSpec("sleep 298"),
+                         CommitId(3));
+    }
+    const int before = w.ray().RequestCount(testing::kRouteList);
+    REQUIRE(w.Pass().outcomes.size() == 6);
+    CHECK(w.ray().RequestCount(testing::kRouteList) == before + 2);
+  }
+}
+
 TEST_CASE("a run that reached Ray before a crash is adopted, not submitted twice", "[engine]") {
   World w;
   w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 300"), CommitId(1));
