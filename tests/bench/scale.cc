@@ -22,7 +22,8 @@
 //   5. the daemon (`ray-gitops run`, a 1 h interval): passes triggered back to back with
 //      `POST /api/v1/sync`, each awaited through the daemon's own `pass` log line (no sleep),
 //      then /metrics; then one spec changed (a commit), one more pass; the daemon's VmRSS and
-//      VmHWM after the no-change passes.
+//      VmHWM after the no-change passes;
+//   6. another spec changed (a commit), and one `sync` in step 2's cache directory.
 // Then, once: --submits (default 1,000) new specs, `ray-gitops sync` against a fresh head
 // versus a raw client (4 threads, as sync's default --parallelism) POSTing the very same bodies
 // to another fresh head (the bodies are the ones the first head received from sync, written
@@ -822,6 +823,9 @@ struct SizeFigures {
   RawGet raw_get;  // median seconds
   Timed initial_sync;
   Timed steady_sync;
+  // `sync` after one more spec changed, once the daemon is done (the third column).
+  Timed change_sync;
+  std::string change_sync_actions;  // its `actions done` line's counts
   int plan_exit_after_steady = -1;
   Timed validate;
   Timed cold_plan;
@@ -1028,6 +1032,25 @@ void MeasureDaemon(const Ctx& c, const std::string& repo, const std::string& tag
   f.daemon_ok = true;
 }
 
+// Step 6: one more spec changed (a commit), then one `sync` in the cache directory of step 2.
+void MeasureChangeSync(const Ctx& c, const std::string& repo, const std::string& tag,
+                       SizeFigures& f) {
+  ChangeOneSpec(repo, 1, tag, 1);
+  const std::string cache = (c.dir / "sync-cache").string();
+  ChildResult last;
+  f.change_sync = TimeRuns(1, [&]() {
+    last = RunChild(Rg(c, {"sync", "--repo", repo, "--cache-dir", cache, "--ref", "main"}),
+                    (c.dir / "sync3").string());
+    return last;
+  });
+  const size_t at = last.err.find("actions done ");
+  if (at != std::string::npos) {
+    const size_t end = last.err.find('\n', at);
+    f.change_sync_actions =
+        last.err.substr(at + 13, end == std::string::npos ? end : end - at - 13);
+  }
+}
+
 SizeFigures MeasureSize(const Args& args, const fs::path& root, int size) {
   SizeFigures f;
   f.size = size;
@@ -1066,6 +1089,7 @@ SizeFigures MeasureSize(const Args& args, const fs::path& root, int size) {
   } catch (const std::exception& e) {
     f.daemon_error = e.what();
   }
+  MeasureChangeSync(c, repo, tag, f);
   return f;
 }
 
@@ -1209,6 +1233,9 @@ void PrintSize(const Args& args, const SizeFigures& f) {
   row("initial sync (" + Thousands(f.size) + " new submits, fresh cache)",
       TimedCell(f.initial_sync));
   row("second sync (the rest RUNNING)", TimedCell(f.steady_sync));
+  row("sync after one more spec changed (at the end)",
+      TimedCell(f.change_sync) +
+          (f.change_sync_actions.empty() ? std::string() : "   (" + f.change_sync_actions + ")"));
   row("validate (working tree)" + std::string(runs > 1 ? ", median" : ""), TimedCell(f.validate));
   row("plan, cold (clone present, non-Git files removed)", TimedCell(f.cold_plan));
   row("plan, warm (fresh process, cache dir as left)", TimedCell(f.warm_plan));
@@ -1360,6 +1387,7 @@ json ToJson(const SizeFigures& f) {
               {"raw_get_bytes", f.raw_get.bytes},
               {"initial_sync", timed(f.initial_sync)},
               {"steady_sync", timed(f.steady_sync)},
+              {"change_sync", timed(f.change_sync)},
               {"validate", timed(f.validate)},
               {"cold_plan", timed(f.cold_plan)},
               {"warm_plan", timed(f.warm_plan)},
