@@ -1,6 +1,7 @@
 #include "reconciler/adapters/parse_cache.h"
 
 #include <fcntl.h>
+#include <git2.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,25 +39,16 @@ constexpr char kSpecKind = 's';
 constexpr char kClusterKind = 'c';
 constexpr char kStatusKind = 'r';
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-// A Git object id in hex (SHA-1's 40 digits, lower case) as its 20 bytes: half the key.
+// A Git object id in hex (SHA-1's 40 digits, lower case, as git::OidHex writes them) as its 20
+// bytes: half the key.
 bool AppendOidBytes(std::string& out, std::string_view hex) {
-  if (hex.size() != 40) return false;
-  const size_t at = out.size();
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = HexDigit(hex[i]);
-    const int lo = HexDigit(hex[i + 1]);
-    if (hi < 0 || lo < 0) {
-      out.resize(at);
-      return false;
-    }
-    out += static_cast<char>((hi << 4) | lo);
+  const auto lower_hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  git_oid oid;
+  if (hex.size() != GIT_OID_HEXSZ || !std::ranges::all_of(hex, lower_hex) ||
+      git_oid_fromstrn(&oid, hex.data(), hex.size()) != 0) {
+    return false;
   }
+  out.append(reinterpret_cast<const char*>(oid.id), GIT_OID_RAWSZ);
   return true;
 }
 

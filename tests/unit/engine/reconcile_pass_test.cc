@@ -120,17 +120,21 @@ TEST_CASE("a changed spec stops the old run before the new one is submitted", "[
 
 TEST_CASE("a few actions among many jobs read their runs again, not every job", "[engine]") {
   World w;
-  for (int i = 0; i < 40; ++i) {
-    w.source().SetFile("jobs/j" + std::to_string(i) + ".yaml", CustomSpec("sleep 300"),
-                       CommitId(1));
-  }
+  // Runs that stay active until stopped; a spec changes by its version, not its entrypoint.
+  auto set_spec = [&w](int i, int version) {
+    w.source().SetFile(
+        "jobs/j" + std::to_string(i) + ".yaml",
+        CustomSpec("sleep infinity", "env_vars:\n  VERSION: \"" + std::to_string(version) + "\"\n"),
+        CommitId(version));
+  };
+  for (int i = 0; i < 40; ++i) set_spec(i, 1);
   PassResult first = w.Pass();
   REQUIRE(CountSubmits(first) == 40);
-  w.Advance(100ms);  // the fake head runs them
+  w.Advance(100ms);  // the head's clock: the runs it accepted start
   const int lists = w.ray().RequestCount(testing::kRouteList);
   const int gets = w.ray().RequestCount(testing::kRouteGet);
   // Two actions, a stop and a submit, among 40 jobs listed: the two runs are read again.
-  w.source().SetFile("jobs/j7.yaml", CustomSpec("sleep 299"), CommitId(2));
+  set_spec(7, 2);
   const std::string new_id = "j7-" + w.HashOf("jobs/j7.yaml");
   PassResult r = w.Pass();
   REQUIRE(r.outcomes.size() == 2);
@@ -146,10 +150,7 @@ TEST_CASE("a few actions among many jobs read their runs again, not every job", 
   CHECK(rec.attempts[0].stop_reason == core::StopReason::kReplacement);
   CHECK(w.Record("j8").status == RayJobStatus::kRunning);
   SECTION("as many actions as one per 16 jobs listed, or more: every job is listed again") {
-    for (int i = 0; i < 3; ++i) {
-      w.source().SetFile("jobs/j" + std::to_string(i) + ".yaml", CustomSpec("sleep 298"),
-                         CommitId(3));
-    }
+    for (int i = 0; i < 3; ++i) set_spec(i, 3);
     const int before = w.ray().RequestCount(testing::kRouteList);
     REQUIRE(w.Pass().outcomes.size() == 6);
     CHECK(w.ray().RequestCount(testing::kRouteList) == before + 2);

@@ -23,6 +23,16 @@ core::JobPlan Planned(const std::string& name, Phase phase) {
   return jp;
 }
 
+// A run of job `name` submitted by the instance "ray-gitops", as Ray lists it.
+core::RayJob OurRun(const std::string& name, const std::string& submission_id) {
+  core::RayJob run;
+  run.type = "SUBMISSION";
+  run.submission_id = submission_id;
+  run.metadata = {{std::string(core::kMetaManagedBy), "ray-gitops"},
+                  {std::string(core::kMetaName), name}};
+  return run;
+}
+
 struct Inputs {
   core::DesiredState desired;
   core::Plan plan;
@@ -152,13 +162,9 @@ TEST_CASE("a record's spec_commit is the commit its run was submitted from", "[s
   x.plan.jobs = {jp};
   x.in.owner.instance = "ray-gitops";
   x.in.spec_commit = "cccccccccccccccccccccccccccccccccccccccc";
-  core::RayJob run;
-  run.type = "SUBMISSION";
-  run.submission_id = jp.submission_id;
+  core::RayJob run = OurRun("a", jp.submission_id);
   run.status = core::RayJobStatus::kRunning;
-  run.metadata = {{std::string(core::kMetaManagedBy), "ray-gitops"},
-                  {std::string(core::kMetaName), "a"},
-                  {std::string(core::kMetaCommit), "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}};
+  run.metadata.insert_or_assign(core::kMetaCommit, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
   SECTION("the run's gitops.commit label, not the pass's commit") {
     x.in.ray_jobs.emplace(run.submission_id, &run);
     CHECK(BuildStatusUpdate(x.in).records.at("a").spec_commit == run.Label(core::kMetaCommit));
@@ -320,11 +326,7 @@ TEST_CASE("a run this pass submitted takes the phase Ray already reports for it"
   submitted.action.submission_id = jp.submission_id;
   submitted.ok = true;
   x.in.outcomes = {submitted};
-  core::RayJob run;
-  run.type = "SUBMISSION";
-  run.submission_id = jp.submission_id;
-  run.metadata = {{std::string(core::kMetaManagedBy), "ray-gitops"},
-                  {std::string(core::kMetaName), "a"}};
+  core::RayJob run = OurRun("a", jp.submission_id);
   auto phase_of = [&](core::RayJobStatus status) {
     run.status = status;
     x.in.ray_jobs.clear();
