@@ -1,7 +1,11 @@
 // fake-ray-server: the in-process fake of tests/support as a process, for scripts and
 // benchmarks. Prints the port on the first line of stdout, then serves until SIGINT/SIGTERM.
 //   fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N]
-//                   [--record-submits FILE] [--start-now]
+//                   [--record-submits FILE] [--start-now] [--latency-ms N]
+//
+// --latency-ms N: every request waits N ms before it is handled, in as many requests at once
+// as the server has threads: a head whose every call takes time, as a real one's does (a
+// benchmark compares clients against it, not only against answers in a tenth of a millisecond).
 //
 // --start-now: a submitted job is RUNNING from the first time anyone asks (no 50 ms PENDING),
 // so a benchmark can read a steady state right after its submits instead of waiting for one.
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "tests/support/fake_ray_server.h"
@@ -31,7 +36,20 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N] "
-    "[--record-submits FILE] [--start-now]\n";
+    "[--record-submits FILE] [--start-now] [--latency-ms N]\n";
+
+// A flag's value as milliseconds (a whole number, 0 or more); nullopt when it is not one.
+std::optional<std::chrono::milliseconds> Milliseconds(const std::string& value) {
+  size_t used = 0;
+  long long ms = -1;
+  try {
+    ms = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || ms < 0) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
 
 // Every submit body received, length-prefixed (see the top of the file). False when the file
 // cannot be written.
@@ -49,6 +67,7 @@ bool WriteSubmitBodies(const rg::testing::FakeRayServer& server, const std::stri
 int main(int argc, char** argv) {
   rg::testing::FakeRayOptions options;
   std::chrono::milliseconds hold_submit{10000};
+  std::chrono::milliseconds latency{0};
   std::string record_submits;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -60,20 +79,14 @@ int main(int argc, char** argv) {
       options.start_delay = std::chrono::milliseconds(0);
     } else if (arg == "--record-submits" && i + 1 < argc) {
       record_submits = argv[++i];
-    } else if (arg == "--hold-submit-ms" && i + 1 < argc) {
-      std::string value = argv[++i];
-      size_t used = 0;
-      long long ms = -1;
-      try {
-        ms = std::stoll(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != value.size() || ms < 0) {
-        std::cerr << "fake-ray-server: --hold-submit-ms wants milliseconds, got " << value << "\n";
+    } else if ((arg == "--hold-submit-ms" || arg == "--latency-ms") && i + 1 < argc) {
+      const std::string value = argv[++i];
+      const std::optional<std::chrono::milliseconds> ms = Milliseconds(value);
+      if (!ms) {
+        std::cerr << "fake-ray-server: " << arg << " wants milliseconds, got " << value << "\n";
         return 2;
       }
-      hold_submit = std::chrono::milliseconds(ms);
+      (arg == "--latency-ms" ? latency : hold_submit) = *ms;
     } else {
       std::cerr << kUsage;
       return 2;
@@ -89,6 +102,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   rg::testing::FakeRayServer server(options);
+  server.SetLatency(latency);
   std::cout << server.port() << std::endl;
   while (true) {
     int received = 0;
