@@ -335,21 +335,22 @@ void CheckSharedRootUses(const core::RayConfig& cluster, SpecSet& set) {
   }
 }
 
-// The `after` of a spec valid so far, or nullptr.
-const core::PipelineFields* PipelineOf(const LoadedJobSpec& spec) {
-  if (!spec.parsed.value || !spec.parsed.diagnostics.empty()) return nullptr;
-  const core::PipelineFields& p = spec.parsed.value->pipeline();
+// A spec's `after` as far as it was read (that of a spec with other errors too), or nullptr
+// when it has none.
+const core::PipelineFields* AfterOf(const LoadedJobSpec& spec) {
+  const core::PipelineFields& p =
+      spec.parsed.value ? spec.parsed.value->pipeline() : spec.invalid_after.get();
   return p.after.empty() ? nullptr : &p;
 }
 
-// The cycles of `after` among the specs valid so far: each member gets an error at the name
-// that leads on along the cycle, which the error spells out with its files.
+// The cycles of `after` among the specs, valid or not (a spec with another error is reported
+// on its cycle in the same run): each member gets an error at the name that leads on along the
+// cycle, which the error spells out with its files.
 void CheckAfterCycles(SpecSet& set, const std::unordered_map<std::string_view, size_t>& by_name) {
   const size_t n = set.loaded.size();
-  // Whether spec i is still valid is read before any cycle's errors are added.
   std::vector<const core::PipelineFields*> pipelines(n, nullptr);
-  for (size_t i = 0; i < n; ++i) pipelines[i] = PipelineOf(*set.loaded[i]);
-  // The index of the job `after` entry k of spec i names, when it is valid with after itself
+  for (size_t i = 0; i < n; ++i) pipelines[i] = AfterOf(*set.loaded[i]);
+  // The index of the job `after` entry k of spec i names, when that job has an `after` itself
   // (only such a job can be on a cycle).
   auto next_of = [&](size_t i, size_t k) -> std::optional<size_t> {
     auto it = by_name.find(pipelines[i]->after[k]);
@@ -411,13 +412,12 @@ void CheckPipelines(SpecSet& set) {
   bool any = false;
   for (size_t i = 0; i < set.loaded.size(); ++i) {
     by_name.emplace(set.loaded[i]->name, i);
-    any = any || PipelineOf(*set.loaded[i]) != nullptr;
+    any = any || AfterOf(*set.loaded[i]) != nullptr;
   }
   if (!any) return;
   CheckAfterCycles(set, by_name);
   for (size_t i = 0; i < set.loaded.size(); ++i) {
-    const core::PipelineFields* p =
-        set.loaded[i]->parsed.value ? &set.loaded[i]->parsed.value->pipeline() : nullptr;
+    const core::PipelineFields* p = AfterOf(*set.loaded[i]);
     if (p == nullptr) continue;
     for (size_t k = 0; k < p->after.size(); ++k) {
       auto up = by_name.find(p->after[k]);

@@ -35,6 +35,11 @@ struct LoadedJobSpec {
   // Boxed: two vectors in place made a LoadedJobSpec 776 bytes, allocated with its shared_ptr's
   // count in jemalloc's class of 896 instead of 768 (6 MB at 50,000 specs).
   core::Boxed<SharedRootUses> root_uses;
+  // The `after` of a spec with errors (whose `parsed.value` is then empty), as far as it could be
+  // read: the checks across files still name its unknown upstreams and the cycles through it, so
+  // that one `validate` reports them beside its other errors. Empty for a valid spec (its `after`
+  // is in `parsed.value`) and for most invalid ones.
+  core::Boxed<core::PipelineFields> invalid_after;
 
   friend bool operator==(const LoadedJobSpec&, const LoadedJobSpec&) = default;
 };

@@ -26,7 +26,7 @@ static_assert(sizeof(core::LifecycleFields) == 176, "update the parse cache code
 static_assert(sizeof(core::ScheduleFields) == 152, "update the parse cache codec");
 static_assert(sizeof(core::CodeFields) == 168, "update the parse cache codec");
 static_assert(sizeof(core::JobSpec) == 584, "update the parse cache codec");
-static_assert(sizeof(LoadedJobSpec) == 720, "update the parse cache codec");
+static_assert(sizeof(LoadedJobSpec) == 728, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::JobSpec>) == 616, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::RayConfig>) == 440, "update the parse cache codec");
 static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
@@ -672,6 +672,8 @@ void EncodeTo(ByteWriter& w, const LoadedJobSpec& v) {
   Put(w, v.pinned_id_pos);
   Put(w, v.root_uses.get().shared_root);
   Put(w, v.root_uses.get().run_dirs);
+  Put(w, v.invalid_after.get().after);
+  Put(w, v.invalid_after.get().after_pos);
 }
 
 void DecodeFrom(ByteReader& r, LoadedJobSpec& out) {
@@ -685,6 +687,11 @@ void DecodeFrom(ByteReader& r, LoadedJobSpec& out) {
   Get(r, uses.shared_root, kMinPos);
   Get(r, uses.run_dirs, kMinPos);
   out.root_uses.set(std::move(uses));  // most specs keep no box
+  core::PipelineFields after;
+  Get(r, after.after, kMinString);
+  Get(r, after.after_pos, kMinPos);
+  if (after.after.size() != after.after_pos.size()) r.Fail();
+  out.invalid_after.set(std::move(after));
 }
 
 void EncodeTo(ByteWriter& w, const Parsed<core::RayConfig>& v) { PutParsed(w, v); }

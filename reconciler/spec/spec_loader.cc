@@ -935,7 +935,11 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
     spec.legacy_spec_hashes.push_back(std::move(legacy));
   }
   SortDiagnostics(diagnostics);
-  if (diagnostics.empty()) out.parsed.value = std::move(spec);
+  if (diagnostics.empty()) {
+    out.parsed.value = std::move(spec);
+  } else {
+    out.invalid_after.set(spec.pipeline());
+  }
   return out;
 }
 

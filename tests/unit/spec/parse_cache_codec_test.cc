@@ -84,6 +84,7 @@ LoadedJobSpec FullLoadedJobSpec() {
   l.pinned_id = "pinned-id";
   l.pinned_id_pos = {5, 6};
   l.root_uses.mutable_get().shared_root = {{7, 8}, {9, 10}};
+  l.invalid_after.set({{"sft", "prep"}, {{11, 12}, {11, 19}}});
   return l;
 }
 
@@ -224,6 +225,22 @@ TEST_CASE("a default LoadedJobSpec and an invalid one without a value round-trip
   }
 }
 
+TEST_CASE("an invalid spec keeps its after through the cache, a valid one has it in its value") {
+  const LoadedJobSpec invalid =
+      LoadJobSpecForDesiredState("workload: custom\nafter: [prep, sft]\n", "jobs/a.yaml", "jobs");
+  REQUIRE_FALSE(invalid.parsed.value);
+  CHECK(invalid.invalid_after.get().after == std::vector<std::string>{"prep", "sft"});
+  CHECK(invalid.invalid_after.get().after_pos == std::vector<core::SourcePos>{{2, 9}, {2, 15}});
+  auto decoded = DecodeLoadedJobSpec(EncodeLoadedJobSpec(invalid));
+  REQUIRE(decoded.ok());
+  CHECK(*decoded == invalid);
+  const LoadedJobSpec valid = LoadJobSpecForDesiredState(
+      "workload: custom\nentrypoint: echo\nafter: [prep]\n", "jobs/a.yaml", "jobs");
+  REQUIRE(valid.parsed.value);
+  CHECK(valid.parsed.value->pipeline().after == std::vector<std::string>{"prep"});
+  CHECK(valid.invalid_after.empty());
+}
+
 TEST_CASE("a spec that sets none of the rare fields keeps no box, parsed or decoded") {
   // What most of 50,000 specs leave empty stays unallocated: a box made for every spec was
   // 9 MB at that scale (docs/performance.md).
@@ -240,6 +257,9 @@ TEST_CASE("a spec that sets none of the rare fields keeps no box, parsed or deco
   const LoadedJobSpec none =
       LoadJobSpecForDesiredState("workload: custom\nentrypoint: echo\n", "jobs/a.yaml", "jobs");
   CHECK(none.root_uses.empty());
+  const LoadedJobSpec broken =
+      LoadJobSpecForDesiredState("workload: custom\n", "jobs/a.yaml", "jobs");
+  CHECK(broken.invalid_after.empty());
   // A spec with a deadline has its box, and keeps it through the cache.
   const LoadedJobSpec bounded = LoadJobSpecForDesiredState(
       "workload: custom\nentrypoint: echo\ndeadline: 5s\n", "jobs/a.yaml", "jobs");

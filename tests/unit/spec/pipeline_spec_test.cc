@@ -132,6 +132,35 @@ TEST_CASE("a cycle is an error of every spec on it, naming its files") {
   CHECK(FindJob(state, "down") != nullptr);
 }
 
+TEST_CASE("a spec with other errors has its after checked too, in the same run") {
+  // b's entrypoint_num_cpus is wrong, and b is on a cycle with a; c lacks its entrypoint and
+  // names no job. One load reports all of it: a user mends everything after one validate.
+  const core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/a.yaml", "workload: custom\nentrypoint: echo\nafter: [b]\n"},
+                 {"jobs/b.yaml",
+                  "workload: custom\nentrypoint: echo\nafter: [a]\nentrypoint_num_cpus: lots\n"},
+                 {"jobs/c.yaml", "workload: custom\nafter: [nope, a]\n"}});
+  CHECK(state.jobs.empty());
+  const core::InvalidSpec* a = FindInvalid(state, "jobs/a.yaml");
+  const core::InvalidSpec* b = FindInvalid(state, "jobs/b.yaml");
+  const core::InvalidSpec* c = FindInvalid(state, "jobs/c.yaml");
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  REQUIRE(c != nullptr);
+  const std::string cycle =
+      "after: a -> b -> a is a cycle (jobs/a.yaml, jobs/b.yaml); a job cannot wait for itself";
+  CHECK(Messages(a->diagnostics) == std::vector<std::string>{"jobs/a.yaml:3:9: error: " + cycle});
+  CHECK(Messages(b->diagnostics) ==
+        std::vector<std::string>{"jobs/b.yaml:3:9: error: " + cycle,
+                                 "jobs/b.yaml:4:22: error: entrypoint_num_cpus must be a number "
+                                 ">= 0 (got \"lots\")"});
+  CHECK(Messages(c->diagnostics) ==
+        std::vector<std::string>{
+            "jobs/c.yaml:1:1: error: missing required key \"entrypoint\" (workload custom needs "
+            "it)",
+            "jobs/c.yaml:2:9: error: after: there is no job named nope in this repository"});
+}
+
 TEST_CASE("a long cycle is spelled out in order") {
   const core::DesiredState state = LoadDesiredState(
       kCluster, {{"jobs/p.yaml", "workload: custom\nentrypoint: echo\nafter: [q]\n"},
