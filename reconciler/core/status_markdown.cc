@@ -147,9 +147,23 @@ std::string SinceCell(const StatusRecord& r) {
   return "";
 }
 
-std::string LinksCell(const StatusRecord& r) {
+// The code of a record's latest run (a spec with `code`): its folder on the repository's web
+// site at the commit its tree was taken from; for a repository without one, the tree id, short.
+std::string CodeLink(const StatusRecord& r, const StatusMarkdownHeader& header) {
+  if (r.code.empty()) return "";
+  const RunCode& code = r.code.get();
+  const std::string web = RepositoryWebUrl(header.repo_url);
+  if (web.empty() || code.commit.empty() || code.folder.empty()) {
+    return code.tree.empty() ? "" : "code " + Code(code.tree.substr(0, 12));
+  }
+  return Link("code",
+              web + "/tree/" + EncodeUrl(code.commit, true) + "/" + EncodeUrl(code.folder, true));
+}
+
+std::string LinksCell(const StatusRecord& r, const StatusMarkdownHeader& header) {
   std::string out = Link("status", EncodeUrl("status/" + r.name + ".yaml", true));
   if (!r.dashboard_url.empty()) out += " " + Link("dashboard", EncodeUrl(r.dashboard_url, false));
+  if (std::string code = CodeLink(r, header); !code.empty()) out += " " + code;
   return out;
 }
 
@@ -198,7 +212,7 @@ StatusMarkdownRow StatusMarkdownRowOf(const StatusRecord& r, const StatusMarkdow
   out += " | " + Code(r.submission_id);
   out += " | " + SinceCell(r);
   out += " | " + ShortMessage(r);
-  out += " | " + LinksCell(r);
+  out += " | " + LinksCell(r, header);
   out += " |\n";
   // A row is kept for later writes (50,000 of them at once): not with the spare capacity that
   // growing it left, up to half its size again.

@@ -452,6 +452,13 @@ std::string SpecFileLink(const engine::DaemonSnapshot& s, const core::StatusReco
   return web + "/blob/" + PercentEncode(ref) + "/" + PercentEncode(job.spec_path, true);
 }
 
+std::string CodeFolderLink(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
+  const std::string web = core::RepositoryWebUrl(s.repo_url);
+  const core::RunCode& code = job.code.get();
+  if (web.empty() || code.commit.empty() || code.folder.empty()) return "";
+  return web + "/tree/" + PercentEncode(code.commit) + "/" + PercentEncode(code.folder, true);
+}
+
 std::string JobDashboardLink(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
   std::string link = DashboardJobLink(s.dashboard_url, job.submission_id);
   if (link.empty()) link = job.dashboard_url;
@@ -472,7 +479,8 @@ std::string RenderJobJson(const engine::DaemonSnapshot& s, const core::StatusRec
       {"jobs_from_ledger", s.jobs_from_ledger},
       {"links",
        {{"dashboard", or_null(JobDashboardLink(s, job))},
-        {"spec_file", or_null(SpecFileLink(s, job))}}},
+        {"spec_file", or_null(SpecFileLink(s, job))},
+        {"code", or_null(CodeFolderLink(s, job))}}},
       {"job", JobJson(job)},
   };
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -498,6 +506,15 @@ std::string JobFacts(const engine::DaemonSnapshot& s, const core::StatusRecord& 
   row("Message", "job-message", e(job.message));
   row("Spec", "job-spec", link(SpecFileLink(s, job), job.spec_path, "spec-link"));
   row("Spec commit", "job-spec-commit", e(job.spec_commit));
+  if (!job.code.empty()) {
+    // The code the latest run got: its folder (a link to it at that commit), tree and commit.
+    const core::RunCode& code = job.code.get();
+    row("Code", "job-code",
+        link(CodeFolderLink(s, job), code.folder, "code-link") + R"( <span class="mono" title=")" +
+            e(code.tree) + R"(">tree )" + e(ShortCommit(code.tree)) +
+            R"(</span> <span class="mono" title=")" + e(code.commit) + R"(">at )" +
+            e(ShortCommit(code.commit)) + "</span>");
+  }
   row("Submission", "job-submission",
       link(JobDashboardLink(s, job), job.submission_id, "dashboard-link"));
   row("Attempt", "job-attempt", job.attempt ? std::to_string(*job.attempt) : std::string());

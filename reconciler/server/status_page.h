@@ -33,6 +33,11 @@ const core::StatusRecord* FindJob(const engine::DaemonSnapshot& snapshot, std::s
 // branch): <web>/blob/<commit>/<spec path>; empty for a local repository or an unknown path.
 std::string SpecFileLink(const engine::DaemonSnapshot& snapshot, const core::StatusRecord& job);
 
+// The code folder of the job's latest run on the repository's web site, at the commit its tree
+// was taken from: <web>/tree/<commit>/<folder>; empty for a job without code or a local
+// repository.
+std::string CodeFolderLink(const engine::DaemonSnapshot& snapshot, const core::StatusRecord& job);
+
 // The latest run in the Ray dashboard (--dashboard-url, else the record's dashboard_url);
 // empty unless it is an http(s) address.
 std::string JobDashboardLink(const engine::DaemonSnapshot& snapshot, const core::StatusRecord& job);

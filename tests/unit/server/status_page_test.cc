@@ -356,6 +356,37 @@ TEST_CASE("the job page shows every attempt, the links and escapes hostile text"
   CHECK(invalid.find("No attempts yet.") != std::string::npos);
 }
 
+TEST_CASE("the job page shows the code of the latest run: its folder at its commit, and its tree") {
+  auto s = SampleSnapshot();
+  const std::string tree(40, 'a');
+  const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+  for (auto& job : s.jobs) {
+    if (job.name == "grpo-llama") job.code.set({"src/<trainer> v2", tree, commit});
+  }
+  const auto* job = FindJob(s, "grpo-llama");
+  REQUIRE(job != nullptr);
+  const std::string html = RenderJobPage(s, *job, 0);
+  CHECK(html.find("id=\"job-code\"") != std::string::npos);
+  CHECK(html.find("href=\"https://git.example.com/ml/training-jobs/tree/" + commit +
+                  "/src/%3Ctrainer%3E%20v2\"") != std::string::npos);
+  CHECK(html.find(">src/&lt;trainer&gt; v2</a>") != std::string::npos);
+  CHECK(html.find("title=\"" + tree + "\">tree aaaaaaaaaaaa</span>") != std::string::npos);
+  CHECK(html.find("title=\"" + commit + "\">at 0123456789ab</span>") != std::string::npos);
+  const auto j = nlohmann::json::parse(RenderJobJson(s, *job));
+  CHECK(j["links"]["code"] ==
+        "https://git.example.com/ml/training-jobs/tree/" + commit + "/src/%3Ctrainer%3E%20v2");
+
+  // A job without code has no such row; a local repository has no web link, only the folder.
+  const auto* other = FindJob(s, "broken-spec");
+  REQUIRE(other != nullptr);
+  CHECK(RenderJobPage(s, *other, 0).find("job-code") == std::string::npos);
+  CHECK(nlohmann::json::parse(RenderJobJson(s, *other))["links"]["code"].is_null());
+  s.repo_url = "/srv/git/training-jobs.git";
+  const std::string local = RenderJobPage(s, *FindJob(s, "grpo-llama"), 0);
+  CHECK(local.find("id=\"job-code\">src/&lt;trainer&gt; v2 <span") != std::string::npos);
+  CHECK(local.find("/tree/") == std::string::npos);
+}
+
 TEST_CASE("the job JSON carries the record, its attempts and its links") {
   const auto s = SampleSnapshot();
   const auto j = nlohmann::json::parse(RenderJobJson(s, *FindJob(s, "grpo-llama")));

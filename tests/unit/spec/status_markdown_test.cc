@@ -153,6 +153,25 @@ TEST_CASE("The spec link works from the status branch on GitHub and GitLab", "[s
   CHECK(core::SpecLink(r, h).empty());
 }
 
+TEST_CASE("A run's code is linked at the commit its tree was taken from", "[status][markdown]") {
+  auto r = Row("a", Phase::kRunning);
+  const std::string tree(40, 'b');
+  const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+  r.code.set({"src/team a (v2)", tree, commit});
+  core::StatusMarkdownHeader h;
+  h.repo_url = "git@github.com:org/repo.git";
+  const std::string row = core::StatusMarkdownRowOf(r, h).text;
+  CHECK(row.find(" [code](https://github.com/org/repo/tree/" + commit +
+                 "/src/team%20a%20%28v2%29) |\n") != std::string::npos);
+  CHECK(Count(row, '|') == 8);  // the table keeps its 7 cells
+  // Without a web address: the tree, short.
+  h.repo_url = "/srv/git/repo.git";
+  CHECK(core::StatusMarkdownRowOf(r, h).text.ends_with(" code `bbbbbbbbbbbb` |\n"));
+  // A job without code has no such link.
+  CHECK(core::StatusMarkdownRowOf(Row("b", Phase::kRunning), h).text.find("code") ==
+        std::string::npos);
+}
+
 TEST_CASE("Credentials in the repository URL never reach a link", "[status][markdown]") {
   CHECK(core::RepositoryWebUrl("https://user:s3cr3t-token@github.com/org/repo.git") ==
         "https://github.com/org/repo");
