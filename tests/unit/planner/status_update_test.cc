@@ -15,11 +15,14 @@ namespace {
 
 using core::Phase;
 
-core::JobPlan Planned(const std::string& name, Phase phase) {
+core::JobPlan Planned(const std::string& name, Phase phase, const std::string& submission_id = "",
+                      const std::string& message = "") {
   core::JobPlan jp;
   jp.name = name;
   jp.spec_path = "jobs/" + name + ".yaml";
   jp.phase = phase;
+  jp.submission_id = submission_id;
+  jp.message = message;
   return jp;
 }
 
@@ -114,9 +117,8 @@ TEST_CASE("a diff by names only gives the same names, lines and items without co
 TEST_CASE("a Conflict over an id held by a run not ours records nothing of that run",
           "[status_update]") {
   Inputs x;
-  core::JobPlan jp = Planned("a", Phase::kConflict);
-  jp.submission_id = "my-pinned-run";
-  jp.message = "submission id my-pinned-run is taken by a job not managed by team-b";
+  core::JobPlan jp = Planned("a", Phase::kConflict, "my-pinned-run",
+                             "submission id my-pinned-run is taken by a job not managed by team-b");
   x.plan.jobs = {jp};
   core::RayJob held;
   held.type = "SUBMISSION";
@@ -156,8 +158,7 @@ TEST_CASE("dashboard links never carry credentials", "[status_update]") {
 
 TEST_CASE("a record's spec_commit is the commit its run was submitted from", "[status_update]") {
   Inputs x;
-  core::JobPlan jp = Planned("a", Phase::kRunning);
-  jp.submission_id = "a-0123456789";
+  core::JobPlan jp = Planned("a", Phase::kRunning, "a-0123456789");
   jp.attempt = 1;
   x.plan.jobs = {jp};
   x.in.owner.instance = "ray-gitops";
@@ -189,9 +190,7 @@ TEST_CASE("a record's spec_commit is the commit its run was submitted from", "[s
 
 TEST_CASE("dashboard links start with the dashboard URL when one is given", "[status_update]") {
   Inputs x;
-  core::JobPlan jp = Planned("a", Phase::kRunning);
-  jp.submission_id = "a-0123456789";
-  x.plan.jobs = {jp};
+  x.plan.jobs = {Planned("a", Phase::kRunning, "a-0123456789")};
   CHECK(BuildStatusUpdate(x.in).records.at("a").dashboard_url ==
         "https://ray.example:8265/#/jobs/a-0123456789");
   x.in.dashboard_url = "https://ray.example.com/dashboard";
@@ -204,15 +203,11 @@ TEST_CASE("records built from the ledger let it go and are what the two steps gi
   Inputs x;
   Redactor secrets;
   secrets.Add("hunter2-secret");
-  auto planned = [](const std::string& name, Phase phase, const std::string& message) {
-    JobPlan jp = Planned(name, phase);
-    jp.message = message;
-    return jp;
-  };
   // d twice, as an invalid spec and a valid one may share a name: the last row is its record.
-  x.plan.jobs = {planned("a", Phase::kStopped, "stopped by hunter2-secret"),
-                 planned("b", Phase::kRunning, ""), planned("c", Phase::kRunning, ""),
-                 planned("d", Phase::kSuspended, "first"), planned("d", Phase::kStopped, "last")};
+  x.plan.jobs = {Planned("a", Phase::kStopped, "", "stopped by hunter2-secret"),
+                 Planned("b", Phase::kRunning), Planned("c", Phase::kRunning),
+                 Planned("d", Phase::kSuspended, "", "first"),
+                 Planned("d", Phase::kStopped, "", "last")};
   StatusUpdate settled = BuildStatusUpdate(x.in);
   for (auto& [name, record] : settled.records) RedactRecord(record, secrets);
   x.ledger["a"] = settled.records.at("a");  // unchanged once redacted
@@ -315,9 +310,7 @@ TEST_CASE(
 TEST_CASE("a run this pass submitted takes the phase Ray already reports for it",
           "[status_update]") {
   Inputs x;
-  core::JobPlan jp = Planned("a", Phase::kPending);
-  jp.submission_id = "a-0123456789";
-  jp.message = "new job";
+  core::JobPlan jp = Planned("a", Phase::kPending, "a-0123456789", "new job");
   x.plan.jobs = {jp};
   x.in.owner.instance = "ray-gitops";
   core::ActionOutcome submitted;
