@@ -40,8 +40,10 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
     LogEvent("error", handles.error().ToString());
     return kPlanError;
   }
-  core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, *handles->source,
-                                            handles->store.get(), options, PassWiring{});
+  PassWiring wiring;
+  wiring.cluster_address = AddressTrust::kUnderReview;
+  core::Result<PassRun> run =
+      RunPassOnRepo(global, flags.repo, *handles->source, handles->store.get(), options, wiring);
   // What the pass built is freed by the process's exit, not object by object here.
   const AtScopeEnd leave([&]() {
     LeaveToExit(std::move(run));
