@@ -438,6 +438,9 @@ class RayHttpJobServer::Impl {
     client.set_read_timeout(read_timeout);
     client.set_write_timeout(read_timeout);
     client.set_keep_alive(false);
+    // The token and headers go only to the address the operator chose: a redirect to another
+    // host would carry them there, so none is followed (a 3xx is an error like any other).
+    client.set_follow_location(false);
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
     if (!options_.ca_file.empty()) client.set_ca_cert_path(options_.ca_file);
     if (options_.insecure) client.enable_server_certificate_verification(false);

@@ -623,4 +623,45 @@ TEST_CASE("an https address speaks TLS: a plain-HTTP server is a transient error
   CHECK(v.error().message().find("SSL") != std::string::npos);
 }
 
+// The token and headers go only to the address the operator chose: a head (or whatever answers
+// at its address) that redirects elsewhere is not followed, for any call, so the credentials
+// never reach the other host.
+TEST_CASE("a redirect is never followed: the credentials stay with the address given", "[client]") {
+  FakeRayServer elsewhere;
+  httplib::Server redirecting;
+  const std::string target = elsewhere.address();
+  const auto redirect = [&target](const httplib::Request& req, httplib::Response& res) {
+    res.status = req.method == "GET" ? 302 : 307;
+    res.set_header("Location", target + req.path);
+  };
+  redirecting.Get(".*", redirect);
+  redirecting.Post(".*", redirect);
+  redirecting.Put(".*", redirect);
+  redirecting.Delete(".*", redirect);
+  const int port = redirecting.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&redirecting]() { redirecting.listen_after_bind(); });
+  RayClientOptions o =
+      rg::testing::FastClientOptions("http://127.0.0.1:" + std::to_string(port), 1);
+  o.token = "tok-redirected-0123";
+  o.headers = {{"X-Api-Key", "hdr-redirected-4567"}};
+  RayHttpJobServer client(o);
+
+  CHECK_FALSE(client.Version().ok());
+  CHECK_FALSE(client.List().ok());
+  CHECK_FALSE(client.Get("a-1").ok());
+  CHECK_FALSE(client.Stop("a-1").ok());
+  CHECK_FALSE(client.Submit(Body("a-1")).ok());
+  CHECK_FALSE(client.HasPackage("_ray_pkg_0123456789abcdef.zip").ok());
+  CHECK_FALSE(client.UploadPackage("_ray_pkg_0123456789abcdef.zip", "PK").ok());
+  redirecting.stop();
+  serving.join();
+  for (std::string_view route :
+       {route::kRouteVersion, route::kRouteList, route::kRouteGet, route::kRouteStop,
+        route::kRouteSubmit, route::kRoutePackageGet, route::kRoutePackagePut}) {
+    INFO(route);
+    CHECK(elsewhere.RequestCount(route) == 0);
+  }
+}
+
 }  // namespace
