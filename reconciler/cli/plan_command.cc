@@ -1,5 +1,7 @@
 // `ray-gitops plan`: what a sync of the commit would do to the live cluster. Reads the
 // ledger, never writes, never submits. Exit 0 nothing to do, 2 changes pending, 1 error.
+// The commit is under review (a pull request's, perhaps from a fork): its cluster.yaml address
+// never gets the Ray token or headers (docs/hooks.md, "Pull requests from others").
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -94,7 +96,9 @@ void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) 
   CLI::App* cmd =
       app.add_subcommand("plan",
                          "compare a commit with the live cluster: submit/stop/keep per job (exit 0 "
-                         "nothing to do, 2 changes pending, 1 error)");
+                         "nothing to do, 2 changes pending, 1 error). The Ray token and headers go "
+                         "only to --ray-address or RAY_ADDRESS, never to the commit's cluster.yaml "
+                         "address");
   AddRepoOptions(cmd, &flags->repo, /*with_ref=*/true, /*with_artifacts=*/false);
   AddPreviousRepoOption(cmd, &flags->repo);
   cmd->add_option("-o,--format", flags->format, "text, markdown or json")
