@@ -11,7 +11,7 @@
 namespace rg::cli {
 
 // Who chose a fallback address, and so whether the Ray token and the extra headers may go to
-// it (docs/security.md, "Reviewing untrusted pull requests").
+// it (docs/hooks.md, "Pull requests from others").
 enum class AddressTrust {
   // The operator's: a cluster file named on the command line (`--config`), or the cluster.yaml
   // of what `sync` and the daemon apply (the watched branch, or the ref `sync` is told to).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Where the Ray token and headers go, as CI runs the binary on a pull request (docs/security.md,
-# "Reviewing untrusted pull requests"). The change under review points cluster.yaml at a
+# Where the Ray token and headers go, as CI runs the binary on a pull request (docs/hooks.md,
+# "Pull requests from others"). The change under review points cluster.yaml at a
 # listener that records every request; the credentials are in the environment (or the flags):
 # `plan` sends nothing there, exits 1 and names --ray-address; with --ray-address or
 # RAY_ADDRESS they go to that address only; with no credential at all plan uses the commit's

@@ -1,11 +1,10 @@
 // Where the Ray token and the extra headers go, as the command line's commands run them
-// against real repositories and fake heads over HTTP (docs/security.md, "Reviewing untrusted
-// pull requests"). `plan` reads a commit under review: a pull request can point its
-// cluster.yaml at a host of its own, so that address never gets a credential; the token and
-// headers go only to --ray-address or the environment's address. `sync` and the daemon apply
-// the branch they were pointed at and use its cluster.yaml address with credentials.
-// `validate`, `render` and `diff` never contact Ray. The operator's own cluster file
-// (`--config`) is trusted.
+// against real repositories and fake heads over HTTP (docs/hooks.md, "Pull requests from
+// others"). `plan` reads a commit under review: a pull request can point its cluster.yaml at
+// a host of its own, so that address never gets a credential; the token and headers go only
+// to --ray-address or the environment's address. `sync` and the daemon apply the branch they
+// were pointed at and use its cluster.yaml address with credentials. `validate`, `render` and
+// `diff` never contact Ray. The operator's own cluster file (`--config`) is trusted.
 
 #include <CLI/CLI.hpp>
 #include <array>
