@@ -275,7 +275,24 @@ run code-folder validate --repo "$hostile/repo" jobs/ppo/code.yaml
 expect_rc code-folder 1
 grep -qF 'jobs/ppo/code.yaml: error: cannot compose verl'"'"'s ppo_trainer config: ppo_trainer.yaml:2:5: defaults entry "../../../extra": ../../../extra.yaml is outside the config folder; nothing is read' \
   "$work/code-folder.err" || fail "code-folder: $(cat "$work/code-folder.err")"
-rm -r "$hostile/repo/jobs/ppo/code.yaml" "$hostile/repo/forks"
+# The same committed and pinned by code_ref: read from the tag's tree, refused alike.
+printf 'code_ref: v1\n' >>"$hostile/repo/jobs/ppo/code.yaml"
+git -C "$hostile/repo" init -q && git -C "$hostile/repo" add -A &&
+  git -C "$hostile/repo" commit -qm hostile && git -C "$hostile/repo" tag v1 ||
+  fail "code-ref: cannot commit"
+run code-ref validate --repo "$hostile/repo" jobs/ppo/code.yaml
+expect_rc code-ref 1
+grep -qF 'defaults entry "../../../extra": ../../../extra.yaml is outside the config folder; nothing is read' \
+  "$work/code-ref.err" || fail "code-ref: $(cat "$work/code-ref.err")"
+rm -rf "$hostile/repo/jobs/ppo/code.yaml" "$hostile/repo/forks" "$hostile/repo/.git"
+# --verl-config inside the repository under review whose folder is a link out of it.
+hostile_config linked-out
+ln -s ../linked-out "$hostile/repo/verl-config"
+run linked-out validate --repo "$hostile/repo" --verl-config "$hostile/repo/verl-config"
+expect_rc linked-out 1
+grep -qF "cannot compose verl's ppo_trainer config: the config folder $hostile/repo/verl-config leads outside the repository $hostile/repo; nothing is read" \
+  "$work/linked-out.err" || fail "linked-out: $(cat "$work/linked-out.err")"
+rm "$hostile/repo/verl-config"
 
 # Three levels of 120 entries over four small files: composed once per file and package, in
 # well under a second (it took hours when each entry was composed again).

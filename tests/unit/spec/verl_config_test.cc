@@ -1,7 +1,10 @@
 // Hydra composition of a config folder and the check of a spec's Hydra keys against it: a
-// small synthetic config tree written to a temp dir, and verl 0.9.1's own config (the wheel
-// that scripts/install-deps.sh unpacks).
+// small synthetic config tree written to a temp dir, hostile ones (fan-outs, cycles, entries
+// and links that leave the folder), and verl 0.9.1's own config (the wheel that
+// scripts/install-deps.sh unpacks).
 #include "reconciler/spec/verl_config.h"
+
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -490,6 +493,17 @@ TEST_CASE("the directory reader reads nothing through a link that leads out of i
   CHECK(read("../outside/extra.yaml").error().message() ==
         "../outside/extra.yaml is outside the config folder; nothing is read");
   CHECK(read((tmp.dir() / "outside/extra.yaml").string()).error().IsInvalidInput());
+  // What is not a regular file is not opened (a FIFO would block), a device behind a link is
+  // outside, and no more of a file is read than the YAML parser takes.
+  REQUIRE(::mkfifo((cfg / "fifo.yaml").c_str(), 0600) == 0);
+  CHECK(read("fifo.yaml").error().IsNotFound());
+  fs::create_symlink("/dev/zero", cfg / "zero.yaml");
+  CHECK(read("zero.yaml").error().IsInvalidInput());
+  WriteFile(cfg / "big.yaml", std::string(3 * kMaxSpecFileBytes, '#'));
+  CHECK(read("big.yaml").value().size() == kMaxSpecFileBytes + 1);
+  const ComposedConfig big = ComposeHydraConfig(read, "big");
+  REQUIRE_FALSE(big.errors.empty());
+  CHECK_THAT(big.errors[0], Catch::Contains("big.yaml") && Catch::Contains("too large"));
 
   // Composed: the error names the entry and the file.
   WriteFile(cfg / "top.yaml", "defaults:\n  - linked_group: x\n  - linked_file\n");
@@ -587,6 +601,26 @@ TEST_CASE("ppo_trainer composes to the keys of verl's own _generated_ppo_trainer
   // `model_engine: dp` at the top, which verl's generator leaves out of its printout.
   CHECK(std::erase(ours, "model_engine") == 1);
   CHECK(ours == KeyPaths(*generated.config));
+}
+
+TEST_CASE("verl's own configs compose far inside the bounds") {
+  ConfigFolder folder(DirectoryConfigReader(VerlDir()));
+  for (const char* name : {"ppo_trainer", "ppo_megatron_trainer", "sft_trainer_engine"}) {
+    for (const char* engine : {"dp", "megatron", "torchtitan", "veomni"}) {
+      INFO(name << " with model_engine=" << engine);
+      const std::map<std::string, std::string> choices =
+          std::string(name) == "sft_trainer_engine"
+              ? std::map<std::string, std::string>{}
+              : std::map<std::string, std::string>{{"model_engine", engine}};
+      const auto composed = folder.Compose(name, choices);
+      REQUIRE(composed->errors.empty());
+      const CompositionCost& cost = composed->cost;
+      CHECK(cost.entries * 20 < kMaxDefaultsEntries);
+      CHECK(cost.depth * 16 <= kMaxDefaultsDepth);
+      CHECK(cost.nodes * 20 < kMaxComposedNodes);
+      CHECK(cost.bytes * 20 < kMaxComposedBytes);
+    }
+  }
 }
 
 TEST_CASE("sft_trainer_engine has messages_key and no prompt_key") {
