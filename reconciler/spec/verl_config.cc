@@ -128,10 +128,16 @@ std::string EntryText(const YamlNode& item) {
 }
 
 std::optional<DefaultsEntry> ParseEntry(const YamlNode& item) {
+  constexpr size_t kShown = 200;  // a message quotes no more of an entry
   std::optional<DefaultsEntry> entry = ParseEntryAsWritten(item);
   if (entry) {
     entry->pos = item.pos;
     entry->text = EntryText(item);
+    if (entry->text.size() > kShown) {
+      size_t cut = kShown;
+      while (cut > 0 && (static_cast<unsigned char>(entry->text[cut]) & 0xC0) == 0x80) --cut;
+      entry->text = entry->text.substr(0, cut) + "...";
+    }
   }
   return entry;
 }
@@ -263,7 +269,7 @@ class Composer {
                     const std::optional<std::string>& explicit_package,
                     const std::string& default_package, bool optional, const Site& site) {
     static const Delta kNothing;
-    if (stopped_) return kNothing;
+    if (over_) return kNothing;  // reported by the Apply that follows, at its entry
     if (++cost_.entries > kMaxDefaultsEntries) {
       Stop(site, "composing follows more than " + std::to_string(kMaxDefaultsEntries) +
                      " defaults entries (a defaults list that fans out?)");
@@ -319,13 +325,12 @@ class Composer {
     }
     const ParsedConfigFile& parsed = read->second;
     if (seen_.insert(path).second) {
-      errors_.insert(errors_.end(), parsed.errors.begin(), parsed.errors.end());
+      for (const std::string& error : parsed.errors) Report(error);
     }
     if (!parsed.refusal.empty()) Error(site, parsed.refusal);
     if (parsed.missing && !optional) {
-      errors_.push_back(
-          path + ": no such config" +
-          (rooted ? " (a leading / names the config folder, not the file system)" : ""));
+      Report(path + ": no such config" +
+             (rooted ? " (a leading / names the config folder, not the file system)" : ""));
     }
     return parsed.file ? &*parsed.file : nullptr;
   }
@@ -401,7 +406,7 @@ class Composer {
       const std::string name = option.substr(open + 2, close - open - 2);
       auto choice = choices_.find(name);
       if (choice == choices_.end()) {
-        errors_.push_back("defaults: ${" + name + "} names no group chosen before it");
+        Report("defaults: ${" + name + "} names no group chosen before it");
       } else {
         out += choice->second;
       }
@@ -507,7 +512,16 @@ class Composer {
 
   void Error(const Site& site, const std::string& message) {
     const std::string prefix = site.Prefix();
-    errors_.push_back(prefix.empty() ? message : prefix + ": " + message);
+    Report(prefix.empty() ? message : prefix + ": " + message);
+  }
+
+  // Only the first errors are kept: a config that keeps failing stops being composed.
+  void Report(std::string message) {
+    if (errors_.size() < kMaxErrors) {
+      errors_.push_back(std::move(message));
+    } else {
+      stopped_ = over_ = true;
+    }
   }
 
   void Stop(const Site& site, const std::string& message) {
@@ -515,6 +529,8 @@ class Composer {
     stopped_ = true;
     over_ = true;
   }
+
+  static constexpr size_t kMaxErrors = 20;
 
   const ConfigReader& read_;
   ParsedConfigFiles& files_;
@@ -525,8 +541,8 @@ class Composer {
   std::vector<std::string> stack_;  // the files being composed, outermost first
   std::vector<std::string> errors_;
   CompositionCost cost_;
-  bool over_ = false;     // a bound is crossed: nothing more is merged
-  bool stopped_ = false;  // ... and reported: nothing more is loaded
+  bool over_ = false;     // a bound is crossed: nothing more is loaded or merged
+  bool stopped_ = false;  // ... and that is reported
 };
 
 // Whether `path` is `root` or below it; both canonical.

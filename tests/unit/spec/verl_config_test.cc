@@ -374,6 +374,18 @@ TEST_CASE("a cycle, a config that lists itself and a chain too deep are errors a
   CHECK(deep.cost.files_read == kMaxDefaultsDepth);
 }
 
+TEST_CASE("a failing entry composed many times keeps the errors few and short") {
+  const testing::TempDir tmp;
+  WriteFanOut(tmp.dir() / "a.yaml", "b@p{n}", 500, "");
+  WriteFile(tmp.dir() / "b.yaml", "defaults:\n  - ../" + std::string(100000, 'x') + "\n");
+  const ComposedConfig composed = ComposeHydraConfig(DirectoryConfigReader(tmp.path()), "a");
+  REQUIRE_FALSE(composed.errors.empty());
+  CHECK(composed.errors.size() <= 20);
+  CHECK(composed.errors[0].starts_with("b.yaml:2:5: defaults entry \"../xxx"));
+  CHECK(composed.errors[0].size() < 100000 + 400);
+  CHECK(composed.errors[0].find("x...\": ") != std::string::npos);
+}
+
 TEST_CASE("a package of more parts than the bound is an error at the entry") {
   const testing::TempDir tmp;
   std::string package = "p";
