@@ -328,9 +328,12 @@ class Composer {
       for (const std::string& error : parsed.errors) Report(error);
     }
     if (!parsed.refusal.empty()) Error(site, parsed.refusal);
-    if (parsed.missing && !optional) {
-      Report(path + ": no such config" +
-             (rooted ? " (a leading / names the config folder, not the file system)" : ""));
+    if (parsed.missing && !optional && rooted) {
+      Error(site, path +
+                      ": no such config (a leading / names the config folder, not the file "
+                      "system)");
+    } else if (parsed.missing && !optional) {
+      Report(path + ": no such config");
     }
     return parsed.file ? &*parsed.file : nullptr;
   }

@@ -234,7 +234,7 @@ expect_outside absolute "/$hostile/outside/extra" "$hostile/outside/extra.yaml i
 hostile_config root-relative "$hostile/outside/extra"
 run root-relative validate --repo "$hostile/repo" --verl-config "$hostile/root-relative"
 expect_rc root-relative 1
-grep -qF "jobs/ppo/x.yaml: error: cannot compose verl's ppo_trainer config: ${hostile#/}/outside/extra.yaml: no such config (a leading / names the config folder, not the file system)" \
+grep -qF "jobs/ppo/x.yaml: error: cannot compose verl's ppo_trainer config: ppo_trainer.yaml:2:5: defaults entry \"$hostile/outside/extra\": ${hostile#/}/outside/extra.yaml: no such config (a leading / names the config folder, not the file system)" \
   "$work/root-relative.err" || fail "root-relative: $(cat "$work/root-relative.err")"
 hostile_config linked-file extra
 ln -s ../outside/extra.yaml "$hostile/linked-file/extra.yaml"

@@ -460,6 +460,10 @@ TEST_CASE("a defaults entry that leaves the config folder is an error and nothin
       {"grp: ../../outside/extra",
        first + "\"grp: ../../outside/extra\": ../outside/extra.yaml" + out},
       {"../outside/grp@p: x", first + "\"../outside/grp@p: x\": ../outside/grp/x.yaml" + out},
+      // One leading '/' is Hydra's: the config folder's root, where there is no such file.
+      {outside + "/extra", first + "\"" + outside + "/extra\": " + outside.substr(1) +
+                               "/extra.yaml: no such config (a leading / names the config "
+                               "folder, not the file system)"},
       // An override elsewhere picks the option of a later entry.
       {"override engine: ../../outside/extra",
        "top.yaml:3:5: defaults entry \"engine: dp\": ../outside/extra.yaml" + out},
