@@ -14,6 +14,7 @@
 
 #include "reconciler/adapters/log_tail_stream.h"
 #include "reconciler/adapters/ray_http_rules.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::adapters {
 namespace {
@@ -259,6 +260,8 @@ class RayHttpJobServer::Impl {
     return core::DigestJobs(jobs, key);  // never equal to a body's digest: a full pass next
   }
 
+  std::optional<int64_t> HeadClockOffsetMs() const { return head_offset_ms_; }
+
   core::Result<bool> Stop(std::string_view id) {
     auto ex =
         Retrying("POST", "/api/jobs/" + EncodePathSegment(id) + "/stop", "", options_.read_timeout);
@@ -362,7 +365,7 @@ class RayHttpJobServer::Impl {
   }
 
   Exchange SendThroughTransport(const std::string& method, const std::string& path,
-                                std::string_view body, ray_http::BodyStream* stream) const {
+                                std::string_view body, ray_http::BodyStream* stream) {
     RayHttpRequest request{method, split_.prefix + path, std::string(body), {}};
     if (method == "POST") {
       request.headers["Content-Type"] = kJsonType;
@@ -372,6 +375,11 @@ class RayHttpJobServer::Impl {
     }
     for (const auto& [name, value] : RequestHeaders()) request.headers[name] = value;
     RayHttpAnswer answer = transport_(request);
+    if (IsSuccess(answer.status)) {
+      for (const auto& [name, value] : answer.headers) {
+        if (EqualsIgnoreCase(name, "Date")) NoteDate(value);
+      }
+    }
     Exchange ex;
     ex.status = answer.status;
     ex.body = std::move(answer.body);
@@ -389,16 +397,33 @@ class RayHttpJobServer::Impl {
 
   static bool IsSuccess(int status) { return status >= 200 && status < 300; }
 
+  // The head's clock from an answer's Date header (ports::JobServer::HeadClockOffsetMs): read
+  // now, as the answer's head has just arrived, so that the offset is a lower bound.
+  void NoteDate(std::string_view value) {
+    const size_t begin = value.find_first_not_of(" \t");
+    if (begin == std::string_view::npos) return;
+    value = value.substr(begin, value.find_last_not_of(" \t") + 1 - begin);
+    const std::optional<int64_t> date_ms = core::ParseHttpDate(value);
+    if (!date_ms) return;
+    const int64_t now_ms = options_.clock != nullptr
+                               ? options_.clock->NowMs()
+                               : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
+    head_offset_ms_ = *date_ms - now_ms;
+  }
+
   // A GET whose 2xx body goes to `stream` as it arrives, when there is one. Any other body is
   // gathered here, reserved at its announced length: grown by doubling, a body of 50 MB took
   // 64 MB, and was copied on every doubling.
-  static httplib::Result GetBody(httplib::Client& client, const std::string& full_path,
-                                 const httplib::Headers& headers, ray_http::BodyStream* stream) {
+  httplib::Result GetBody(httplib::Client& client, const std::string& full_path,
+                          const httplib::Headers& headers, ray_http::BodyStream* stream) {
     std::string received;
     bool streaming = false;
     httplib::Result res = client.Get(
         full_path, headers,
         [&](const httplib::Response& head) {
+          if (IsSuccess(head.status)) NoteDate(head.get_header_value("Date"));
           streaming = stream != nullptr && IsSuccess(head.status);
           if (streaming) {
             stream->Begin();
@@ -475,6 +500,8 @@ class RayHttpJobServer::Impl {
       ex.cut = std::move(cut);
       return ex;
     }
+    // A GET's Date was read as its head arrived (GetBody).
+    if (method != "GET" && IsSuccess(res->status)) NoteDate(res->get_header_value("Date"));
     ex.status = res->status;
     ex.body = std::move(res->body);
     return ex;
@@ -532,6 +559,7 @@ class RayHttpJobServer::Impl {
   std::optional<core::SipHasher::Key> digest_key_;  // DigestListsWith
   // The key and digest of the last List's body.
   std::optional<std::pair<core::SipHasher::Key, uint64_t>> last_digest_;
+  std::optional<int64_t> head_offset_ms_;  // HeadClockOffsetMs
 };
 
 void AbandonRayCalls() { CallRegistry::Get().AbandonAll(); }
@@ -566,6 +594,7 @@ uint64_t RayHttpJobServer::ListedDigest(const std::vector<core::RayJob>& jobs,
                                         const core::SipHasher::Key& key) {
   return impl_->ListedDigest(jobs, key);
 }
+std::optional<int64_t> RayHttpJobServer::HeadClockOffsetMs() { return impl_->HeadClockOffsetMs(); }
 core::Result<bool> RayHttpJobServer::Stop(std::string_view id) { return impl_->Stop(id); }
 core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_->Delete(id); }
 core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }

@@ -45,6 +45,9 @@ uint64_t PrefetchedListServer::ListedDigest(const std::vector<core::RayJob>& job
                                             const core::SipHasher::Key& key) {
   return Settled().ListedDigest(jobs, key);
 }
+std::optional<int64_t> PrefetchedListServer::HeadClockOffsetMs() {
+  return Settled().HeadClockOffsetMs();
+}
 core::Result<bool> PrefetchedListServer::Stop(std::string_view id) { return Settled().Stop(id); }
 core::Result<bool> PrefetchedListServer::Delete(std::string_view id) {
   return Settled().Delete(id);
