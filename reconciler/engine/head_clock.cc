@@ -14,13 +14,14 @@ int64_t HeadNowMs(int64_t now_ms, std::optional<int64_t> head_offset_ms) {
 
 std::optional<Warning> ClockSkewWarning(std::optional<int64_t> head_offset_ms) {
   if (!head_offset_ms) return std::nullopt;
-  // Told to the nearest second: the estimate is good to about one (a Date is cut to it).
-  const int64_t skew_ms = *head_offset_ms;
-  if (std::llabs(skew_ms) <= kClockSkewWarnMs) return std::nullopt;
-  const int64_t rounded_ms = (std::llabs(skew_ms) + 500) / 1000 * 1000;
+  // In whole seconds, rounded up: the skew is at least the offset, and within a second of it.
+  const int64_t offset_ms = *head_offset_ms;
+  const int64_t skew_s = offset_ms >= 0 ? (offset_ms + 999) / 1000 : -(-offset_ms / 1000);
+  if (std::llabs(skew_s) * 1000 <= kClockSkewWarnMs) return std::nullopt;
+  const int64_t rounded_ms = std::llabs(skew_s) * 1000;
   return Warning{std::string(kWarnClockSkew),
                  "the daemon's clock is " + core::FormatDurationMs(rounded_ms) +
-                     (skew_ms < 0 ? " ahead of" : " behind") +
+                     (skew_s < 0 ? " ahead of" : " behind") +
                      " the Ray head's (read from the Date header of its answers); deadlines "
                      "and --gc-finished-after count on the head's clock; check the time "
                      "synchronisation (NTP) of both machines"};

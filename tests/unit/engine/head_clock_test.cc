@@ -30,9 +30,13 @@ TEST_CASE("a skew above a minute is a warning naming it to the second", "[engine
         "the daemon's clock is 2h3s ahead of the Ray head's (read from the Date header of its "
         "answers); deadlines and --gc-finished-after count on the head's clock; check the time "
         "synchronisation (NTP) of both machines");
+  // The offset is a lower bound of the head's clock less the daemon's: the skew is rounded up.
   const std::optional<Warning> behind = ClockSkewWarning(60'001);
   REQUIRE(behind.has_value());
-  CHECK_THAT(behind->message, Catch::StartsWith("the daemon's clock is 1m behind the Ray head's"));
+  CHECK_THAT(behind->message,
+             Catch::StartsWith("the daemon's clock is 1m1s behind the Ray head's"));
+  CHECK_FALSE(ClockSkewWarning(-60'999).has_value());  // 60 s ahead, and up to 0.999 more
+  CHECK_THAT(ClockSkewWarning(-61'000)->message, Catch::StartsWith("the daemon's clock is 1m1s "));
   CHECK_THAT(ClockSkewWarning(90'500)->message, Catch::StartsWith("the daemon's clock is 1m31s "));
   CHECK_THAT(ClockSkewWarning(-86'400'000)->message,
              Catch::StartsWith("the daemon's clock is 1d ahead"));
