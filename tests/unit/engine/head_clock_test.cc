@@ -10,7 +10,8 @@
 namespace rg::engine {
 namespace {
 
-TEST_CASE("the head's time is the daemon's plus the offset; unknown, the daemon's", "[engine]") {
+TEST_CASE("the head's time is the daemon's plus the offset, or the daemon's when unknown",
+          "[engine]") {
   CHECK(HeadNowMs(1'000'000, -7'200'000) == -6'200'000);
   CHECK(HeadNowMs(1'000'000, 500) == 1'000'500);
   CHECK(HeadNowMs(1'000'000, std::nullopt) == 1'000'000);

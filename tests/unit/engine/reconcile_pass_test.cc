@@ -500,7 +500,7 @@ TEST_CASE("a daemon 2 h behind the head stops a run once its deadline has passed
   CHECK(w.Record("a").phase == Phase::kDeadlineExceeded);
 }
 
-TEST_CASE("a head within a minute of the daemon is no warning; the head's second counts",
+TEST_CASE("a head within a minute of the daemon is no warning, and the head's second counts",
           "[engine]") {
   FakeRayOptions head;
   head.clock_offset = -59s;

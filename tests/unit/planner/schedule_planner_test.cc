@@ -152,7 +152,7 @@ TEST_CASE("a slot held back by forbid is recorded as skipped once it has passed"
 }
 
 // A slot is an instant of the daemon's calendar; Ray's end_time is on the head's clock.
-TEST_CASE("slots come on the daemon's clock; a run's end is set against them on the head's") {
+TEST_CASE("slots come on the daemon's clock, and a run's end is set against them on the head's") {
   JobSpec spec = Scheduled("0 * * * *", Concurrency::kForbid);
   spec.mutable_lifecycle().schedule->starting_deadline_ms = 600'000;  // 10m
   constexpr int64_t kHour = 3'600'000;
