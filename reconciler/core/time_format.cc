@@ -1,7 +1,6 @@
 #include "reconciler/core/time_format.h"
 
 #include <array>
-#include <charconv>
 #include <cstdio>
 
 namespace rg::core {
@@ -147,13 +146,7 @@ std::string FormatRfc3339Seconds(std::chrono::system_clock::time_point t) {
 
 std::optional<int64_t> ParseRfc3339Millis(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS[.mmm]Z
-  auto num = [&](size_t pos, size_t len) -> std::optional<int> {
-    if (pos + len > text.size()) return std::nullopt;
-    int v = 0;
-    auto [p, ec] = std::from_chars(text.data() + pos, text.data() + pos + len, v);
-    if (ec != std::errc{} || p != text.data() + pos + len) return std::nullopt;
-    return v;
-  };
+  auto num = [&](size_t pos, size_t len) { return Digits(text, pos, len); };
   if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
       text[16] != ':') {
     return std::nullopt;

@@ -20,6 +20,10 @@ TEST_CASE("times are written in UTC with milliseconds, and read back") {
   CHECK_FALSE(ParseRfc3339Millis("2026-11-22T09:11:31.12Z").has_value());
   CHECK_FALSE(ParseRfc3339Millis("2026-11-22T09:11:31.123").has_value());
   CHECK_FALSE(ParseRfc3339Millis("yesterday").has_value());
+  // Digits only: no sign in a field.
+  CHECK_FALSE(ParseRfc3339Millis("2026-11-22T09:11:-1Z").has_value());
+  CHECK_FALSE(ParseRfc3339Millis("-026-11-22T09:11:31Z").has_value());
+  CHECK_FALSE(ParseRfc3339Millis("2026-11-22T09:11:31.-12Z").has_value());
 }
 
 TEST_CASE("whole-second times drop the milliseconds and are read back by the same parser") {
