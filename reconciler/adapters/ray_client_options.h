@@ -32,8 +32,8 @@ struct RayClientOptions {
   int max_attempts = 4;  // for idempotent calls (GET, stop, delete)
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{5000};
-  // The caller's clock, read when an answer with a Date header arrives (HeadClockOffsetMs);
-  // null: the system's. Not owned.
+  // The caller's clock, read when an answer with a Date header arrives (HeadClockOffsetMs,
+  // HeadNowMs); null: the system's. Not owned.
   ports::Clock* clock = nullptr;
 };
 

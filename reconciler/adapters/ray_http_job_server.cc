@@ -260,7 +260,15 @@ class RayHttpJobServer::Impl {
     return core::DigestJobs(jobs, key);  // never equal to a body's digest: a full pass next
   }
 
-  std::optional<int64_t> HeadClockOffsetMs() const { return head_offset_ms_; }
+  std::optional<int64_t> HeadClockOffsetMs() const {
+    if (!head_date_) return std::nullopt;
+    return head_date_->date_ms - head_date_->received_wall_ms;
+  }
+
+  std::optional<int64_t> HeadNowMs() const {
+    if (!head_date_) return std::nullopt;
+    return head_date_->date_ms + (MonotonicUs() - head_date_->received_us) / 1000;
+  }
 
   core::Result<bool> Stop(std::string_view id) {
     auto ex =
@@ -405,12 +413,19 @@ class RayHttpJobServer::Impl {
     value = value.substr(begin, value.find_last_not_of(" \t") + 1 - begin);
     const std::optional<int64_t> date_ms = core::ParseHttpDate(value);
     if (!date_ms) return;
-    const int64_t now_ms = options_.clock != nullptr
-                               ? options_.clock->NowMs()
-                               : std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count();
-    head_offset_ms_ = *date_ms - now_ms;
+    const int64_t wall_ms = options_.clock != nullptr
+                                ? options_.clock->NowMs()
+                                : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+    head_date_ = HeadDate{*date_ms, wall_ms, MonotonicUs()};
+  }
+
+  int64_t MonotonicUs() const {
+    if (options_.clock != nullptr) return options_.clock->MonotonicUs();
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               SteadyClock::now().time_since_epoch())
+        .count();
   }
 
   // A GET whose 2xx body goes to `stream` as it arrives, when there is one. Any other body is
@@ -559,7 +574,13 @@ class RayHttpJobServer::Impl {
   std::optional<core::SipHasher::Key> digest_key_;  // DigestListsWith
   // The key and digest of the last List's body.
   std::optional<std::pair<core::SipHasher::Key, uint64_t>> last_digest_;
-  std::optional<int64_t> head_offset_ms_;  // HeadClockOffsetMs
+  // The last Date read, and when it arrived on the caller's wall and monotonic clocks.
+  struct HeadDate {
+    int64_t date_ms = 0;
+    int64_t received_wall_ms = 0;
+    int64_t received_us = 0;
+  };
+  std::optional<HeadDate> head_date_;
 };
 
 void AbandonRayCalls() { CallRegistry::Get().AbandonAll(); }
@@ -595,6 +616,7 @@ uint64_t RayHttpJobServer::ListedDigest(const std::vector<core::RayJob>& jobs,
   return impl_->ListedDigest(jobs, key);
 }
 std::optional<int64_t> RayHttpJobServer::HeadClockOffsetMs() { return impl_->HeadClockOffsetMs(); }
+std::optional<int64_t> RayHttpJobServer::HeadNowMs() { return impl_->HeadNowMs(); }
 core::Result<bool> RayHttpJobServer::Stop(std::string_view id) { return impl_->Stop(id); }
 core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_->Delete(id); }
 core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }

@@ -7,9 +7,9 @@
 
 namespace rg::engine {
 
-int64_t HeadNowMs(int64_t now_ms, std::optional<int64_t> head_offset_ms) {
-  if (now_ms == 0 || !head_offset_ms) return now_ms;
-  return now_ms + *head_offset_ms;
+int64_t RayNowMs(int64_t now_ms, std::optional<int64_t> head_now_ms) {
+  if (now_ms == 0 || !head_now_ms) return now_ms;
+  return *head_now_ms;
 }
 
 std::optional<Warning> ClockSkewWarning(std::optional<int64_t> head_offset_ms) {

@@ -213,6 +213,7 @@ std::optional<PassInputs> NarrowInputs(const PassIndex& index, const ReconcileDe
       WantedJobs(index, *wanted, deps, options, why);
   if (!observed) return std::nullopt;
   in.observed = std::move(*observed);
+  in.head_now_ms = deps.server->HeadNowMs();
   in.head_clock_offset_ms = deps.server->HeadClockOffsetMs();
   SanitizeJobs(in.observed, result.redactor);
   if (!RunsFromNewerCommits(*deps.source, in).empty()) {

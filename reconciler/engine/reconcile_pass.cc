@@ -212,6 +212,7 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     return std::nullopt;
   }
   in.observed = std::move(*read.observed);
+  in.head_now_ms = deps.server->HeadNowMs();
   in.head_clock_offset_ms = deps.server->HeadClockOffsetMs();
   if (options.digest_key) {
     result.ray_digest = deps.server->ListedDigest(in.observed, *options.digest_key);
@@ -551,7 +552,7 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   // 4. Plan.
   ReconcileOptions planned = options;
   planned.policy.now_ms = options.now_ms;
-  planned.policy.ray_now_ms = HeadNowMs(options.now_ms, in.head_clock_offset_ms);
+  planned.policy.ray_now_ms = RayNowMs(options.now_ms, in.head_now_ms);
   result.head_clock_offset_ms = in.head_clock_offset_ms;
   planned.policy.owner = in.owner;
   planned.policy.desired_elsewhere = in.desired_elsewhere;

@@ -75,6 +75,10 @@ class JobServer {
   // it never falls due early. An answer without a readable Date leaves it as it was; nullopt
   // until one had it (then Ray's times can only be compared with the caller's clock).
   virtual std::optional<int64_t> HeadClockOffsetMs() { return std::nullopt; }
+  // The head's time now, from the same answer: its Date plus the time since it arrived on the
+  // caller's monotonic clock. A lower bound too, and read on no wall clock of the caller's:
+  // what Ray's times are compared with. nullopt as HeadClockOffsetMs.
+  virtual std::optional<int64_t> HeadNowMs() { return std::nullopt; }
   // POST /api/jobs/{id}/stop — true if a stop was sent, false if the job had already ended.
   virtual core::Result<bool> Stop(std::string_view id) = 0;
   // DELETE /api/jobs/{id} — kConflict while the job is not terminal.

@@ -641,6 +641,12 @@ TEST_CASE("the head's clock is read from the Date header of its answers over HTT
   REQUIRE(client.List().ok());
   // The head shows 00:00:01.500 less 2 h, and its Date says 00:00:01: a lower bound, 500 ms off.
   CHECK(client.HeadClockOffsetMs() == -7'200'500);
+  const int64_t date_ms = rg::testing::FakeClock::kStartWallMs + 1'000 - 7'200'000;
+  CHECK(client.HeadNowMs() == date_ms);
+  // The head's time moves on with the client's monotonic clock, whatever its wall clock does.
+  clock.AdvanceMs(10'000);
+  CHECK(client.HeadNowMs() == date_ms + 10'000);
+  CHECK(client.HeadClockOffsetMs() == -7'200'500);
 
   SECTION("every 2xx answer updates it, a GET, a POST and a DELETE alike") {
     fake.SetClockOffset(3h);
@@ -680,11 +686,13 @@ TEST_CASE("an answer without a readable Date header leaves the head's clock as i
   RayHttpJobServer client(o, transport);
   REQUIRE(client.List().ok());
   CHECK_FALSE(client.HeadClockOffsetMs().has_value());  // none yet: the caller's clock stands in
+  CHECK_FALSE(client.HeadNowMs().has_value());
 
   // Header names in any case, the value with the blanks HTTP allows around it.
   headers = {{"date", "  " + rg::core::FormatHttpDate(clock.NowMs() + 90'000) + "\t"}};
   REQUIRE(client.List().ok());
   CHECK(client.HeadClockOffsetMs() == 90'000);
+  CHECK(client.HeadNowMs() == clock.NowMs() + 90'000);
   for (const std::map<std::string, std::string>& other :
        std::vector<std::map<std::string, std::string>>{
            {},

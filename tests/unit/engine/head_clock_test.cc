@@ -10,12 +10,12 @@
 namespace rg::engine {
 namespace {
 
-TEST_CASE("the head's time is the daemon's plus the offset, or the daemon's when unknown",
+TEST_CASE("the head's time is the one read with Ray's list, or the daemon's when unknown",
           "[engine]") {
-  CHECK(HeadNowMs(1'000'000, -7'200'000) == -6'200'000);
-  CHECK(HeadNowMs(1'000'000, 500) == 1'000'500);
-  CHECK(HeadNowMs(1'000'000, std::nullopt) == 1'000'000);
-  CHECK(HeadNowMs(0, 500) == 0);  // the pass's time unknown: no deadline, no clean-up
+  CHECK(RayNowMs(1'000'000, -6'200'000) == -6'200'000);
+  CHECK(RayNowMs(1'000'000, 1'000'500) == 1'000'500);
+  CHECK(RayNowMs(1'000'000, std::nullopt) == 1'000'000);
+  CHECK(RayNowMs(0, 500) == 0);  // the pass's time unknown: no deadline, no clean-up
   CHECK(DaemonTimeOf(5'000, 1'000'000, 2'000) == 1'003'000);
 }
 

@@ -18,6 +18,7 @@
 #include "tests/support/fast_client_options.h"
 #include "tests/support/gated_job_server.h"
 #include "tests/support/in_memory_ports.h"
+#include "tests/support/in_process_ray.h"
 #include "tests/support/pass_harness.h"
 
 namespace rg::engine {
@@ -498,6 +499,34 @@ TEST_CASE("a daemon 2 h behind the head stops a run once its deadline has passed
   REQUIRE(due.outcomes.size() == 1);
   CHECK(due.outcomes[0].action.stop_reason == core::StopReason::kDeadline);
   CHECK(w.Record("a").phase == Phase::kDeadlineExceeded);
+}
+
+TEST_CASE("deadlines count on the head's Date and the time since, never on a wall clock of ours",
+          "[engine]") {
+  World w;  // the head on the test's clock
+  // A client reading the system's clocks: its wall clock is months from the head's.
+  adapters::RayHttpJobServer client(testing::FastClientOptions(w.ray().address()),
+                                    testing::InProcessTransport(w.ray()));
+  auto pass = [&w, &client]() {
+    ReconcileDeps deps;
+    deps.source = &w.source();
+    deps.server = &client;
+    deps.store = &w.store();
+    ReconcileOptions options;
+    options.ray_address = w.ray().address();
+    options.now_ms = w.clock().NowMs();
+    PassResult r = RunReconcilePass(deps, options);
+    w.ray().Tick();
+    return r;
+  };
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 600", "deadline: 5s\n"), CommitId(1));
+  REQUIRE(pass().outcomes.size() == 1);
+  w.Advance(4s);
+  CHECK(pass().plan.actions.empty());
+  w.Advance(1s);
+  PassResult due = pass();
+  REQUIRE(due.outcomes.size() == 1);
+  CHECK(due.outcomes[0].action.stop_reason == core::StopReason::kDeadline);
 }
 
 TEST_CASE("a head within a minute of the daemon is no warning, and the head's second counts",
