@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "reconciler/core/result.h"
+#include "reconciler/ports/clock.h"
 
 namespace rg::adapters {
 
@@ -44,6 +45,10 @@ struct RayClientOptions {
 
   // Whether requests carry a secret: the token, or any extra header (a proxy's key or cookie).
   bool HasCredentials() const { return token.has_value() || !headers.empty(); }
+
+  // The caller's clock, read when an answer with a Date header arrives (HeadClockOffsetMs,
+  // HeadNowMs); null: the system's. Not owned.
+  ports::Clock* clock = nullptr;
 };
 
 // Inputs to resolution; empty means "not given".

@@ -349,4 +349,10 @@ void LogPass(const engine::PassResult& result) {
   }
 }
 
+void LogClockSkew(const engine::PassResult& result) {
+  for (const engine::Warning& w : result.warnings) {
+    if (w.kind == engine::kWarnClockSkew) LogEvent("warn", w.message);
+  }
+}
+
 }  // namespace rg::cli

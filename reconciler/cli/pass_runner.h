@@ -146,4 +146,8 @@ core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoO
 // Logs what a pass did: one line per action and per failure, the diagnostics, the guard.
 void LogPass(const engine::PassResult& result);
 
+// Logs the pass's clock skew warning, if it has one (`plan` and `sync`; the daemon shows it on
+// /readyz, its page and rg_warnings instead of in every pass's log).
+void LogClockSkew(const engine::PassResult& result);
+
 }  // namespace rg::cli

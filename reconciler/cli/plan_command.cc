@@ -57,6 +57,7 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   }
   const engine::PassResult& r = run->result;
   for (const core::Error& e : r.errors) LogEvent("error", e.ToString());
+  LogClockSkew(r);
   if (!r.planned) {
     ReportDiagnostics(r.diagnostics);
     return kPlanError;

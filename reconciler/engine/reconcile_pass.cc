@@ -16,6 +16,7 @@
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_update.h"
 #include "reconciler/engine/finished_runs.h"
+#include "reconciler/engine/head_clock.h"
 #include "reconciler/engine/pass_memo.h"
 #include "reconciler/engine/pass_steps.h"
 #include "reconciler/engine/status_commit.h"
@@ -211,6 +212,8 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     return std::nullopt;
   }
   in.observed = std::move(*read.observed);
+  in.head_now_ms = deps.server->HeadNowMs();
+  in.head_clock_offset_ms = deps.server->HeadClockOffsetMs();
   if (options.digest_key) {
     result.ray_digest = deps.server->ListedDigest(in.observed, *options.digest_key);
   }
@@ -486,7 +489,9 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
 
 // Step 5 of a pass that acts, continued: the driver log of each run of ours whose end is news
 // (when artifacts are kept), and the finished runs due for deletion (--gc-finished-after; only
-// with a ledger this pass records to, whose ends earlier passes committed).
+// with a ledger this pass records to, whose ends earlier passes committed). Ray's end_time is
+// on the head's clock: so is the deletion (options.policy.ray_now_ms); the next one due is
+// moved onto the daemon's clock.
 FinishedRuns EndedRuns(const ReconcileDeps& deps, const ReconcileOptions& options,
                        const core::Ledger& ledger, const core::RayJobsById& ray_jobs,
                        PassResult& result) {
@@ -500,8 +505,13 @@ FinishedRuns EndedRuns(const ReconcileDeps& deps, const ReconcileOptions& option
       options.now_ms == 0) {
     return {};
   }
-  return FinishedRunsToDelete(ray_jobs, ledger, options.policy.owner, *options.gc_finished_after_ms,
-                              options.now_ms);
+  const int64_t head_now_ms = options.policy.ray_now_ms;
+  FinishedRuns finished = FinishedRunsToDelete(ray_jobs, ledger, options.policy.owner,
+                                               *options.gc_finished_after_ms, head_now_ms);
+  if (finished.next_due_ms) {
+    finished.next_due_ms = DaemonTimeOf(*finished.next_due_ms, options.now_ms, head_now_ms);
+  }
+  return finished;
 }
 
 int ExitStatusOf(const PassResult& r) {
@@ -542,6 +552,8 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   // 4. Plan.
   ReconcileOptions planned = options;
   planned.policy.now_ms = options.now_ms;
+  planned.policy.ray_now_ms = RayNowMs(options.now_ms, in.head_now_ms);
+  result.head_clock_offset_ms = in.head_clock_offset_ms;
   planned.policy.owner = in.owner;
   planned.policy.desired_elsewhere = in.desired_elsewhere;
   for (const ports::SkippedStatusFile& file : in.skipped) {
@@ -554,6 +566,12 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   result.blocked = result.plan.blocked;
   // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
   if (only == nullptr) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
+  // Every pass reads the head's clock anew, a narrow one too (its other warnings are the last
+  // full pass's).
+  std::erase_if(result.warnings, [](const Warning& w) { return w.kind == kWarnClockSkew; });
+  if (std::optional<Warning> skew = ClockSkewWarning(in.head_clock_offset_ms)) {
+    result.warnings.push_back(std::move(*skew));
+  }
 
   if (options.dry_run && !options.build_records) {  // `plan`: nothing applied, nothing recorded
     result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));

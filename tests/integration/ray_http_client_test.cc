@@ -14,6 +14,8 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/ray_http_rules.h"
 #include "reconciler/core/siphash.h"
+#include "reconciler/core/time_format.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 #include "tests/support/zip_bytes.h"
@@ -662,6 +664,91 @@ TEST_CASE("a redirect is never followed: the credentials stay with the address g
     INFO(route);
     CHECK(elsewhere.RequestCount(route) == 0);
   }
+}
+
+// The head's clock from the Date header of its answers (ports::JobServer::HeadClockOffsetMs):
+// the head's time cut to the second, less the client's clock once the answer has arrived.
+TEST_CASE("the head's clock is read from the Date header of its answers over HTTP", "[client]") {
+  rg::testing::FakeClock clock;
+  FakeRayOptions fo;
+  fo.clock = &clock;
+  fo.clock_offset = -2h;  // the head 2 h behind the daemon
+  FakeRayServer fake(fo);
+  RayClientOptions o = FastOptions(fake);
+  o.clock = &clock;
+  RayHttpJobServer client(o);
+  CHECK_FALSE(client.HeadClockOffsetMs().has_value());  // nothing asked yet
+  clock.AdvanceMs(1'500);
+  REQUIRE(client.List().ok());
+  // The head shows 00:00:01.500 less 2 h, and its Date says 00:00:01: a lower bound, 500 ms off.
+  CHECK(client.HeadClockOffsetMs() == -7'200'500);
+  const int64_t date_ms = rg::testing::FakeClock::kStartWallMs + 1'000 - 7'200'000;
+  CHECK(client.HeadNowMs() == date_ms);
+  // The head's time moves on with the client's monotonic clock, whatever its wall clock does.
+  clock.AdvanceMs(10'000);
+  CHECK(client.HeadNowMs() == date_ms + 10'000);
+  CHECK(client.HeadClockOffsetMs() == -7'200'500);
+
+  SECTION("every 2xx answer updates it, a GET, a POST and a DELETE alike") {
+    fake.SetClockOffset(3h);
+    REQUIRE(client.Version().ok());
+    CHECK(client.HeadClockOffsetMs() == 10'799'500);
+    fake.SetClockOffset(1h);
+    REQUIRE(client.Submit(Body("dated")).ok());
+    CHECK(client.HeadClockOffsetMs() == 3'599'500);
+    REQUIRE(fake.SetStatus("dated", RayJobStatus::kSucceeded));
+    fake.SetClockOffset(-1h);
+    REQUIRE(client.Delete("dated").ok());
+    CHECK(client.HeadClockOffsetMs() == -3'600'500);
+  }
+  SECTION("an error answer leaves it as it was: a proxy's answer is dated by the proxy") {
+    fake.SetClockOffset(5h);
+    fake.FailNext(route::kRouteList, 3, 502, "Bad Gateway");
+    REQUIRE_FALSE(client.List().ok());
+    CHECK(client.HeadClockOffsetMs() == -7'200'500);
+    CHECK(client.Get("nope").error().kind() == ErrorKind::kNotFound);
+    CHECK(client.HeadClockOffsetMs() == -7'200'500);
+  }
+}
+
+TEST_CASE("an answer without a readable Date header leaves the head's clock as it was",
+          "[client]") {
+  rg::testing::FakeClock clock;
+  std::map<std::string, std::string> headers;
+  rg::adapters::RayHttpTransport transport = [&headers](const rg::adapters::RayHttpRequest&) {
+    rg::adapters::RayHttpAnswer answer;
+    answer.status = 200;
+    answer.body = "[]";
+    answer.headers = headers;
+    return answer;
+  };
+  RayClientOptions o = rg::testing::FastClientOptions("http://head:8265");
+  o.clock = &clock;
+  RayHttpJobServer client(o, transport);
+  REQUIRE(client.List().ok());
+  CHECK_FALSE(client.HeadClockOffsetMs().has_value());  // none yet: the caller's clock stands in
+  CHECK_FALSE(client.HeadNowMs().has_value());
+
+  // Header names in any case, the value with the blanks HTTP allows around it.
+  headers = {{"date", "  " + rg::core::FormatHttpDate(clock.NowMs() + 90'000) + "\t"}};
+  REQUIRE(client.List().ok());
+  CHECK(client.HeadClockOffsetMs() == 90'000);
+  CHECK(client.HeadNowMs() == clock.NowMs() + 90'000);
+  for (const std::map<std::string, std::string>& other :
+       std::vector<std::map<std::string, std::string>>{
+           {},
+           {{"Date", ""}},
+           {{"Date", "yesterday"}},
+           {{"Date", "2026-01-01T00:00:00Z"}},
+           {{"Date", "Mon, 01 Jan 2026 00:00:00 GMT"}},  // a Thursday
+       }) {
+    headers = other;
+    REQUIRE(client.List().ok());
+    CHECK(client.HeadClockOffsetMs() == 90'000);
+  }
+  headers = {{"DATE", "Thursday, 01-Jan-26 00:00:00 GMT"}};  // RFC 850, read too
+  REQUIRE(client.List().ok());
+  CHECK(client.HeadClockOffsetMs() == 0);
 }
 
 }  // namespace
