@@ -114,6 +114,9 @@ struct PassWiring {
   // engine::ReconcileDeps::after_load and after_reads of a full pass: lets go of libgit2's
   // caches. Empty: nothing.
   std::function<void()> drop_git_caches;
+  // The code packages known to be ours across passes (engine::ReconcileDeps::known_packages);
+  // null: each pass knows its own.
+  engine::KnownPackages* known_packages = nullptr;
 };
 
 // RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live
