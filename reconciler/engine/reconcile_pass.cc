@@ -511,6 +511,41 @@ FinishedRuns EndedRuns(const ReconcileDeps& deps, const ReconcileOptions& option
                               options.now_ms);
 }
 
+// The code packages known to be ours in a pass: the daemon's set (or the pass's own), and the
+// trees the ledger records runs of ours with. A full pass adds those to the daemon's set, for
+// the narrow passes after it, which read a few records.
+struct PassPackages {
+  std::set<std::string, std::less<>> recorded_trees;
+  KnownPackages own;
+  KnownPackages* known;
+
+  PassPackages(const ReconcileDeps& deps, const core::DesiredState& state, const PassInputs& in)
+      : known(deps.known_packages != nullptr ? deps.known_packages : &own) {
+    if (!state.uses_code) return;
+    recorded_trees = RecordedCodeTrees(in.ledger);
+    if (in.only) return;
+    for (const std::string& tree : recorded_trees) known->Add(core::CodePackageName(tree), "");
+  }
+  PackageOwners owners() { return {known, &recorded_trees}; }
+};
+
+// Step 4: the plan. The jobs under our ids that the ledger does not know are ours only when
+// they are the runs we render (engine/adoption_check.h): the plan is made again without the
+// others, which `policy` then disowns.
+UnknownRunCheck PlanCheckingUnknownRuns(const ReconcileDeps& deps,
+                                        const ports::DesiredSnapshot& snapshot,
+                                        const PassInputs& in, const PackageOwners& packages,
+                                        core::PlanPolicy& policy, PassResult& result) {
+  result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, policy);
+  UnknownRunCheck checked = CheckUnknownRuns(*deps.server, snapshot, in.observed, in.ledger,
+                                             result.plan, policy.owner, packages);
+  if (!checked.disowned.empty()) {
+    policy.owner.disowned = std::move(checked.disowned);
+    result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, policy);
+  }
+  return checked;
+}
+
 int ExitStatusOf(const PassResult& r) {
   if (!r.errors.empty() || !r.diagnostics.empty()) return kExitError;
   // A frozen job is an error for `sync` too, though not a failed pass for the daemon.
@@ -556,22 +591,9 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
   // A spec whose code moved: its messages list the files (only such specs ask).
   if (deps.source != nullptr) planned.policy.code_changes = ports::CodeChangeListerOf(*deps.source);
-  result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, planned.policy);
-  // Jobs under our ids that the ledger does not know are ours only when they are the runs we
-  // render (engine/adoption_check.h); the plan is made again without the others.
-  const std::set<std::string, std::less<>> recorded_trees = RecordedCodeTrees(in.ledger);
-  KnownPackages pass_packages;
-  KnownPackages& known = deps.known_packages != nullptr ? *deps.known_packages : pass_packages;
-  if (only == nullptr) {
-    for (const std::string& tree : recorded_trees) known.Add(core::CodePackageName(tree), "");
-  }
-  const PackageOwners packages{&known, &recorded_trees};
-  UnknownRunCheck checked = CheckUnknownRuns(*deps.server, snapshot, in.observed, in.ledger,
-                                             result.plan, planned.policy.owner, packages);
-  if (!checked.disowned.empty()) {
-    planned.policy.owner.disowned = std::move(checked.disowned);
-    result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, planned.policy);
-  }
+  PassPackages packages(deps, snapshot.state, in);
+  const UnknownRunCheck checked =
+      PlanCheckingUnknownRuns(deps, snapshot, in, packages.owners(), planned.policy, result);
   result.planned = true;
   result.blocked = result.plan.blocked;
   // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
@@ -585,7 +607,7 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
   ObservedJobs ray_jobs(std::move(in.observed));
   if (!options.dry_run && !result.plan.actions.empty()) {
-    ApplyAndObserve(deps, planned, snapshot, only, packages, result, ray_jobs);
+    ApplyAndObserve(deps, planned, snapshot, only, packages.owners(), result, ray_jobs);
   }
 
   // Runs that ended: from the ledger as read, before Record lets go of it.

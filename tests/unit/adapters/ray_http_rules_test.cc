@@ -156,7 +156,7 @@ TEST_CASE("job details of a finished driver job are read in full", "[ray_http]")
   CHECK(job->metadata.at("gitops.name") == "x");
 }
 
-TEST_CASE("job details keep the runtime_env Ray echoes; a list leaves it out", "[ray_http]") {
+TEST_CASE("job details keep the runtime_env Ray echoes, a list leaves it out", "[ray_http]") {
   const std::string details = R"({"type": "SUBMISSION", "submission_id": "a-1",
       "status": "RUNNING", "entrypoint": "true", "metadata": {},
       "runtime_env": {"env_vars": {"A": "1"}, "config": {"setup_timeout_seconds": 600},
