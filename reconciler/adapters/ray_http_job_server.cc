@@ -190,14 +190,12 @@ class RayHttpJobServer::Impl {
   static bool IsBodySent(const core::RayJob& job, const core::Value& body) {
     if (!core::RenderMismatch(job, body).empty()) return false;
     const core::Value* metadata = body.Find("metadata");
-    const size_t sent =
-        metadata != nullptr && metadata->is_object() ? metadata->as_object().size() : 0;
-    if (job.metadata.size() != sent) return false;
-    for (const auto& [key, value] : job.metadata) {
-      const core::Value* v = metadata->Find(key);
-      if (v == nullptr || !v->is_string() || v->as_string() != value) return false;
-    }
-    return true;
+    if (metadata == nullptr || !metadata->is_object()) return job.metadata.empty();
+    if (job.metadata.size() != metadata->as_object().size()) return false;
+    return std::ranges::all_of(job.metadata, [metadata](const auto& label) {
+      const core::Value* v = metadata->Find(label.first);
+      return v != nullptr && v->is_string() && v->as_string() == label.second;
+    });
   }
 
   core::Result<std::string> Submit(const core::Value& body) {

@@ -105,31 +105,31 @@ core::Result<core::RayJob> JobFromJson(const json& obj) {
 core::Value ValueFromJson(const json& v) {
   switch (v.type()) {
     case json::value_t::boolean:
-      return core::Value(v.get<bool>());
+      return {v.get<bool>()};
     case json::value_t::number_integer:
-      return core::Value(v.get<int64_t>());
+      return {v.get<int64_t>()};
     case json::value_t::number_unsigned:
       if (v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return core::Value(static_cast<int64_t>(v.get<uint64_t>()));
+        return {static_cast<int64_t>(v.get<uint64_t>())};
       }
-      return core::Value(static_cast<double>(v.get<uint64_t>()));
+      return {static_cast<double>(v.get<uint64_t>())};
     case json::value_t::number_float:
-      return core::Value(v.get<double>());
+      return {v.get<double>()};
     case json::value_t::string:
-      return core::Value(v.get<std::string>());
+      return {v.get<std::string>()};
     case json::value_t::array: {
       core::Value::Array out;
       out.reserve(v.size());
       for (const json& item : v) out.push_back(ValueFromJson(item));
-      return core::Value(std::move(out));
+      return {std::move(out)};
     }
     case json::value_t::object: {
       core::Value::Object out;
       for (const auto& [key, item] : v.items()) out.insert_or_assign(key, ValueFromJson(item));
-      return core::Value(std::move(out));
+      return {std::move(out)};
     }
     default:
-      return core::Value();
+      return {};
   }
 }
 

@@ -50,7 +50,9 @@ void DifferingKeys(const Value& ours, const Value& theirs, std::vector<std::stri
       std::vector<std::string> inner;
       size_t inner_extra = 0;
       DifferingKeys(value, it->second, inner, inner_extra);
-      for (const std::string& name : inner) names.push_back(key + "." + name);
+      for (const std::string& name : inner) {
+        names.push_back(std::string(key).append(".").append(name));
+      }
       if (inner.empty() || inner_extra > 0) names.push_back(key);
       continue;
     }

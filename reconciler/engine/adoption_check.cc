@@ -75,8 +75,9 @@ std::string CheckOne(ports::JobServer& server, const core::RayJob& listed,
   }
   core::Result<core::Value> body =
       core::RenderSubmission(*rendered, *snapshot.state.cluster, *context);
-  if (!body.ok())
+  if (!body.ok()) {
     return "ray-gitops cannot render the attempt it claims: " + body.error().message();
+  }
   core::Result<core::RayJob> job = server.Get(listed.submission_id);
   if (!job.ok()) {
     gone = job.error().IsNotFound();
