@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,7 @@ std::string ClusterYaml(const std::string& address) {
 
 // What ray-gitops renders for attempt `attempt` of `path` in `source`, as the pass would.
 core::Value Render(testing::InMemoryDesiredStateSource& source, const std::string& path,
-                   int attempt = 0) {
+                   int attempt = 0, std::optional<core::UpstreamRuns> upstream_runs = {}) {
   auto snap = source.Load("HEAD");
   REQUIRE(snap.ok());
   core::BindDesiredState(snap->state, core::kDefaultInstance);
@@ -53,6 +54,7 @@ core::Value Render(testing::InMemoryDesiredStateSource& source, const std::strin
     context.attempt = attempt;
     context.commit = snap->commit;
     context.repo_url = snap->repo_url;
+    context.upstream_runs = upstream_runs;
     auto body = core::RenderSubmission(spec, *snap->state.cluster, context);
     REQUIRE(body.ok());
     return *body;
@@ -209,6 +211,41 @@ TEST_CASE("A job planted between the listing and the submit is refused on the du
   CHECK(store.ledger().at("train").attempts.empty());
   CHECK(ray.StatusOf(id).has_value());
   CHECK(ray.RequestCount(testing::kRouteStop) == 0);
+}
+
+TEST_CASE("A lost run of a job with after is checked against its upstream's successful run") {
+  World w;
+  w.source->SetFile("cluster.yaml", ClusterYaml(w.ray().address()) + "shared_root: /mnt/shared\n",
+                    kCommit);
+  w.source->SetFile("jobs/a.yaml", "workload: custom\nentrypoint: sleep 1\n", kCommit);
+  w.source->SetFile("jobs/b.yaml",
+                    "workload: custom\nentrypoint: ls ${runs.a.dir}/checkpoints\nafter: [a]\n",
+                    kCommit);
+  w.Pass();  // a submitted, b waits
+  const std::string a0 = w.Record("a").submission_id;
+  w.Advance(2s);  // a SUCCEEDED; the ledger does not know yet
+  core::Value b = Render(*w.source, "jobs/b.yaml", 0, core::UpstreamRuns{{"a", a0}});
+  const std::string id = IdOf(b);
+  SECTION("our run, submitted by a pass that died before its status commit: adopted") {
+    Plant(w.ray(), b);
+    w.Pass();
+    const core::StatusRecord& rec = w.Record("b");
+    INFO(rec.message);
+    CHECK(rec.phase != Phase::kConflict);
+    REQUIRE(rec.attempts.size() == 1);
+    CHECK(rec.attempts[0].submission_id == id);
+  }
+  SECTION("a planted one that names another upstream run: a Conflict") {
+    b["entrypoint"] = "ls /mnt/shared/jobs/elsewhere/checkpoints";
+    Plant(w.ray(), b);
+    w.Pass();
+    const core::StatusRecord& rec = w.Record("b");
+    INFO(rec.message);
+    CHECK(rec.phase == Phase::kConflict);
+    CHECK_THAT(rec.message, Catch::Contains("its entrypoint differs"));
+    CHECK(rec.attempts.empty());
+  }
+  CHECK(w.SubmitsOf(id) == 1);
 }
 
 // A job with some of our labels, submitted by hand.
