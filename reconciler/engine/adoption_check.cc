@@ -12,6 +12,10 @@
 namespace rg::engine {
 namespace {
 
+constexpr std::string_view kNoRecord =
+    "ray-gitops has no record of it, and it claims no current spec's run, so nothing shows it "
+    "is ours";
+
 // A job of ours by its labels that the ledger's record of its name does not know.
 bool UnknownToLedger(const core::RayJob& job, const core::Ledger& ledger) {
   auto it = ledger.find(job.LabelView(core::kMetaName));
@@ -107,12 +111,15 @@ UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredS
   if (unknown.empty() || !snapshot.state.cluster) return out;
   const auto specs = SpecsByName(snapshot.state);
   for (const core::RayJob* job : unknown) {
+    const core::JobPlan* row = plan.FindJob(job->LabelView(core::kMetaName));
+    if (row != nullptr && (row->frozen || row->phase == core::Phase::kInvalid)) continue;
     auto it = specs.find(job->LabelView(core::kMetaName));
     if (it == specs.end() || !it->second->IsCurrentHash(job->LabelView(core::kMetaSpecHash))) {
-      continue;  // an older version's or a removed spec's run: the planner only stops those
+      // It claims an older version or a removed spec, which cannot be rendered: nothing shows
+      // it is ours, so it is never stopped, recorded or deleted.
+      out.disowned.insert_or_assign(job->submission_id, kNoRecord);
+      continue;
     }
-    const core::JobPlan* row = plan.FindJob(it->second->name);
-    if (row == nullptr || row->frozen || row->phase == core::Phase::kInvalid) continue;
     ++out.checked;
     bool gone = false;
     std::string what = CheckOne(server, *job, *it->second, snapshot, plan, owner, packages, gone);

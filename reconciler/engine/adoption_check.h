@@ -37,7 +37,9 @@ struct UnknownRunCheck {
 // with the upstream runs `plan` found SUCCEEDED; a job of a spec with `code` is ours only when
 // its package is (`packages`). A job that cannot be rendered or read back is disowned too (it
 // is checked again by the next pass); one Ray no longer has is neither. Jobs of frozen or
-// invalid rows are not checked: nothing is done to them anyway.
+// invalid rows are not checked: nothing is done to them anyway. A job unknown to the ledger
+// that claims an older version of a spec, or a removed spec, cannot be rendered: it is disowned
+// (never stopped, recorded or deleted).
 UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredSnapshot& snapshot,
                                  const std::vector<core::RayJob>& observed,
                                  const core::Ledger& ledger, const core::Plan& plan,

@@ -213,6 +213,34 @@ TEST_CASE("A job planted between the listing and the submit is refused on the du
   CHECK(ray.RequestCount(testing::kRouteStop) == 0);
 }
 
+TEST_CASE("A job the ledger does not know that claims an older version or a removed spec") {
+  // Nothing can render it, so nothing shows it is ours: it is never stopped or recorded.
+  World w;
+  core::Value older = Render(*w.source, kSpecPath);
+  older["submission_id"] = "train-ffffffffff";
+  older["metadata"][std::string(core::kMetaSpecHash)] = "ffffffffff";
+  core::Value removed = older;
+  removed["submission_id"] = "gone-ffffffffff";
+  removed["metadata"][std::string(core::kMetaName)] = "gone";
+  removed["metadata"][std::string(core::kMetaSpecPath)] = "jobs/gone.yaml";
+  for (const core::Value& body : {older, removed}) {
+    core::Value running = body;
+    running["entrypoint"] = "sleep 3000";
+    Plant(w.ray(), running);
+    REQUIRE(w.ray().SetStatus(IdOf(running), RayJobStatus::kRunning));
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    PassResult r = w.Pass();
+    CHECK(r.plan.CountActions(core::ActionKind::kStop) == 0);
+    CHECK(r.plan.FindJob("gone") == nullptr);
+    const core::StatusRecord& rec = w.Record("train");
+    INFO(rec.message);
+    REQUIRE(rec.attempts.size() == 1);  // our own run of the current spec only
+    CHECK(rec.attempts[0].submission_id != "train-ffffffffff");
+  }
+  CHECK_FALSE(Stopped(w.ray()));
+}
+
 TEST_CASE("A lost run of a job with after is checked against its upstream's successful run") {
   World w;
   w.source->SetFile("cluster.yaml", ClusterYaml(w.ray().address()) + "shared_root: /mnt/shared\n",
