@@ -101,7 +101,8 @@ std::string CheckOne(ports::JobServer& server, const core::RayJob& listed,
 UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredSnapshot& snapshot,
                                  const std::vector<core::RayJob>& observed,
                                  const core::Ledger& ledger, const core::Plan& plan,
-                                 const core::Ownership& owner, const PackageOwners& packages) {
+                                 const core::Ownership& owner, const PackageOwners& packages,
+                                 bool ledger_read) {
   UnknownRunCheck out;
   std::vector<const core::RayJob*> unknown;
   for (const core::RayJob& job : observed) {
@@ -116,8 +117,9 @@ UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredS
     auto it = specs.find(job->LabelView(core::kMetaName));
     if (it == specs.end() || !it->second->IsCurrentHash(job->LabelView(core::kMetaSpecHash))) {
       // It claims an older version or a removed spec, which cannot be rendered: nothing shows
-      // it is ours, so it is never stopped, recorded or deleted.
-      out.disowned.insert_or_assign(job->submission_id, kNoRecord);
+      // it is ours, so it is never stopped, recorded or deleted. Without a ledger nothing is
+      // ever known, and its labels are all there is.
+      if (ledger_read) out.disowned.insert_or_assign(job->submission_id, kNoRecord);
       continue;
     }
     ++out.checked;

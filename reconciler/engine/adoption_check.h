@@ -39,10 +39,12 @@ struct UnknownRunCheck {
 // is checked again by the next pass); one Ray no longer has is neither. Jobs of frozen or
 // invalid rows are not checked: nothing is done to them anyway. A job unknown to the ledger
 // that claims an older version of a spec, or a removed spec, cannot be rendered: it is disowned
-// (never stopped, recorded or deleted).
+// (never stopped, recorded or deleted) when `ledger_read`; a pass without a ledger (no status
+// store) has only the labels of such a job to go by.
 UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredSnapshot& snapshot,
                                  const std::vector<core::RayJob>& observed,
                                  const core::Ledger& ledger, const core::Plan& plan,
-                                 const core::Ownership& owner, const PackageOwners& packages);
+                                 const core::Ownership& owner, const PackageOwners& packages,
+                                 bool ledger_read);
 
 }  // namespace rg::engine
