@@ -8,18 +8,17 @@
 # With the third argument the test starts its own fake head instead of using the real one
 # named by $RG_E2E_RAY_STATE_DIR.
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # shellcheck source=../lib.sh
-source "$here/lib.sh"
+source "$here/../lib.sh"
 if [ $# -ge 3 ]; then rg_e2e_fake_head "$3"; fi
 rg_e2e_init "$1" "$2"
 # shellcheck source=../daemon/daemon_lib.sh
-source "$here/daemon/daemon_lib.sh"
+source "$here/../daemon/daemon_lib.sh"
 
 # An instance of its own: no other test's jobs are within its reach on a shared head.
 DMN_INSTANCE="e2e-adopt-$RG_RUN_TAG"
-DMN_PID=""
 hand_running="e2e-hand-running-$RG_RUN_TAG"
 hand_no_hash="e2e-hand-nohash-$RG_RUN_TAG"
 rg_on_exit() {
@@ -29,7 +28,7 @@ rg_on_exit() {
 
 sync_() {
   rg sync --repo "$DMN_REMOTE" --cache-dir "$RG_TMP/cache" --instance "$DMN_INSTANCE" \
-    --no-artifacts --gc-finished-after 1s "$@" >"$RG_TMP/sync.out" 2>&1 || true
+    --no-artifacts --gc-finished-after 1s >"$RG_TMP/sync.out" 2>&1 || true
 }
 
 # post BODY_FILE: POST /api/jobs/ with the JSON in BODY_FILE, as anyone with access to Ray can.
