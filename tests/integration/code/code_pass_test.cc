@@ -240,7 +240,7 @@ TEST_CASE("A head restart that drops the package: the next attempt uploads it ag
   CHECK(ray.StatusOf(Submitted(again).front()) == RayJobStatus::kRunning);
 }
 
-// The code tree of the spec at `path` as a dry run reads it.
+// The code tree of the spec named `name` as a dry run reads it.
 std::string TreeOf(Process& daemon, const std::string& name) {
   engine::PassResult plan = daemon.Pass(/*dry_run=*/true);
   REQUIRE(plan.snapshot);
