@@ -14,6 +14,7 @@
 
 #include "reconciler/adapters/log_tail_stream.h"
 #include "reconciler/adapters/ray_http_rules.h"
+#include "reconciler/core/adoption.h"
 #include "reconciler/core/time_format.h"
 
 namespace rg::adapters {
@@ -186,6 +187,18 @@ class RayHttpJobServer::Impl {
     return version;
   }
 
+  // True when `job` is what `body` submits: the same id, entrypoint, runtime_env and labels.
+  static bool IsBodySent(const core::RayJob& job, const core::Value& body) {
+    if (!core::RenderMismatch(job, body).empty()) return false;
+    const core::Value* metadata = body.Find("metadata");
+    if (metadata == nullptr || !metadata->is_object()) return job.metadata.empty();
+    if (job.metadata.size() != metadata->as_object().size()) return false;
+    return std::ranges::all_of(job.metadata, [metadata](const auto& label) {
+      const core::Value* v = metadata->Find(label.first);
+      return v != nullptr && v->is_string() && v->as_string() == label.second;
+    });
+  }
+
   core::Result<std::string> Submit(const core::Value& body) {
     if (!ray_version_) {
       auto v = Version();
@@ -216,7 +229,13 @@ class RayHttpJobServer::Impl {
     // happened from the id, never by sending it again.
     if (!failure.IsTransient() || submission_id.empty()) return failure;
     auto existing = Get(submission_id);
-    if (existing) return submission_id;
+    if (existing && IsBodySent(*existing, gated)) return submission_id;
+    if (existing) {
+      // Someone else's job under the id (planted, or another daemon's): the caller reads it
+      // back and decides, as for Ray's own duplicate-id answer.
+      return core::Error::Conflict(failure.message() + "; job " + submission_id +
+                                   " already exists, and it is not what this request sent");
+    }
     if (existing.error().IsNotFound()) {
       return core::Error::Transient(failure.message() + "; job " + submission_id +
                                     " does not exist, submit again on the next pass");

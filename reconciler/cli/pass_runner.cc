@@ -199,6 +199,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   deps.artifacts = sink.get();
   deps.after_reads = wiring.drop_git_caches;
   deps.after_load = wiring.drop_git_caches;
+  deps.known_packages = wiring.known_packages;
   run.result = engine::RunReconcilePass(deps, options);
   run.make_server = make_server;
   // A pass that loaded again planned from a newer commit: show that one.
@@ -245,6 +246,7 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
   deps.server = server.get();
   deps.server_factory = make_server;
   deps.store = store;
+  deps.known_packages = wiring.known_packages;
   std::optional<engine::PassResult> result =
       engine::NarrowPass(index, deps, options, artifacts, why_not);
   if (!result) return none;

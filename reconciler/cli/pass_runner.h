@@ -121,6 +121,10 @@ struct PassWiring {
   // token and headers never go to its cluster.yaml address; `sync` and the daemon apply what
   // they read, and trust it.
   AddressTrust cluster_address = AddressTrust::kOperator;
+
+  // The code packages known to be ours across passes (engine::ReconcileDeps::known_packages);
+  // null: each pass knows its own.
+  engine::KnownPackages* known_packages = nullptr;
 };
 
 // RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live

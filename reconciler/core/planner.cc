@@ -112,6 +112,7 @@ class Planner {
           plan_.foreign.push_back(job);
           break;
         case JobOwnership::kNotOurs:
+        case JobOwnership::kDisowned:
           plan_.unmanaged.push_back(job);
           break;
       }
@@ -356,6 +357,10 @@ class Planner {
       *why = "submission id " + id + " is taken by a run of " + RecordedRepoOf(job) +
              ", another repository using instance " + policy_.owner.instance +
              " on this cluster; not taking it as ours (give each repository its own --instance)";
+      return false;
+    }
+    if (owner == JobOwnership::kDisowned) {
+      *why = DisownedMessage(id, policy_.owner.disowned.at(id));
       return false;
     }
     if (!IsOurs(owner)) {

@@ -54,6 +54,10 @@ struct ReconcileDeps {
   // clone here too: libgit2 keeps up to 16 MiB of delta bases for each pack it read the specs from,
   // and the ledger's status files and Ray's list are read on top of them (docs/performance.md).
   std::function<void()> after_load;
+  // Optional: the code packages known to be ours across passes (the daemon's;
+  // engine/code_upload.h). Null: the pass knows those its ledger records and those it uploads
+  // itself.
+  KnownPackages* known_packages = nullptr;
 };
 
 struct ReconcileOptions {

@@ -171,6 +171,20 @@ TEST_CASE("a submit lost before the job was accepted is transient and is not res
   CHECK(fake.JobCount() == 0);
 }
 
+TEST_CASE("a lost submit whose id holds someone else's job is a conflict, not a success",
+          "[client][submit]") {
+  // The job under the id is not what this request sent: the caller checks it before adopting.
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client.Submit(Body("planted", "echo PWNED")).ok());
+  fake.DropNext(route::kRouteSubmit, 1, /*after_handling=*/false);
+  auto id = client.Submit(Body("planted"));
+  REQUIRE_FALSE(id.ok());
+  CHECK(id.error().kind() == ErrorKind::kConflict);
+  CHECK_THAT(id.error().message(), Catch::Contains("not what this request sent"));
+  CHECK(fake.JobCount() == 1);
+}
+
 TEST_CASE("a 5xx answer to a submit is resolved by reading the id", "[client][submit]") {
   FakeRayServer fake;
   RayHttpJobServer client(FastOptions(fake));
