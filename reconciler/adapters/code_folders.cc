@@ -15,6 +15,7 @@
 #include "reconciler/core/byte_size.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/spec_model.h"
+#include "reconciler/spec/spec_loader.h"
 #include "reconciler/spec/verl_config.h"
 
 namespace rg::adapters {
@@ -33,6 +34,11 @@ std::string FieldMessage(std::string_view field, const std::string& message) {
 core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info,
                                     int64_t max_bytes, const BuildZip& build) {
   const auto limit = static_cast<uint64_t>(max_bytes);
+  // The files themselves first: their sizes are known without reading any of them, and a
+  // folder that only compresses well (a file of zeros) would unpack past the limit on the node.
+  if (info.bytes > limit) {
+    return FolderTooLarge(spec.code().folder, info.bytes, limit, info.largest);
+  }
   if (ZipSizeUpperBound(info) <= limit) return {};
   std::string key = info.tree_id;
   key.append("\n").append(std::to_string(max_bytes));
@@ -97,7 +103,7 @@ void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect, con
     auto it = inspected.find(key);
     if (it == inspected.end()) {
       ++inspections_;
-      it = inspected.emplace(std::move(key), inspect(spec, commit)).first;
+      it = inspected.emplace(std::move(key), inspect(spec, commit, max_bytes)).first;
     }
     const core::Result<CodeFolderInfo>& info = it->second;
     if (!info.ok()) {
@@ -144,7 +150,7 @@ void CodeFolders::ResolveAtCommit(core::DesiredState& state, git_repository* rep
                                   const std::string& commit, const RefResolver& resolve_ref) {
   Resolve(
       state,
-      [this, repo](const core::JobSpec& spec, const std::string& at) {
+      [this, repo](const core::JobSpec& spec, const std::string& at, int64_t) {
         return InspectAtCommit(repo, at, spec.code().folder);
       },
       [repo](const core::JobSpec&, const CodeFolderInfo& info) {
@@ -157,9 +163,13 @@ void CodeFolders::ResolveOnDisk(core::DesiredState& state, git_repository* repo,
                                 const std::string& workdir, const RefResolver& resolve_ref) {
   Resolve(
       state,
-      [repo, &workdir](const core::JobSpec& spec,
-                       const std::string& at) -> core::Result<CodeFolderInfo> {
-        if (at.empty()) return InspectCodeFolderOnDisk(repo, workdir, spec.code().folder);
+      [repo, &workdir](const core::JobSpec& spec, const std::string& at,
+                       int64_t max_bytes) -> core::Result<CodeFolderInfo> {
+        if (at.empty()) {
+          // Sized before anything is read: a folder over the limit is refused unread.
+          return InspectCodeFolderOnDisk(repo, workdir, spec.code().folder,
+                                         static_cast<uint64_t>(max_bytes));
+        }
         return InspectCodeFolder(repo, at, spec.code().folder);
       },
       [repo, &workdir](const core::JobSpec& spec,
@@ -217,9 +227,12 @@ core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::st
 }
 
 CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
-  // The working tree's folder holds no symlink: ResolveCodeOnDisk made such a spec invalid.
+  // Read as the zip would be: inside the working tree, never through a link (an export-ignored
+  // one included).
   if (!spec.code().ref) {
-    return spec::DirectoryConfigReader((fs::path(repo_dir) / spec.code().folder).string());
+    return [repo_dir, folder = spec.code().folder](const std::string& path) {
+      return ReadCodeFileOnDisk(repo_dir, folder, path, spec::kMaxSpecFileBytes);
+    };
   }
   auto repo = std::make_shared<git::Repository>(OpenCheckout(repo_dir));
   const std::optional<git_oid> tree_oid = git::ParseOid(spec.code().tree_id);
@@ -239,6 +252,20 @@ CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string
     git::TreeEntry entry(raw_entry);
     const git_filemode_t mode = git_tree_entry_filemode(entry.get());
     if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) return std::nullopt;
+    // A blob over the parser's limit is not read whole: its first bytes tell the parser so.
+    size_t size = 0;
+    git_object_t type = GIT_OBJECT_INVALID;
+    git_odb* odb = nullptr;
+    if (git_repository_odb(&odb, repo->get()) != 0) {
+      git_error_clear();
+      return std::nullopt;
+    }
+    const git::Odb owned_odb(odb);
+    if (git_odb_read_header(&size, &type, odb, git_tree_entry_id(entry.get())) != 0) {
+      git_error_clear();
+      return std::nullopt;
+    }
+    if (size > spec::kMaxSpecFileBytes) return std::string(spec::kMaxSpecFileBytes + 1, '#');
     return git::ReadBlob(repo->get(), *git_tree_entry_id(entry.get()));
   };
 }

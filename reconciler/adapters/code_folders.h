@@ -41,8 +41,10 @@ class CodeFolders {
   int folder_reads() const { return folder_reads_; }
 
  private:
-  using Inspect =
-      std::function<core::Result<CodeFolderInfo>(const core::JobSpec&, const std::string& commit)>;
+  // The folder of a spec at `commit` ("" for the working tree), whose files may add up to at
+  // most `max_bytes` (a working tree's folder is refused over it before any file is read).
+  using Inspect = std::function<core::Result<CodeFolderInfo>(
+      const core::JobSpec&, const std::string& commit, int64_t max_bytes)>;
   using BuildZip =
       std::function<core::Result<std::string>(const core::JobSpec&, const CodeFolderInfo&)>;
   void Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,

@@ -13,12 +13,14 @@
 #include <git2.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "reconciler/core/result.h"
+#include "reconciler/core/spec_model.h"
 
 namespace rg::adapters {
 
@@ -65,9 +67,9 @@ uint64_t ZipSizeUpperBound(const CodeFolderInfo& info);
 // writing any object. `repo` is the repository of `workdir`, or null when the directory is no
 // Git checkout (no ignore rules, no filters). Errors as InspectCodeFolder, a nested repository
 // counting as a submodule; kTransient when a file cannot be read.
-core::Result<CodeFolderInfo> InspectCodeFolderOnDisk(git_repository* repo,
-                                                     const std::string& workdir,
-                                                     std::string_view folder);
+core::Result<CodeFolderInfo> InspectCodeFolderOnDisk(
+    git_repository* repo, const std::string& workdir, std::string_view folder,
+    uint64_t max_bytes = static_cast<uint64_t>(core::kMaxCodeBytes));
 
 // The zip of that folder: the same bytes BuildCodeZip gives for the tree that would be
 // committed.
@@ -78,9 +80,19 @@ core::Result<std::string> BuildCodeZipFromDisk(git_repository* repo, const std::
 // folder `folder` of the working tree `workdir` as `git add -A <folder>` would commit it:
 // added, removed, or changed in content or mode; sorted, as a diff of the two trees would list
 // them. Errors as InspectCodeFolderOnDisk; kNotFound when `from_tree_id` is not in `repo`.
-core::Result<std::vector<std::string>> CodeChangesOnDisk(git_repository* repo,
-                                                         std::string_view from_tree_id,
-                                                         const std::string& workdir,
-                                                         std::string_view folder);
+core::Result<std::vector<std::string>> CodeChangesOnDisk(
+    git_repository* repo, std::string_view from_tree_id, const std::string& workdir,
+    std::string_view folder, uint64_t max_bytes = static_cast<uint64_t>(core::kMaxCodeBytes));
+
+// The file `path` (relative to the code folder `folder` of the working tree `workdir`), read
+// without following a link anywhere on its path, at most `max_bytes` + 1 bytes of it; nullopt
+// when it is no regular file there (a folder, a symlink, nothing) or cannot be read.
+std::optional<std::string> ReadCodeFileOnDisk(const std::string& workdir, std::string_view folder,
+                                              const std::string& path, uint64_t max_bytes);
+
+// The error of a folder whose files add up to `bytes`, over `limit`: its size and its largest
+// files (paths relative to the folder), human-readable.
+core::Error FolderTooLarge(std::string_view folder, uint64_t bytes, uint64_t limit,
+                           const std::vector<std::pair<std::string, uint64_t>>& largest);
 
 }  // namespace rg::adapters

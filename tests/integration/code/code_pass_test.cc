@@ -311,22 +311,42 @@ TEST_CASE(
   }
   REQUIRE(!run.empty());
 
-  SECTION("over code_max_bytes: the error names the largest files") {
-    std::string noise;
+  const auto noise = [](int n) {
+    std::string bytes;
     uint32_t x = 12345;
-    for (int i = 0; i < 20000; ++i) {
+    for (int i = 0; i < n; ++i) {
       x = x * 1103515245U + 12345U;
-      noise += static_cast<char>(x >> 24);
+      bytes += static_cast<char>(x >> 24);
     }
-    repo.person->Write("src/weights.bin", noise);
+    return bytes;
+  };
+  SECTION("files over code_max_bytes: the error names the folder's size and its largest files") {
+    repo.person->Write("src/weights.bin", noise(20000));
     repo.person->CommitAndPush("main", "a big file in the code folder");
     engine::PassResult r = daemon.Pass();
     const std::string errors = Errors(r);
     INFO(errors);
+    CHECK(errors.find("jobs/long.yaml:2:7: error: code: src holds 19.5 KiB of files, over the "
+                      "limit of 4.0 KiB (code_max_bytes") != std::string::npos);
+    CHECK(errors.find("src/weights.bin (19.5 KiB), src/train.py (15 bytes)") !=
+          std::string::npos);
+  }
+  SECTION("files of zeros over code_max_bytes: refused by their size, whatever they zip to") {
+    repo.person->Write("src/zeros.bin", std::string(20000, '\0'));
+    repo.person->CommitAndPush("main", "a file of zeros in the code folder");
+    const std::string errors = Errors(daemon.Pass());
+    INFO(errors);
+    CHECK(errors.find("jobs/long.yaml:2:7: error: code: src holds 19.5 KiB of files") !=
+          std::string::npos);
+  }
+  SECTION("files under code_max_bytes whose zip is over it: the zip's size") {
+    repo.person->Write("src/weights.bin", noise(4000));
+    repo.person->CommitAndPush("main", "a file that does not compress");
+    const std::string errors = Errors(daemon.Pass());
+    INFO(errors);
     CHECK(errors.find("jobs/long.yaml:2:7: error: code: src would be a zip of") !=
           std::string::npos);
-    CHECK(errors.find("code_max_bytes") != std::string::npos);
-    CHECK(errors.find("src/weights.bin (19.5 KiB)") != std::string::npos);
+    CHECK(errors.find("src/weights.bin (3.9 KiB)") != std::string::npos);
   }
   SECTION("a symlink or a submodule inside: the error names it") {
     repo.person->WriteSymlink("src/data", "/etc/passwd");
