@@ -48,8 +48,8 @@ constexpr size_t kMaxFolderDepth = 256;
 // names, every other byte as an octal escape.
 std::string ShownPath(std::string_view path) {
   const bool plain = spec::IsUtf8(path) && std::ranges::none_of(path, [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
+                       return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                     });
   if (plain) return std::string(path);
   std::string out = "\"";
   for (const char c : path) {
@@ -514,8 +514,7 @@ core::Status WalkTree(TreeWalk& w, const git_tree* tree, const std::string& dir,
   if (auto read = ReadTreeAttributes(w, tree, dir); !read.ok()) return read;
   for (size_t i = 0; i < count; ++i) {
     const git_tree_entry* entry = git_tree_entry_byindex(tree, i);
-    if (auto walked = WalkEntry(w, entry, dir + git_tree_entry_name(entry), depth);
-        !walked.ok()) {
+    if (auto walked = WalkEntry(w, entry, dir + git_tree_entry_name(entry), depth); !walked.ok()) {
       return walked;
     }
   }
@@ -608,10 +607,10 @@ core::Result<git_oid> FolderTreeAt(git_repository* repo, std::string_view commit
       case GIT_FILEMODE_LINK:
         return LinkOnPath(at, folder);
       case GIT_FILEMODE_COMMIT:
-        return core::Error::InvalidInput(
-            at == folder ? folder + " is a submodule, not a folder"
-                         : at + " is a submodule on the path to " + folder +
-                               "; its files are not in this repository");
+        return core::Error::InvalidInput(at == folder
+                                             ? folder + " is a submodule, not a folder"
+                                             : at + " is a submodule on the path to " + folder +
+                                                   "; its files are not in this repository");
       default:
         return core::Error::InvalidInput(at == folder ? folder + " is a file, not a folder"
                                                       : folder + " does not exist at commit " +
@@ -736,8 +735,8 @@ Opened OpenInside(const std::string& workdir, std::string_view rel, bool folder)
     const size_t end = std::min(rel.find('/', begin), rel.size());
     const std::string name(rel.substr(begin, end - begin));
     const bool last = end == rel.size();
-    const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
-                      (!last || folder ? O_DIRECTORY : 0);
+    const int flags =
+        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (!last || folder ? O_DIRECTORY : 0);
     Fd next(::openat(dir.get(), name.c_str(), flags));
     struct stat st {};
     if (next.get() < 0) {
@@ -978,7 +977,7 @@ core::Status CheckRuleFiles(int dir_fd, const std::string& shown_dir) {
 
 // The names of folder `rel` (relative to the folder) and their lstat, sorted, without ".git".
 core::Result<std::vector<std::pair<std::string, struct stat>>> ListFolder(const DiskWalk& w,
-                                                                           const std::string& rel) {
+                                                                          const std::string& rel) {
   Opened dir = OpenInside(w.workdir, RepoPath(w, rel), true);
   if (dir.failure != OpenFailure::kNone) return OpenError(dir);
   const std::string dir_path = RepoPath(w, rel);
@@ -1020,7 +1019,8 @@ bool IsNestedRepository(const DiskWalk& w, const std::string& repo_path) {
 
 // A .gitattributes of folder `rel` into the matcher, read without following a link.
 core::Status ReadDiskAttributes(DiskWalk& w, const std::string& rel) {
-  const std::string repo_path = RepoPath(w, rel.empty() ? ".gitattributes" : rel + "/.gitattributes");
+  const std::string repo_path =
+      RepoPath(w, rel.empty() ? ".gitattributes" : rel + "/.gitattributes");
   if (LeftOut(w, repo_path, false)) return core::OkStatus();
   Opened file = OpenInside(w.workdir, repo_path, false);
   if (file.failure != OpenFailure::kNone) return OpenError(file);
@@ -1153,8 +1153,8 @@ core::Status HashSymlink(const DiskWalk& w, const std::string& rel, TreeItem& it
   Opened dir = OpenInside(w.workdir, parent, true);
   if (dir.failure != OpenFailure::kNone) return OpenError(dir);
   std::array<char, 4096> target{};
-  const ssize_t n = ::readlinkat(dir.fd.get(), repo_path.substr(slash + 1).c_str(), target.data(),
-                                 target.size());
+  const ssize_t n =
+      ::readlinkat(dir.fd.get(), repo_path.substr(slash + 1).c_str(), target.data(), target.size());
   if (n < 0 || static_cast<size_t>(n) == target.size()) {
     return core::Error::Transient("cannot read the symlink " + ShownPath(repo_path));
   }
@@ -1185,8 +1185,7 @@ core::Status HashGitlink(const DiskWalk& w, const std::string& rel, TreeItem& it
     const std::string relative = resolved.lexically_relative(w.workdir).string();
     if (gitdir.empty() || fs::path(gitdir).is_absolute() || relative.empty() ||
         relative.starts_with("..")) {
-      return core::Error::InvalidInput(shown +
-                                       "/.git names a repository outside the working tree");
+      return core::Error::InvalidInput(shown + "/.git names a repository outside the working tree");
     }
   }
   git_repository* raw = nullptr;
@@ -1323,8 +1322,7 @@ core::Result<CodeFolderInfo> InspectCodeFolderOnDisk(git_repository* repo,
 
 core::Result<std::string> BuildCodeZipFromDisk(git_repository* repo, const std::string& workdir,
                                                std::string_view folder) {
-  auto listed =
-      ListDiskFolder(repo, workdir, folder, static_cast<uint64_t>(core::kMaxCodeBytes));
+  auto listed = ListDiskFolder(repo, workdir, folder, static_cast<uint64_t>(core::kMaxCodeBytes));
   if (!listed.ok()) return listed.error();
   return WriteCodeZip(std::move(listed->second));
 }

@@ -328,8 +328,7 @@ TEST_CASE(
     INFO(errors);
     CHECK(errors.find("jobs/long.yaml:2:7: error: code: src holds 19.5 KiB of files, over the "
                       "limit of 4.0 KiB (code_max_bytes") != std::string::npos);
-    CHECK(errors.find("src/weights.bin (19.5 KiB), src/train.py (15 bytes)") !=
-          std::string::npos);
+    CHECK(errors.find("src/weights.bin (19.5 KiB), src/train.py (15 bytes)") != std::string::npos);
   }
   SECTION("files of zeros over code_max_bytes: refused by their size, whatever they zip to") {
     repo.person->Write("src/zeros.bin", std::string(20000, '\0'));

@@ -138,8 +138,7 @@ TEST_CASE("gitattributes macros are read from [attr] lines, the last definition 
   const auto rules = ParseExportIgnoreRules("a skip\nb text\nc -skip text\n", macros);
   REQUIRE(rules.size() == 2);
   CHECK(rules[0].assignments == std::vector<AttributeAssignment>{{"skip"}});
-  CHECK(rules[1].assignments ==
-        std::vector<AttributeAssignment>{{"skip", AttributeState::kUnset}});
+  CHECK(rules[1].assignments == std::vector<AttributeAssignment>{{"skip", AttributeState::kUnset}});
 }
 
 TEST_CASE("export-ignore through macros is decided as git decides it", "[code_package]") {
@@ -167,15 +166,12 @@ TEST_CASE("export-ignore through macros is decided as git decides it", "[code_pa
   m.AddAttributesFile("sub", "[attr]subm export-ignore\nlocal.txt subm\nuse.txt skip\n");
   m.AddAttributesFile("sub2", "a.tmp -skip\nb.tmp !skip\n");
   const std::vector<IgnoreRow> rows = {
-      {"secret.txt", false, true},      {"chained.txt", false, true},
-      {"bin.dat", false, true},         {"unset.txt", false, false},
-      {"late.txt", false, true},        {"val.txt", false, false},
-      {"order1.txt", false, true},      {"order2.txt", false, false},
-      {"cyc.txt", false, true},         {"kept.txt", false, false},
-      {"sub/local.txt", false, false},  {"sub/use.txt", false, true},
-      {"x.tmp", false, true},           {"sub2/a.tmp", false, false},
-      {"sub2/b.tmp", false, false},     {"sub2/c.tmp", false, true},
-      {"other.txt", false, false},
+      {"secret.txt", false, true}, {"chained.txt", false, true},    {"bin.dat", false, true},
+      {"unset.txt", false, false}, {"late.txt", false, true},       {"val.txt", false, false},
+      {"order1.txt", false, true}, {"order2.txt", false, false},    {"cyc.txt", false, true},
+      {"kept.txt", false, false},  {"sub/local.txt", false, false}, {"sub/use.txt", false, true},
+      {"x.tmp", false, true},      {"sub2/a.tmp", false, false},    {"sub2/b.tmp", false, false},
+      {"sub2/c.tmp", false, true}, {"other.txt", false, false},
   };
   for (const auto& row : rows) {
     INFO(row.path);

@@ -70,7 +70,8 @@ TEST_CASE("code keeps apart from the jobs folder and the status folder, at its l
       {"jobs/x", "jobs", "code: jobs/x lies inside the jobs folder jobs"},
       {"./jobs/x/", "jobs", "code: jobs/x lies inside the jobs folder jobs"},
       {"deploy", "deploy/jobs", "code: deploy contains the jobs folder deploy/jobs"},
-      {"deploy/jobs/a", "deploy/jobs/", "code: deploy/jobs/a lies inside the jobs folder deploy/jobs"},
+      {"deploy/jobs/a", "deploy/jobs/",
+       "code: deploy/jobs/a lies inside the jobs folder deploy/jobs"},
       {"status", "jobs", "code: status is the status folder status"},
       {"status/x", "jobs", "code: status/x lies inside the status folder status"},
   };
