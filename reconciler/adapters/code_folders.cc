@@ -32,7 +32,7 @@ std::string FieldMessage(std::string_view field, const std::string& message) {
 }  // namespace
 
 core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info,
-                                    int64_t max_bytes, const BuildZip& build) {
+                                    int64_t max_bytes, const ZipSize& zip_size) {
   const auto limit = static_cast<uint64_t>(max_bytes);
   // The files themselves first: their sizes are known without reading any of them, and a
   // folder that only compresses well (a file of zeros) would unpack past the limit on the node.
@@ -45,12 +45,11 @@ core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderI
   if (auto it = size_checked_.find(key); it != size_checked_.end()) return it->second;
   // Over the bound, which assumes nothing compresses: only the zip itself can tell.
   core::Status verdict;
-  core::Result<std::string> zip = build(spec, info);
+  core::Result<uint64_t> zip = zip_size(spec, info);
   if (!zip.ok()) return zip.error();  // not kept: a read that failed may succeed next time
-  if (zip->size() > limit) {
-    std::string message = spec.code().folder + " would be a zip of " +
-                          core::HumanBytes(zip->size()) + ", over the limit of " +
-                          core::HumanBytes(limit) +
+  if (*zip > limit) {
+    std::string message = spec.code().folder + " would be a zip of " + core::HumanBytes(*zip) +
+                          ", over the limit of " + core::HumanBytes(limit) +
                           " (code_max_bytes in the cluster file; Ray's dashboard takes at most "
                           "100 MiB); its largest files: ";
     for (size_t i = 0; i < info.largest.size(); ++i) {
@@ -67,8 +66,9 @@ core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderI
   return verdict;
 }
 
-void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,
-                          const RefResolver& resolve_ref, const std::string& head_commit) {
+void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect,
+                          const ZipSize& zip_size, const RefResolver& resolve_ref,
+                          const std::string& head_commit) {
   const int64_t max_bytes = state.cluster && state.cluster->code_max_bytes
                                 ? *state.cluster->code_max_bytes
                                 : core::kMaxCodeBytes;
@@ -110,7 +110,7 @@ void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect, con
       fail(code.folder_pos, FieldMessage("code", info.error().message()));
       continue;
     }
-    if (core::Status fits = CheckSize(spec, *info, max_bytes, build); !fits.ok()) {
+    if (core::Status fits = CheckSize(spec, *info, max_bytes, zip_size); !fits.ok()) {
       fail(code.folder_pos, FieldMessage("code", fits.error().message()));
       continue;
     }
@@ -154,7 +154,7 @@ void CodeFolders::ResolveAtCommit(core::DesiredState& state, git_repository* rep
         return InspectAtCommit(repo, at, spec.code().folder);
       },
       [repo](const core::JobSpec&, const CodeFolderInfo& info) {
-        return BuildCodeZip(repo, info.tree_id);
+        return CodeZipSize(repo, info.tree_id);
       },
       resolve_ref, commit);
 }
@@ -173,9 +173,11 @@ void CodeFolders::ResolveOnDisk(core::DesiredState& state, git_repository* repo,
         return InspectCodeFolder(repo, at, spec.code().folder);
       },
       [repo, &workdir](const core::JobSpec& spec,
-                       const CodeFolderInfo& info) -> core::Result<std::string> {
-        if (!spec.code().ref) return BuildCodeZipFromDisk(repo, workdir, spec.code().folder);
-        return BuildCodeZip(repo, info.tree_id);
+                       const CodeFolderInfo& info) -> core::Result<uint64_t> {
+        if (!spec.code().ref) {
+          return CodeZipSizeFromDisk(repo, workdir, spec.code().folder, info.bytes);
+        }
+        return CodeZipSize(repo, info.tree_id);
       },
       [repo, &resolve_ref](const std::string& ref) -> core::Result<std::string> {
         if (repo == nullptr) {

@@ -45,15 +45,16 @@ class CodeFolders {
   // most `max_bytes` (a working tree's folder is refused over it before any file is read).
   using Inspect = std::function<core::Result<CodeFolderInfo>(
       const core::JobSpec&, const std::string& commit, int64_t max_bytes)>;
-  using BuildZip =
-      std::function<core::Result<std::string>(const core::JobSpec&, const CodeFolderInfo&)>;
-  void Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,
+  // The size of the zip of a spec's folder (built, counted, never held in memory).
+  using ZipSize =
+      std::function<core::Result<uint64_t>(const core::JobSpec&, const CodeFolderInfo&)>;
+  void Resolve(core::DesiredState& state, const Inspect& inspect, const ZipSize& zip_size,
                const RefResolver& resolve_ref, const std::string& head_commit);
   // InspectCodeFolder, answered from inspected_trees_ when the folder's tree was seen before.
   core::Result<CodeFolderInfo> InspectAtCommit(git_repository* repo, const std::string& commit,
                                                const std::string& folder);
   core::Status CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info, int64_t max_bytes,
-                         const BuildZip& build);
+                         const ZipSize& zip_size);
 
   // What InspectCodeFolder found for a tree (its successes only): a later commit whose folder
   // has the same tree reads nothing but the entry that names it. Bounded by kKeptInspections.

@@ -39,6 +39,33 @@ constexpr uint32_t kDeflateLevel = 6;
 constexpr uint32_t kModeRegular = 0100644;
 constexpr uint32_t kModeExecutable = 0100755;
 constexpr std::string_view kFilesOnly = "; code folders hold files only";
+// A file descriptor, closed with its owner.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+};
+
 // The largest .gitattributes read: its rules are kept in memory (git reads up to 100 MB).
 constexpr uint64_t kMaxAttributesBytes = uint64_t{1} << 20U;
 // How deep folders may nest inside a code folder; each level is a step of a recursive walk.
@@ -226,22 +253,20 @@ core::Status AddEntry(zip_t* za, EntrySource& source) {
   return core::OkStatus();
 }
 
-// The archive as libzip writes it, straight into one string: libzip's own buffer source would
-// keep the zip in fragments of its own, to be copied out into a string after zip_close (the zip
-// held twice at the end). Writes land where libzip puts them, and the archive's size is the
-// furthest byte written, as in libzip's buffer; the written string becomes the archive's bytes
-// on commit.
+// The archive as libzip writes it, into an unlinked temporary file, so that the zip is never
+// held in memory beside the file being packed. Writes land where libzip puts them (it goes back
+// to finish each entry's local header), and the archive's size is the furthest byte written.
 struct ZipSink {
-  std::string bytes;    // the archive committed (empty until zip_close commits)
-  std::string writing;  // between BEGIN_WRITE and COMMIT_WRITE
+  int fd = -1;
+  zip_uint64_t written = 0;    // the furthest byte written since writing began
+  zip_uint64_t committed = 0;  // the archive's size once zip_close commits it
   zip_uint64_t write_offset = 0;
   zip_uint64_t read_offset = 0;
-  size_t expected = 0;  // reserved when writing begins: the zip's size bound
   zip_error_t error{};
 };
 
 // libzip's SEEK and SEEK_WRITE: `offset` moved as `data` asks, within `size` bytes.
-zip_int64_t Seek(zip_uint64_t& offset, size_t size, void* data, zip_uint64_t len,
+zip_int64_t Seek(zip_uint64_t& offset, zip_uint64_t size, void* data, zip_uint64_t len,
                  zip_error_t& error) {
   const zip_int64_t at = zip_source_seek_compute_offset(offset, size, data, len, &error);
   if (at < 0) return -1;
@@ -249,7 +274,7 @@ zip_int64_t Seek(zip_uint64_t& offset, size_t size, void* data, zip_uint64_t len
   return 0;
 }
 
-// The reading half of the archive's source: libzip reads back what it wrote (and the
+// The reading half of the archive's source: libzip reads back what it committed (the
 // archive's earlier state, which is empty here).
 zip_int64_t SinkRead(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
   switch (cmd) {
@@ -257,20 +282,24 @@ zip_int64_t SinkRead(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t 
       s.read_offset = 0;
       return 0;
     case ZIP_SOURCE_READ: {
-      const size_t n = std::min<zip_uint64_t>(len, s.bytes.size() - s.read_offset);
-      std::memcpy(data, s.bytes.data() + s.read_offset, n);
-      s.read_offset += n;
-      return static_cast<zip_int64_t>(n);
+      const size_t n = std::min<zip_uint64_t>(len, s.committed - s.read_offset);
+      const ssize_t got = ::pread(s.fd, data, n, static_cast<off_t>(s.read_offset));
+      if (got < 0) {
+        zip_error_set(&s.error, ZIP_ER_READ, errno);
+        return -1;
+      }
+      s.read_offset += static_cast<zip_uint64_t>(got);
+      return got;
     }
     case ZIP_SOURCE_STAT: {
       auto* st = static_cast<zip_stat_t*>(data);
       zip_stat_init(st);
       st->valid = ZIP_STAT_SIZE;
-      st->size = s.bytes.size();
+      st->size = s.committed;
       return sizeof(zip_stat_t);
     }
     case ZIP_SOURCE_SEEK:
-      return Seek(s.read_offset, s.bytes.size(), data, len, s.error);
+      return Seek(s.read_offset, s.committed, data, len, s.error);
     case ZIP_SOURCE_TELL:
       return static_cast<zip_int64_t>(s.read_offset);
     default:  // ZIP_SOURCE_CLOSE
@@ -278,34 +307,46 @@ zip_int64_t SinkRead(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t 
   }
 }
 
-// The writing half: the archive written into `writing`, which becomes `bytes` on commit.
+// Every byte of `data` written at `offset` of `fd`; false (errno set) on an error.
+bool WriteAt(int fd, const char* data, size_t len, zip_uint64_t offset) {
+  while (len > 0) {
+    const ssize_t n = ::pwrite(fd, data, len, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    len -= static_cast<size_t>(n);
+    offset += static_cast<zip_uint64_t>(n);
+  }
+  return true;
+}
+
+// The writing half: the archive written into the file, committed by its size.
 zip_int64_t SinkWrite(ZipSink& s, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
   switch (cmd) {
     case ZIP_SOURCE_BEGIN_WRITE:
-      // Reserved to the zip's bound, so the string never grows by copying itself; the pages
-      // past the zip's end are never written.
-      std::string().swap(s.writing);
-      s.writing.reserve(s.expected);
+      s.written = 0;
       s.write_offset = 0;
       return 0;
     case ZIP_SOURCE_WRITE:
-      if (s.write_offset + len > s.writing.size()) s.writing.resize(s.write_offset + len);
-      std::memcpy(s.writing.data() + s.write_offset, data, len);
+      if (!WriteAt(s.fd, static_cast<const char*>(data), len, s.write_offset)) {
+        zip_error_set(&s.error, ZIP_ER_WRITE, errno);
+        return -1;
+      }
       s.write_offset += len;
+      s.written = std::max(s.written, s.write_offset);
       return static_cast<zip_int64_t>(len);
     case ZIP_SOURCE_SEEK_WRITE:
-      return Seek(s.write_offset, s.writing.size(), data, len, s.error);
+      return Seek(s.write_offset, s.written, data, len, s.error);
     case ZIP_SOURCE_TELL_WRITE:
       return static_cast<zip_int64_t>(s.write_offset);
     case ZIP_SOURCE_COMMIT_WRITE:
-      std::string().swap(s.bytes);
-      s.bytes.swap(s.writing);
+      s.committed = s.written;
       return 0;
     case ZIP_SOURCE_ROLLBACK_WRITE:
-      std::string().swap(s.writing);
+      s.written = 0;
       return 0;
     default:  // ZIP_SOURCE_REMOVE
-      std::string().swap(s.bytes);
+      s.committed = 0;
       return 0;
   }
 }
@@ -368,8 +409,32 @@ core::Status WriteEntries(zip_t* za, std::vector<EntrySource>& sources) {
   return core::OkStatus();
 }
 
-// The deterministic zip of `files` (sorted here by path, bytewise), in memory.
-core::Result<std::string> WriteCodeZip(std::vector<CodeFile> files) {
+// An unlinked temporary file for a zip, in $TMPDIR or /tmp.
+core::Result<Fd> OpenTempFile() {
+  std::error_code ec;
+  std::string dir = fs::temp_directory_path(ec).string();
+  if (ec) dir = "/tmp";
+  Fd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (fd.get() >= 0) return fd;
+  std::string path = dir + "/ray-gitops-zip-XXXXXX";
+  Fd made(::mkostemp(path.data(), O_CLOEXEC));
+  if (made.get() < 0) {
+    return core::Error::Transient("cannot make a temporary file in " + dir + ": " +
+                                  std::strerror(errno));
+  }
+  ::unlink(path.c_str());
+  return made;
+}
+
+// A zip written to an unlinked temporary file.
+struct ZipFile {
+  Fd fd;
+  uint64_t size = 0;
+};
+
+// The deterministic zip of `files` (sorted here by path, bytewise), into a temporary file: one
+// file's bytes are held at a time, never the zip.
+core::Result<ZipFile> WriteCodeZip(std::vector<CodeFile> files) {
   if (files.empty()) return core::Error::InvalidInput("no files to pack");
   // No zip reads more than Ray could ever take, whatever asks for it.
   if (const CodeFolderInfo total = Summarise("", files);
@@ -379,38 +444,50 @@ core::Result<std::string> WriteCodeZip(std::vector<CodeFile> files) {
   }
   std::sort(files.begin(), files.end(),
             [](const CodeFile& a, const CodeFile& b) { return a.path < b.path; });
-  CodeFolderInfo sizes;
   std::vector<EntrySource> sources(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
     sources[i].file = &files[i];
     zip_error_init(&sources[i].error);
-    ++sizes.files;
-    sizes.bytes += files[i].size;
-    sizes.path_bytes += files[i].path.size();
   }
+  core::Result<Fd> temp = OpenTempFile();
+  if (!temp.ok()) return temp.error();
   ZipSink sink;
-  sink.expected = static_cast<size_t>(ZipSizeUpperBound(sizes));
+  sink.fd = temp->get();
   zip_error_init(&sink.error);
   zip_error_t error;
   zip_error_init(&error);
-  core::Result<std::string> bytes = std::string();
+  core::Result<ZipFile> out = ZipFile{};
   zip_source_t* archive = zip_source_function_create(SinkCallback, &sink, &error);
   zip_t* za = archive == nullptr ? nullptr : zip_open_from_source(archive, ZIP_TRUNCATE, &error);
   if (archive == nullptr) {
-    bytes = ZipError("zip buffer", &error);
+    out = ZipError("zip file", &error);
   } else if (za == nullptr) {
     zip_source_free(archive);  // still ours: zip_open_from_source failed
-    bytes = ZipError("zip open", &error);
+    out = ZipError("zip open", &error);
   } else if (core::Status written = WriteEntries(za, sources); !written.ok()) {
-    bytes = written.error();
-  } else if (sink.bytes.empty()) {
-    bytes = core::Error::Fatal("zip: the archive was not written");
+    out = written.error();
+  } else if (sink.committed == 0) {
+    out = core::Error::Fatal("zip: the archive was not written");
   } else {
-    bytes = std::move(sink.bytes);  // its buffer, not a copy
+    out = ZipFile{std::move(temp).value(), sink.committed};
   }
   for (EntrySource& source : sources) zip_error_fini(&source.error);
   zip_error_fini(&sink.error);
   zip_error_fini(&error);
+  return out;
+}
+
+// The bytes of a zip file, read into one string of its size.
+core::Result<std::string> ReadZipFile(const ZipFile& zip) {
+  std::string bytes(zip.size, '\0');
+  size_t used = 0;
+  while (used < bytes.size()) {
+    const ssize_t n =
+        ::pread(zip.fd.get(), bytes.data() + used, bytes.size() - used, static_cast<off_t>(used));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return core::Error::Transient("cannot read the zip back");
+    used += static_cast<size_t>(n);
+  }
   return bytes;
 }
 
@@ -659,7 +736,19 @@ core::Result<std::string> BuildCodeZip(git_repository* repo, std::string_view tr
   if (!tree.ok()) return tree.error();
   auto files = ListTree(repo, *tree, "");
   if (!files.ok()) return files.error();
-  return WriteCodeZip(std::move(files).value());
+  auto zip = WriteCodeZip(std::move(files).value());
+  if (!zip.ok()) return zip.error();
+  return ReadZipFile(*zip);
+}
+
+core::Result<uint64_t> CodeZipSize(git_repository* repo, std::string_view tree_id) {
+  const auto tree = ParseTreeId(tree_id);
+  if (!tree.ok()) return tree.error();
+  auto files = ListTree(repo, *tree, "");
+  if (!files.ok()) return files.error();
+  auto zip = WriteCodeZip(std::move(files).value());
+  if (!zip.ok()) return zip.error();
+  return zip->size;
 }
 
 uint64_t ZipSizeUpperBound(const CodeFolderInfo& info) {
@@ -682,33 +771,6 @@ uint64_t ZipSizeUpperBound(const CodeFolderInfo& info) {
 namespace {
 
 // ---- Folders in a working tree, read without following a link ----
-
-// A file descriptor, closed with its owner.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int fd_ = -1;
-};
 
 // Why OpenInside stopped.
 enum class OpenFailure { kNone, kMissing, kSymlink, kNotFolder, kNotRegular, kUnreadable };
@@ -1324,7 +1386,18 @@ core::Result<std::string> BuildCodeZipFromDisk(git_repository* repo, const std::
                                                std::string_view folder) {
   auto listed = ListDiskFolder(repo, workdir, folder, static_cast<uint64_t>(core::kMaxCodeBytes));
   if (!listed.ok()) return listed.error();
-  return WriteCodeZip(std::move(listed->second));
+  auto zip = WriteCodeZip(std::move(listed->second));
+  if (!zip.ok()) return zip.error();
+  return ReadZipFile(*zip);
+}
+
+core::Result<uint64_t> CodeZipSizeFromDisk(git_repository* repo, const std::string& workdir,
+                                           std::string_view folder, uint64_t max_bytes) {
+  auto listed = ListDiskFolder(repo, workdir, folder, max_bytes);
+  if (!listed.ok()) return listed.error();
+  auto zip = WriteCodeZip(std::move(listed->second));
+  if (!zip.ok()) return zip.error();
+  return zip->size;
 }
 
 std::optional<std::string> ReadCodeFileOnDisk(const std::string& workdir, std::string_view folder,

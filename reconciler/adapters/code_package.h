@@ -52,8 +52,13 @@ core::Result<std::string> CodeFolderTreeId(git_repository* repo, std::string_vie
 // The same from the folder's tree id (paths in errors are relative to that tree).
 core::Result<CodeFolderInfo> InspectCodeTree(git_repository* repo, std::string_view tree_id);
 
-// The zip of tree `tree_id`, in memory, built from the object database.
+// The zip of tree `tree_id`, built from the object database into a temporary file (one file's
+// bytes held at a time) and returned in memory. A tree whose files add up to more than Ray's
+// 100 MiB is refused before any is read.
 core::Result<std::string> BuildCodeZip(git_repository* repo, std::string_view tree_id);
+
+// The size of that zip, built into a temporary file and never held in memory.
+core::Result<uint64_t> CodeZipSize(git_repository* repo, std::string_view tree_id);
 
 // A size the zip of a folder described by `info` never exceeds: every file in deflate's worst
 // case (stored blocks), plus the local and central headers of each entry and the end record
@@ -75,6 +80,11 @@ core::Result<CodeFolderInfo> InspectCodeFolderOnDisk(
 // committed.
 core::Result<std::string> BuildCodeZipFromDisk(git_repository* repo, const std::string& workdir,
                                                std::string_view folder);
+
+// The size of that zip, built into a temporary file and never held in memory; the folder's
+// files may add up to at most `max_bytes`.
+core::Result<uint64_t> CodeZipSizeFromDisk(git_repository* repo, const std::string& workdir,
+                                           std::string_view folder, uint64_t max_bytes);
 
 // The paths (relative to the folder) that differ between tree `from_tree_id` of `repo` and the
 // folder `folder` of the working tree `workdir` as `git add -A <folder>` would commit it:
