@@ -36,11 +36,13 @@ struct CodeFolderInfo {
 };
 
 // The folder `folder` (repository-relative, no trailing slash, "" for the whole tree) of the
-// tree of commit `commit_id`. Blob sizes come from the object headers; no file is read but the
-// .gitattributes files. Errors (kInvalidInput, naming the repository-relative path): the folder
-// does not exist at the commit, is a file, holds a symlink or a submodule (export-ignored ones
-// are no error: they are not archived), or holds no file once export-ignore is applied;
-// kNotFound for an unknown commit.
+// tree of commit `commit_id`, resolved one component at a time. Blob sizes come from the object
+// headers; no file is read but the .gitattributes files (at most 1 MiB each). Errors
+// (kInvalidInput, naming the repository-relative path): the folder does not exist at the
+// commit, is a file, has a symlink or a submodule on its path or inside it (export-ignored ones
+// inside are no error: they are not archived), holds an entry named "." or "..", holding '/' or
+// NUL, or not in UTF-8, nests folders more than 256 deep, or holds no file once export-ignore
+// is applied; kNotFound for an unknown commit.
 core::Result<CodeFolderInfo> InspectCodeFolder(git_repository* repo, std::string_view commit_id,
                                                std::string_view folder);
 
@@ -70,8 +72,12 @@ uint64_t ZipSizeUpperBound(const CodeFolderInfo& info);
 // files ignored by .gitignore left out (unless already in the index), blob ids with the
 // repository's filters applied (line endings and the like), the tree id computed without
 // writing any object. `repo` is the repository of `workdir`, or null when the directory is no
-// Git checkout (no ignore rules, no filters). Errors as InspectCodeFolder, a nested repository
-// counting as a submodule; kTransient when a file cannot be read.
+// Git checkout (no ignore rules, no filters). Nothing is opened through a link: every folder and
+// file is opened component by component with O_NOFOLLOW. The files are listed and sized (lstat)
+// first: when they add up to more than `max_bytes` the folder is refused (FolderTooLarge)
+// before any is read. Errors as InspectCodeFolder, a nested repository counting as a
+// submodule, and a .gitattributes or .gitignore in the folder or above it that is a link or over
+// 1 MiB; kTransient when a file cannot be read or changes while it is.
 core::Result<CodeFolderInfo> InspectCodeFolderOnDisk(
     git_repository* repo, const std::string& workdir, std::string_view folder,
     uint64_t max_bytes = static_cast<uint64_t>(core::kMaxCodeBytes));
