@@ -649,6 +649,24 @@ core::Result<git_oid> ParseTreeId(std::string_view tree_id) {
   return *oid;
 }
 
+// The error of a component `at` on the path to code folder `folder` that is `what` (a file, a
+// submodule) rather than a folder; a file on the path means the folder does not exist at
+// `commit_id`.
+core::Error NotAFolder(const std::string& at, const std::string& folder, std::string_view what,
+                       std::string_view why, std::string_view commit_id = {}) {
+  std::string message;
+  if (at == folder) {
+    message.append(folder).append(" is ").append(what).append(", not a folder");
+  } else if (commit_id.empty()) {
+    message.append(at).append(" is ").append(what).append(" on the path to ").append(folder);
+    message.append(why);
+  } else {
+    message.append(folder).append(" does not exist at commit ").append(commit_id.substr(0, 12));
+    message.append(" (").append(at).append(" is ").append(what).append(")");
+  }
+  return core::Error::InvalidInput(std::move(message));
+}
+
 // The tree of `folder` at `commit_id`, with the errors of a folder that is not one.
 core::Result<git_oid> FolderTreeAt(git_repository* repo, std::string_view commit_id,
                                    const std::string& folder) {
@@ -684,15 +702,9 @@ core::Result<git_oid> FolderTreeAt(git_repository* repo, std::string_view commit
       case GIT_FILEMODE_LINK:
         return LinkOnPath(at, folder);
       case GIT_FILEMODE_COMMIT:
-        return core::Error::InvalidInput(at == folder
-                                             ? folder + " is a submodule, not a folder"
-                                             : at + " is a submodule on the path to " + folder +
-                                                   "; its files are not in this repository");
+        return NotAFolder(at, folder, "a submodule", "; its files are not in this repository");
       default:
-        return core::Error::InvalidInput(at == folder ? folder + " is a file, not a folder"
-                                                      : folder + " does not exist at commit " +
-                                                            std::string(commit_id.substr(0, 12)) +
-                                                            " (" + at + " is a file)");
+        return NotAFolder(at, folder, "a file", "", commit_id);
     }
     if (end == folder.size()) return *git_tree_entry_id(entry);
     git_tree* raw_sub = nullptr;

@@ -335,8 +335,9 @@ bool FillAttribute(const AttributeMacros& macros, const AttributeAssignment& a,
   if (a.state != AttributeState::kSet) return false;
   const auto macro = macros.find(a.name);
   if (macro == macros.end()) return false;
-  for (auto it = macro->second.rbegin(); it != macro->second.rend(); ++it) {
-    if (FillAttribute(macros, *it, filled, result)) return true;
+  const std::vector<AttributeAssignment>& inner = macro->second;
+  for (size_t i = inner.size(); i-- > 0;) {
+    if (FillAttribute(macros, inner[i], filled, result)) return true;
   }
   return false;
 }
@@ -361,10 +362,12 @@ bool ExportIgnoreMatcher::IsExportIgnored(std::string_view path, bool is_directo
   }
   AttributeState state = AttributeState::kUnspecified;
   std::vector<std::string_view> filled;
-  for (auto rule = matched.rbegin(); rule != matched.rend(); ++rule) {
-    const auto& assignments = (*rule)->assignments;
-    for (auto a = assignments.rbegin(); a != assignments.rend(); ++a) {
-      if (FillAttribute(macros_, *a, filled, state)) return state == AttributeState::kSet;
+  for (size_t r = matched.size(); r-- > 0;) {
+    const std::vector<AttributeAssignment>& assignments = matched[r]->assignments;
+    for (size_t a = assignments.size(); a-- > 0;) {
+      if (FillAttribute(macros_, assignments[a], filled, state)) {
+        return state == AttributeState::kSet;
+      }
     }
   }
   return false;
