@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -107,6 +108,13 @@ core::Status CheckEntryName(std::string_view name, std::string_view shown_dir) {
   }
   if (name.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos) {
     return core::Error::InvalidInput(shown + ": an entry name holds a '/' or a NUL");
+  }
+  // Git refuses to check out ".git" in any case; Ray would unpack it as a repository.
+  if (name.size() == 4 && name[0] == '.' &&
+      std::equal(name.begin() + 1, name.end(), "git",
+                 [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; })) {
+    return core::Error::InvalidInput(shown + ": an entry named \"" + std::string(name) +
+                                     "\" is Git's own folder, never part of a tree");
   }
   if (!spec::IsUtf8(name)) {
     return core::Error::InvalidInput(shown +
