@@ -1187,6 +1187,35 @@ core::Result<std::vector<DiskNode>> ScanFolder(DiskWalk& w, const std::string& r
   return nodes;
 }
 
+// The blob id the index holds for `repo_path` when the file on disk is still the one it
+// describes: the same size, mode, inode and times, changed before the index was written (the
+// test git itself makes before it hashes a file again); nullopt otherwise.
+std::optional<git_oid> IndexedBlob(const DiskWalk& w, const std::string& repo_path,
+                                   const DiskNode& node) {
+  if (w.index == nullptr) return std::nullopt;
+  const git_index_entry* entry = git_index_get_bypath(w.index, repo_path.c_str(), 0);
+  const char* index_path = git_index_path(w.index);
+  Opened file = OpenInside(w.workdir, repo_path, false);
+  struct stat st {};
+  struct stat index_st {};
+  if (entry == nullptr || index_path == nullptr || file.failure != OpenFailure::kNone ||
+      ::fstat(file.fd.get(), &st) != 0 || ::stat(index_path, &index_st) != 0) {
+    return std::nullopt;
+  }
+  const bool same = entry->file_size == static_cast<uint32_t>(st.st_size) &&
+                    entry->ino == static_cast<uint32_t>(st.st_ino) &&
+                    entry->mode == (node.executable ? kModeExecutable : kModeRegular) &&
+                    entry->mtime.seconds == static_cast<int32_t>(st.st_mtim.tv_sec) &&
+                    entry->mtime.nanoseconds == static_cast<uint32_t>(st.st_mtim.tv_nsec) &&
+                    entry->ctime.seconds == static_cast<int32_t>(st.st_ctim.tv_sec) &&
+                    entry->ctime.nanoseconds == static_cast<uint32_t>(st.st_ctim.tv_nsec);
+  const bool racy = st.st_mtim.tv_sec > index_st.st_mtim.tv_sec ||
+                    (st.st_mtim.tv_sec == index_st.st_mtim.tv_sec &&
+                     st.st_mtim.tv_nsec >= index_st.st_mtim.tv_nsec);
+  if (!same || racy) return std::nullopt;
+  return entry->id;
+}
+
 // The regular file `rel` as Git would store it: its blob id into `item`, and into the walk's
 // files when archived (with the size of its bytes once filtered).
 core::Status HashFile(DiskWalk& w, const std::string& rel, const DiskNode& node, TreeItem& item) {
@@ -1206,8 +1235,13 @@ core::Status HashFile(DiskWalk& w, const std::string& rel, const DiskNode& node,
     if (!oid.ok()) return oid.error();
     item.id = *oid;
   } else {
-    // Git's filters need the whole file: only a file the limit allows is read.
+    // Git's filters need the whole file: only a file the limit allows is read, or one the index
+    // still describes.
     if (node.size > static_cast<uint64_t>(core::kMaxCodeBytes)) {
+      if (std::optional<git_oid> indexed = IndexedBlob(w, repo_path, node)) {
+        item.id = *indexed;
+        return core::OkStatus();  // never archived: the files' total is within the limit
+      }
       return core::Error::InvalidInput(
           shown + " is larger than " +
           core::HumanBytes(static_cast<uint64_t>(core::kMaxCodeBytes)) +

@@ -806,5 +806,45 @@ TEST_CASE("[attr] macros decide export-ignore as git archive decides it", "[code
   CHECK(linked.error().message() == "h/.gitattributes is a symlink; code folders hold files only");
 }
 
+TEST_CASE("a large export-ignored file under Git's filters is taken from the index while unchanged",
+          "[code_package]") {
+  if (!HaveGit()) return;
+  const testing::TempDir tmp;
+  const std::string dir = tmp.Sub("checkout");
+  testing::InitWorkingRepository(dir);
+  WriteDiskFile(fs::path(dir) / ".gitattributes", "* text=auto\n");
+  WriteDiskFile(fs::path(dir) / "src/.gitattributes", "*.ckpt export-ignore\n");
+  WriteDiskFile(fs::path(dir) / "src/train.py", "print('train')\r\n");
+  {
+    std::ofstream big(fs::path(dir) / "src/model.ckpt", std::ios::binary);
+    big.seekp((std::streamoff{101} << 20) - 1);
+    big.put('\0');
+  }
+  const std::string git = "-C '" + dir + "' -c core.compression=1 ";
+  REQUIRE_FALSE(RunGit(git + "add -A && echo ok").empty());
+  REQUIRE_FALSE(
+      RunGit(git + "-c user.name=T -c user.email=t@example.com commit -qm code && echo ok")
+          .empty());
+  const std::string committed = RunGit(git + "rev-parse HEAD:src");
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  {
+    OpenRepo r(dir);
+    const auto info = InspectCodeFolderOnDisk(r.repo, dir, "src");
+    INFO((info.ok() ? "" : info.error().message()));
+    REQUIRE(info.ok());
+    CHECK(info->tree_id + "\n" == committed);
+    CHECK(info->files == 2);
+  }
+  // Touched since the index was written: it would have to be read whole, so it is refused.
+  fs::last_write_time(
+      fs::path(dir) / "src/model.ckpt",
+      fs::last_write_time(fs::path(dir) / "src/model.ckpt") + std::chrono::hours(1));
+  OpenRepo r(dir);
+  const auto touched = InspectCodeFolderOnDisk(r.repo, dir, "src");
+  REQUIRE_FALSE(touched.ok());
+  CHECK_THAT(touched.error().message(),
+             Catch::StartsWith("src/model.ckpt is larger than 100.0 MiB and Git's filters apply"));
+}
+
 }  // namespace
 }  // namespace rg::adapters
