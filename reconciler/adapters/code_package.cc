@@ -132,12 +132,24 @@ core::Error LinkOnPath(const std::string& at, const std::string& folder) {
                                    "never through a link");
 }
 
+// A file's bytes while the zip reads them: a string of its own, or the blob libgit2 read (not
+// copied: a file is held once).
+struct FileBytes {
+  std::string owned;
+  git::Blob blob;
+  std::string_view view() const {
+    if (!blob) return owned;
+    return {static_cast<const char*>(git_blob_rawcontent(blob.get())),
+            static_cast<size_t>(git_blob_rawsize(blob.get()))};
+  }
+};
+
 // One file of a code folder, ready for the zip.
 struct CodeFile {
   std::string path;  // relative to the folder
   bool executable = false;
   uint64_t size = 0;
-  std::function<core::Result<std::string>()> read;  // its bytes, exactly `size` of them
+  std::function<core::Result<FileBytes>()> read;  // its bytes, exactly `size` of them
 };
 
 // The five largest of `sizes` (path, size), largest first, ties by path.
@@ -174,7 +186,8 @@ CodeFolderInfo Summarise(std::string tree_id, const std::vector<CodeFile>& files
 // what went wrong.
 struct EntrySource {
   const CodeFile* file = nullptr;
-  std::string data;
+  FileBytes bytes;
+  std::string_view data;  // bytes.view()
   size_t offset = 0;
   zip_error_t error{};
   std::optional<core::Error> failure;
@@ -185,10 +198,11 @@ zip_int64_t OpenEntry(EntrySource& s) {
   auto bytes = s.file->read();
   if (!bytes.ok()) {
     s.failure = bytes.error();
-  } else if (bytes->size() != s.file->size) {
+  } else if (bytes->view().size() != s.file->size) {
     s.failure = core::Error::Transient(s.file->path + " changed while it was being packed");
   } else {
-    s.data = std::move(bytes).value();
+    s.bytes = std::move(bytes).value();
+    s.data = s.bytes.view();
     s.offset = 0;
     return 0;
   }
@@ -210,9 +224,10 @@ zip_int64_t EntryCallback(void* state, void* data, zip_uint64_t len, zip_source_
       return static_cast<zip_int64_t>(n);
     }
     case ZIP_SOURCE_CLOSE:
-      // Swapped out, not assigned: assigning an empty string keeps the buffer, and the zip
-      // would then hold every file's bytes until it is closed.
-      std::string().swap(s.data);
+      // Let go of, not cleared: a cleared string keeps its buffer, and the zip would then hold
+      // every file's bytes until it is closed.
+      s.data = {};
+      s.bytes = FileBytes();
       return 0;
     case ZIP_SOURCE_STAT: {
       auto* st = static_cast<zip_stat_t*>(data);
@@ -562,9 +577,15 @@ core::Status WalkEntry(TreeWalk& w, const git_tree_entry* entry, const std::stri
       git_repository* repo = w.repo;
       std::string shown = w.display_prefix + path;
       w.files.push_back({path, mode == GIT_FILEMODE_BLOB_EXECUTABLE, size,
-                         [repo, oid, shown]() -> core::Result<std::string> {
-                           if (auto bytes = git::ReadBlob(repo, oid)) return std::move(*bytes);
-                           return core::Error::NotFound("cannot read " + shown);
+                         [repo, oid, shown]() -> core::Result<FileBytes> {
+                           git_blob* raw = nullptr;
+                           if (git_blob_lookup(&raw, repo, &oid) != 0) {
+                             git_error_clear();
+                             return core::Error::NotFound("cannot read " + shown);
+                           }
+                           FileBytes bytes;
+                           bytes.blob.reset(raw);
+                           return bytes;
                          }});
       return core::OkStatus();
     }
@@ -1255,8 +1276,11 @@ core::Status HashFile(DiskWalk& w, const std::string& rel, const DiskNode& node,
   }
   if (!node.archived) return core::OkStatus();
   git_repository* repo = w.repo;
-  w.files.push_back({rel, node.executable, size, [repo, workdir = w.workdir, repo_path] {
-                       return ReadDiskFile(repo, workdir, repo_path);
+  w.files.push_back({rel, node.executable, size,
+                     [repo, workdir = w.workdir, repo_path]() -> core::Result<FileBytes> {
+                       auto bytes = ReadDiskFile(repo, workdir, repo_path);
+                       if (!bytes.ok()) return bytes.error();
+                       return FileBytes{std::move(bytes).value(), {}};
                      }});
   return core::OkStatus();
 }
