@@ -40,9 +40,9 @@ struct CodeFolderInfo {
 // headers; no file is read but the .gitattributes files (at most 1 MiB each). Errors
 // (kInvalidInput, naming the repository-relative path): the folder does not exist at the
 // commit, is a file, has a symlink or a submodule on its path or inside it (export-ignored ones
-// inside are no error: they are not archived), holds an entry named "." or "..", holding '/' or
-// NUL, or not in UTF-8, nests folders more than 256 deep, or holds no file once export-ignore
-// is applied; kNotFound for an unknown commit.
+// inside are no error: they are not archived), holds an entry named ".", ".." or ".git" (in
+// any case), holding '/' or NUL, or not in UTF-8, nests folders more than 256 deep, or holds no
+// file once export-ignore is applied; kNotFound for an unknown commit.
 core::Result<CodeFolderInfo> InspectCodeFolder(git_repository* repo, std::string_view commit_id,
                                                std::string_view folder);
 
