@@ -86,6 +86,11 @@ peak plan plan --repo "$repo" --ray-address "$address"
 expect_out plan "$too_big"
 expect_out plan "$largest"
 expect_peak_under_mb plan 256
+# A bare repository (a push's remote) is read in place too, not copied object by object.
+git clone -q --bare "$repo" "$work/big.git"
+peak plan_bare plan --repo "$work/big.git" --cache-dir "$work/cache-big" --ray-address "$address"
+expect_out plan_bare "$too_big"
+expect_peak_under_mb plan_bare 256
 
 # --- a symlink on the path of a code folder, at every depth: named, never followed ---
 outside=$work/outside
