@@ -175,7 +175,10 @@ void CodeFolders::ResolveOnDisk(core::DesiredState& state, git_repository* repo,
       [repo, &workdir](const core::JobSpec& spec,
                        const CodeFolderInfo& info) -> core::Result<uint64_t> {
         if (!spec.code().ref) {
-          return CodeZipSizeFromDisk(repo, workdir, spec.code().folder, info.bytes);
+          // Sized against the limit already by the inspection (whose sizes are the filtered
+          // ones, which line-ending filters make smaller than the files on disk).
+          return CodeZipSizeFromDisk(repo, workdir, spec.code().folder,
+                                     static_cast<uint64_t>(core::kMaxCodeBytes));
         }
         return CodeZipSize(repo, info.tree_id);
       },
