@@ -718,6 +718,13 @@ TEST_CASE("folders nested past 256 levels are refused, in Git and on disk", "[co
   REQUIRE_FALSE(info.ok());
   CHECK_THAT(info.error().message(),
              Catch::EndsWith("lies more than 256 folders deep in the code folder"));
+  const testing::TempDir tmp;
+  const fs::path dir = tmp.Sub("checkout");
+  WriteDiskFile(dir / deep / "x.py", "x");
+  const auto disk = InspectCodeFolderOnDisk(nullptr, dir.string(), "src");
+  REQUIRE_FALSE(disk.ok());
+  CHECK_THAT(disk.error().message(),
+             Catch::EndsWith("lies more than 256 folders deep in the code folder"));
 }
 
 // `git archive <commit>:<folder>`'s file names, or nullopt without git.
