@@ -15,6 +15,7 @@
 #include "reconciler/core/byte_size.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/spec_model.h"
+#include "reconciler/spec/spec_loader.h"
 #include "reconciler/spec/verl_config.h"
 
 namespace rg::adapters {
@@ -31,20 +32,24 @@ std::string FieldMessage(std::string_view field, const std::string& message) {
 }  // namespace
 
 core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info,
-                                    int64_t max_bytes, const BuildZip& build) {
+                                    int64_t max_bytes, const ZipSize& zip_size) {
   const auto limit = static_cast<uint64_t>(max_bytes);
+  // The files themselves first: their sizes are known without reading any of them, and a
+  // folder that only compresses well (a file of zeros) would unpack past the limit on the node.
+  if (info.bytes > limit) {
+    return FolderTooLarge(spec.code().folder, info.bytes, limit, info.largest);
+  }
   if (ZipSizeUpperBound(info) <= limit) return {};
   std::string key = info.tree_id;
   key.append("\n").append(std::to_string(max_bytes));
   if (auto it = size_checked_.find(key); it != size_checked_.end()) return it->second;
   // Over the bound, which assumes nothing compresses: only the zip itself can tell.
   core::Status verdict;
-  core::Result<std::string> zip = build(spec, info);
+  core::Result<uint64_t> zip = zip_size(spec, info);
   if (!zip.ok()) return zip.error();  // not kept: a read that failed may succeed next time
-  if (zip->size() > limit) {
-    std::string message = spec.code().folder + " would be a zip of " +
-                          core::HumanBytes(zip->size()) + ", over the limit of " +
-                          core::HumanBytes(limit) +
+  if (*zip > limit) {
+    std::string message = spec.code().folder + " would be a zip of " + core::HumanBytes(*zip) +
+                          ", over the limit of " + core::HumanBytes(limit) +
                           " (code_max_bytes in the cluster file; Ray's dashboard takes at most "
                           "100 MiB); its largest files: ";
     for (size_t i = 0; i < info.largest.size(); ++i) {
@@ -61,8 +66,9 @@ core::Status CodeFolders::CheckSize(const core::JobSpec& spec, const CodeFolderI
   return verdict;
 }
 
-void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,
-                          const RefResolver& resolve_ref, const std::string& head_commit) {
+void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect,
+                          const ZipSize& zip_size, const RefResolver& resolve_ref,
+                          const std::string& head_commit) {
   const int64_t max_bytes = state.cluster && state.cluster->code_max_bytes
                                 ? *state.cluster->code_max_bytes
                                 : core::kMaxCodeBytes;
@@ -97,14 +103,14 @@ void CodeFolders::Resolve(core::DesiredState& state, const Inspect& inspect, con
     auto it = inspected.find(key);
     if (it == inspected.end()) {
       ++inspections_;
-      it = inspected.emplace(std::move(key), inspect(spec, commit)).first;
+      it = inspected.emplace(std::move(key), inspect(spec, commit, max_bytes)).first;
     }
     const core::Result<CodeFolderInfo>& info = it->second;
     if (!info.ok()) {
       fail(code.folder_pos, FieldMessage("code", info.error().message()));
       continue;
     }
-    if (core::Status fits = CheckSize(spec, *info, max_bytes, build); !fits.ok()) {
+    if (core::Status fits = CheckSize(spec, *info, max_bytes, zip_size); !fits.ok()) {
       fail(code.folder_pos, FieldMessage("code", fits.error().message()));
       continue;
     }
@@ -144,11 +150,11 @@ void CodeFolders::ResolveAtCommit(core::DesiredState& state, git_repository* rep
                                   const std::string& commit, const RefResolver& resolve_ref) {
   Resolve(
       state,
-      [this, repo](const core::JobSpec& spec, const std::string& at) {
+      [this, repo](const core::JobSpec& spec, const std::string& at, int64_t) {
         return InspectAtCommit(repo, at, spec.code().folder);
       },
       [repo](const core::JobSpec&, const CodeFolderInfo& info) {
-        return BuildCodeZip(repo, info.tree_id);
+        return CodeZipSize(repo, info.tree_id);
       },
       resolve_ref, commit);
 }
@@ -157,15 +163,24 @@ void CodeFolders::ResolveOnDisk(core::DesiredState& state, git_repository* repo,
                                 const std::string& workdir, const RefResolver& resolve_ref) {
   Resolve(
       state,
-      [repo, &workdir](const core::JobSpec& spec,
-                       const std::string& at) -> core::Result<CodeFolderInfo> {
-        if (at.empty()) return InspectCodeFolderOnDisk(repo, workdir, spec.code().folder);
+      [repo, &workdir](const core::JobSpec& spec, const std::string& at,
+                       int64_t max_bytes) -> core::Result<CodeFolderInfo> {
+        if (at.empty()) {
+          // Sized before anything is read: a folder over the limit is refused unread.
+          return InspectCodeFolderOnDisk(repo, workdir, spec.code().folder,
+                                         static_cast<uint64_t>(max_bytes));
+        }
         return InspectCodeFolder(repo, at, spec.code().folder);
       },
       [repo, &workdir](const core::JobSpec& spec,
-                       const CodeFolderInfo& info) -> core::Result<std::string> {
-        if (!spec.code().ref) return BuildCodeZipFromDisk(repo, workdir, spec.code().folder);
-        return BuildCodeZip(repo, info.tree_id);
+                       const CodeFolderInfo& info) -> core::Result<uint64_t> {
+        if (!spec.code().ref) {
+          // Sized against the limit already by the inspection (whose sizes are the filtered
+          // ones, which line-ending filters make smaller than the files on disk).
+          return CodeZipSizeFromDisk(repo, workdir, spec.code().folder,
+                                     static_cast<uint64_t>(core::kMaxCodeBytes));
+        }
+        return CodeZipSize(repo, info.tree_id);
       },
       [repo, &resolve_ref](const std::string& ref) -> core::Result<std::string> {
         if (repo == nullptr) {
@@ -217,14 +232,11 @@ core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::st
 }
 
 CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
-  // The working tree's folder holds no symlink: ResolveCodeOnDisk made such a spec invalid.
+  // Read as the zip would be: inside the working tree, never through a link (an export-ignored
+  // one included).
   if (!spec.code().ref) {
-    spec::ConfigReader read =
-        spec::DirectoryConfigReader((fs::path(repo_dir) / spec.code().folder).string(), repo_dir);
-    return [read](const std::string& path) -> std::optional<std::string> {
-      core::Result<std::string> text = read(path);
-      if (!text) return std::nullopt;
-      return std::move(*text);
+    return [repo_dir, folder = spec.code().folder](const std::string& path) {
+      return ReadCodeFileOnDisk(repo_dir, folder, path, spec::kMaxSpecFileBytes);
     };
   }
   auto repo = std::make_shared<git::Repository>(OpenCheckout(repo_dir));
@@ -245,6 +257,20 @@ CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string
     git::TreeEntry entry(raw_entry);
     const git_filemode_t mode = git_tree_entry_filemode(entry.get());
     if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) return std::nullopt;
+    // A blob over the parser's limit is not read whole: its first bytes tell the parser so.
+    size_t size = 0;
+    git_object_t type = GIT_OBJECT_INVALID;
+    git_odb* odb = nullptr;
+    if (git_repository_odb(&odb, repo->get()) != 0) {
+      git_error_clear();
+      return std::nullopt;
+    }
+    const git::Odb owned_odb(odb);
+    if (git_odb_read_header(&size, &type, odb, git_tree_entry_id(entry.get())) != 0) {
+      git_error_clear();
+      return std::nullopt;
+    }
+    if (size > spec::kMaxSpecFileBytes) return std::string(spec::kMaxSpecFileBytes + 1, '#');
     return git::ReadBlob(repo->get(), *git_tree_entry_id(entry.get()));
   };
 }

@@ -1,9 +1,9 @@
 #pragma once
 // Resolves the `code` folders of a desired state (docs/code-in-the-repository.md): each valid
 // spec with `code` gets its folder's Git tree id, the commit the tree came from, and its size;
-// a folder that is missing, holds a symlink or a submodule, or would make a zip over
-// cluster.yaml's code_max_bytes makes its spec invalid, with the error at `code` (or
-// `code_ref`). Runs where the Git objects are: after a commit is read (the Git source), or on
+// a folder that is missing, has a symlink or a submodule on its path or inside it, or whose
+// files or zip are over cluster.yaml's code_max_bytes (the files are sized before any is read)
+// makes its spec invalid, with the error at `code` (or `code_ref`). Runs where the Git objects are: after a commit is read (the Git source), or on
 // a working tree (render, validate, diff). Results are kept by tree id, so a pass over a tree
 // seen before reads nothing again.
 
@@ -41,17 +41,20 @@ class CodeFolders {
   int folder_reads() const { return folder_reads_; }
 
  private:
-  using Inspect =
-      std::function<core::Result<CodeFolderInfo>(const core::JobSpec&, const std::string& commit)>;
-  using BuildZip =
-      std::function<core::Result<std::string>(const core::JobSpec&, const CodeFolderInfo&)>;
-  void Resolve(core::DesiredState& state, const Inspect& inspect, const BuildZip& build,
+  // The folder of a spec at `commit` ("" for the working tree), whose files may add up to at
+  // most `max_bytes` (a working tree's folder is refused over it before any file is read).
+  using Inspect = std::function<core::Result<CodeFolderInfo>(
+      const core::JobSpec&, const std::string& commit, int64_t max_bytes)>;
+  // The size of the zip of a spec's folder (built, counted, never held in memory).
+  using ZipSize =
+      std::function<core::Result<uint64_t>(const core::JobSpec&, const CodeFolderInfo&)>;
+  void Resolve(core::DesiredState& state, const Inspect& inspect, const ZipSize& zip_size,
                const RefResolver& resolve_ref, const std::string& head_commit);
   // InspectCodeFolder, answered from inspected_trees_ when the folder's tree was seen before.
   core::Result<CodeFolderInfo> InspectAtCommit(git_repository* repo, const std::string& commit,
                                                const std::string& folder);
   core::Status CheckSize(const core::JobSpec& spec, const CodeFolderInfo& info, int64_t max_bytes,
-                         const BuildZip& build);
+                         const ZipSize& zip_size);
 
   // What InspectCodeFolder found for a tree (its successes only): a later commit whose folder
   // has the same tree reads nothing but the entry that names it. Bounded by kKeptInspections.

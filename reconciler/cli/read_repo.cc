@@ -50,9 +50,6 @@ core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::st
   core::Result<std::shared_ptr<adapters::GitWorkspace>> opened =
       adapters::GitWorkspace::OpenInPlace(options.repo);
   if (!opened.ok()) return opened.error();
-  if ((*opened)->workdir().empty()) {
-    return OpenRepo(options, /*read_only=*/true);  // a bare repository
-  }
   RepoHandles h;
   h.workspace = *opened;
   h.parse_cache = OpenParseCache(options, *h.workspace);
@@ -65,8 +62,10 @@ core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::st
   adapters::GitStatusStoreOptions st = StoreOptions(options, *h.workspace);
   st.parse_cache = h.parse_cache;  // by blob id: origin's status files too
   st.read_only = true;
+  // A bare repository is the remote itself: its own status branch is the ledger.
   if (std::shared_ptr<adapters::GitWorkspace> origin =
-          FetchOriginLedger(options, h.workspace->repository())) {
+          h.workspace->workdir().empty() ? nullptr
+                                         : FetchOriginLedger(options, h.workspace->repository())) {
     *ledger_from = options.status_branch + " fetched from origin (" + origin->url() + ")";
     h.store = std::make_unique<adapters::GitStatusStore>(origin, st);
     return h;

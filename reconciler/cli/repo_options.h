@@ -134,7 +134,8 @@ void DropGitCaches(const RepoHandles& handles);
 // read where it is (its own commits: a shallow clone works, and HEAD is what is checked out),
 // and its ledger is origin's status branch, fetched, when origin can be reached; else the local
 // or the remote-tracking branch, whichever contains the other. `ledger_from` says which, in
-// words. A URL, a bare repository and same-branch mode go through OpenRepo.
+// words. A bare repository is read in place too, its own status branch the ledger (it is the
+// remote itself). A URL and same-branch mode go through OpenRepo.
 core::Result<RepoHandles> OpenRepoForReading(const RepoOptions& options, std::string* ledger_from);
 
 // What a command that read `store` says when it found no status branch at all: every job is

@@ -186,10 +186,10 @@ bool IsValidAttributeName(std::string_view name) {
   });
 }
 
-// What the attribute list of one line says about export-ignore: nullopt when it does not
-// name it, or when the line is to be skipped for an invalid attribute name.
-std::optional<AttributeState> ExportIgnoreState(std::string_view states) {
-  std::optional<AttributeState> found;
+// The attributes of one line's list (or of a macro definition), in order; nullopt when an
+// attribute name is invalid (git then skips the whole line).
+std::optional<std::vector<AttributeAssignment>> ParseAssignments(std::string_view states) {
+  std::vector<AttributeAssignment> out;
   while (true) {
     const size_t begin = states.find_first_not_of(kBlank);
     if (begin == std::string_view::npos) break;
@@ -205,15 +205,18 @@ std::optional<AttributeState> ExportIgnoreState(std::string_view states) {
       token = token.substr(0, eq);
     }
     if (!IsValidAttributeName(token)) return std::nullopt;
-    if (token == "export-ignore") found = state;
+    out.push_back({std::string(token), state});
   }
-  return found;
+  return out;
 }
 
+constexpr std::string_view kExportIgnore = "export-ignore";
+constexpr std::string_view kMacroPrefix = "[attr]";
+
 // The rule for `pattern` as git's parse_path_pattern reads it.
-AttributeRule MakeRule(std::string pattern, AttributeState state) {
+AttributeRule MakeRule(std::string pattern, std::vector<AttributeAssignment> assignments) {
   AttributeRule rule;
-  rule.state = state;
+  rule.assignments = std::move(assignments);
   if (!pattern.empty() && pattern.back() == '/') {
     rule.directory_only = true;
     pattern.pop_back();
@@ -224,28 +227,43 @@ AttributeRule MakeRule(std::string pattern, AttributeState state) {
   return rule;
 }
 
-// The rule of one line, or nullopt for a line that says nothing about export-ignore.
-std::optional<AttributeRule> ParseLine(std::string_view line) {
+// One non-blank, non-comment line: its pattern (unquoted) and its attribute list; nullopt for
+// a blank line, a comment or a malformed quoted pattern's line read as written.
+std::optional<std::pair<std::string, std::string_view>> SplitLine(std::string_view line) {
   const size_t begin = line.find_first_not_of(kBlank);
   if (begin == std::string_view::npos || line[begin] == '#') return std::nullopt;
   line = line.substr(begin);
-  std::string pattern;
-  std::string_view states;
   const auto quoted = line.front() == '"' ? UnquoteC(line) : std::nullopt;
-  if (quoted) {
-    pattern = quoted->first;
-    states = line.substr(quoted->second);
-  } else {
-    const size_t end = std::min(line.find_first_of(kBlank), line.size());
-    pattern = std::string(line.substr(0, end));
-    states = line.substr(end);
-  }
-  if (pattern.empty() || pattern.rfind("[attr]", 0) == 0 || pattern.front() == '!') {
+  if (quoted) return std::make_pair(quoted->first, line.substr(quoted->second));
+  const size_t end = std::min(line.find_first_of(kBlank), line.size());
+  return std::make_pair(std::string(line.substr(0, end)), line.substr(end));
+}
+
+// The rule of one line, or nullopt for a line that cannot decide export-ignore.
+std::optional<AttributeRule> ParseLine(std::string_view line, const AttributeMacros& macros) {
+  auto split = SplitLine(line);
+  if (!split) return std::nullopt;
+  auto& [pattern, states] = *split;
+  if (pattern.empty() || pattern.starts_with(kMacroPrefix) || pattern.front() == '!') {
     return std::nullopt;
   }
-  const auto state = ExportIgnoreState(states);
-  if (!state) return std::nullopt;
-  return MakeRule(std::move(pattern), *state);
+  auto assignments = ParseAssignments(states);
+  if (!assignments) return std::nullopt;
+  std::erase_if(*assignments, [&](const AttributeAssignment& a) {
+    return a.name != kExportIgnore && !macros.contains(a.name);
+  });
+  if (assignments->empty()) return std::nullopt;
+  return MakeRule(std::move(pattern), std::move(*assignments));
+}
+
+// Calls `each` with every line of `text`.
+template <typename Each>
+void ForEachLine(std::string_view text, Each each) {
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    each(text.substr(0, end));
+    text = text.substr(std::min(end + 1, text.size()));
+  }
 }
 
 }  // namespace
@@ -254,13 +272,27 @@ bool WildMatch(std::string_view pattern, std::string_view text, bool pathname) {
   return DoWild(pattern, text, pathname) == Match::kMatch;
 }
 
-std::vector<AttributeRule> ParseExportIgnoreRules(std::string_view text) {
+AttributeMacros ParseAttributeMacros(std::string_view text) {
+  AttributeMacros macros;
+  ForEachLine(text, [&](std::string_view line) {
+    const size_t begin = line.find_first_not_of(kBlank);
+    if (begin == std::string_view::npos || !line.substr(begin).starts_with(kMacroPrefix)) return;
+    line = line.substr(begin + kMacroPrefix.size());
+    const size_t end = std::min(line.find_first_of(kBlank), line.size());
+    const std::string_view name = line.substr(0, end);
+    auto assignments = ParseAssignments(line.substr(end));
+    if (!IsValidAttributeName(name) || !assignments) return;
+    macros.insert_or_assign(std::string(name), std::move(*assignments));
+  });
+  return macros;
+}
+
+std::vector<AttributeRule> ParseExportIgnoreRules(std::string_view text,
+                                                  const AttributeMacros& macros) {
   std::vector<AttributeRule> rules;
-  while (!text.empty()) {
-    const size_t end = std::min(text.find('\n'), text.size());
-    if (auto rule = ParseLine(text.substr(0, end))) rules.push_back(std::move(*rule));
-    text = text.substr(std::min(end + 1, text.size()));
-  }
+  ForEachLine(text, [&](std::string_view line) {
+    if (auto rule = ParseLine(line, macros)) rules.push_back(std::move(*rule));
+  });
   return rules;
 }
 
@@ -281,29 +313,64 @@ bool RuleMatches(const AttributeRule& rule, std::string_view path, bool is_direc
 }
 
 void ExportIgnoreMatcher::AddAttributesFile(std::string_view dir, std::string_view text) {
-  auto rules = ParseExportIgnoreRules(text);
+  if (dir.empty()) macros_ = ParseAttributeMacros(text);
+  auto rules = ParseExportIgnoreRules(text, macros_);
   if (rules.empty()) return;
   auto& into = rules_[std::string(dir)];
   into.insert(into.end(), rules.begin(), rules.end());
 }
 
+namespace {
+
+// git's fill of one attribute: the first value met wins; a macro filled as set expands to
+// its own attributes, last first. True once export-ignore has its value (in `result`).
+bool FillAttribute(const AttributeMacros& macros, const AttributeAssignment& a,
+                   std::vector<std::string_view>& filled, AttributeState& result) {
+  if (std::ranges::find(filled, a.name) != filled.end()) return false;
+  filled.push_back(a.name);
+  if (a.name == kExportIgnore) {
+    result = a.state;
+    return true;
+  }
+  if (a.state != AttributeState::kSet) return false;
+  const auto macro = macros.find(a.name);
+  if (macro == macros.end()) return false;
+  const std::vector<AttributeAssignment>& inner = macro->second;
+  for (size_t i = inner.size(); i-- > 0;) {
+    if (FillAttribute(macros, inner[i], filled, result)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool ExportIgnoreMatcher::IsExportIgnored(std::string_view path, bool is_directory) const {
-  AttributeState state = AttributeState::kUnspecified;
-  // The rules of folder `dir` (a folder above `path`), in order, the last match deciding.
-  const auto apply = [&](std::string_view dir) {
+  // The matching rules, shallow to deep and in file order; git reads them backwards.
+  std::vector<const AttributeRule*> matched;
+  const auto collect = [&](std::string_view dir) {
     const auto it = rules_.find(dir);
     if (it == rules_.end()) return;
     const std::string_view relative = dir.empty() ? path : path.substr(dir.size() + 1);
     for (const AttributeRule& rule : it->second) {
-      if (RuleMatches(rule, relative, is_directory)) state = rule.state;
+      if (RuleMatches(rule, relative, is_directory)) matched.push_back(&rule);
     }
   };
-  apply("");
+  collect("");
   for (size_t slash = path.find('/'); slash != std::string_view::npos;
        slash = path.find('/', slash + 1)) {
-    apply(path.substr(0, slash));
+    collect(path.substr(0, slash));
   }
-  return state == AttributeState::kSet;
+  AttributeState state = AttributeState::kUnspecified;
+  std::vector<std::string_view> filled;
+  for (size_t r = matched.size(); r-- > 0;) {
+    const std::vector<AttributeAssignment>& assignments = matched[r]->assignments;
+    for (size_t a = assignments.size(); a-- > 0;) {
+      if (FillAttribute(macros_, assignments[a], filled, state)) {
+        return state == AttributeState::kSet;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace rg::core

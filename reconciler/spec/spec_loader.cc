@@ -13,6 +13,7 @@
 #include "reconciler/core/pipeline.h"
 #include "reconciler/core/render.h"
 #include "reconciler/spec/loaded_job_spec.h"
+#include "reconciler/spec/status_codec.h"
 #include "reconciler/spec/yaml_document.h"
 
 namespace rg::spec {
@@ -242,6 +243,7 @@ struct JobFields {
   bool custom = false;
   std::string_view source;    // the file's text, to place an error inside a scalar
   bool has_schedule = false;  // `schedule` was written (valid or not)
+  std::string_view jobs_dir;  // the jobs folder (--jobs-dir), for `code`
 };
 
 template <typename Fields>
@@ -586,6 +588,59 @@ void ReadRerun(JobFields& f, const YamlEntry& e) {
   if (!token) f.reader.TypeError(e.key, "a non-empty token (a string or a number)", e.value);
 }
 
+// Why a code folder keeps apart from the jobs and status folders: its tree id is part of the
+// spec's identity.
+std::string RestartReason(std::string_view what) {
+  return ": every " + std::string(what) +
+         " would change the code's tree and start a new run; keep the code in a folder of its "
+         "own";
+}
+
+// The jobs folder as written in messages.
+std::string JobsFolderName(std::string_view jobs_dir) {
+  while (jobs_dir.starts_with("./")) jobs_dir.remove_prefix(2);
+  while (jobs_dir.ends_with('/')) jobs_dir.remove_suffix(1);
+  return jobs_dir.empty() || jobs_dir == "." ? std::string("(the repository's root)")
+                                             : std::string(jobs_dir);
+}
+
+// How code folder `folder` stands to the repository folder `other` ("" for the root): "is",
+// "lies inside", "contains", or nullopt when they are apart.
+std::optional<std::string_view> FolderOverlap(std::string_view folder, std::string_view other) {
+  while (other.starts_with("./")) other.remove_prefix(2);
+  while (other.ends_with('/')) other.remove_suffix(1);
+  if (other == ".") other = {};
+  if (folder == other) return "is";
+  const auto under = [](std::string_view path, std::string_view dir) {
+    return dir.empty() ||
+           (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+  };
+  if (under(folder, other)) return "lies inside";
+  if (under(other, folder)) return "contains";
+  return std::nullopt;
+}
+
+// A code folder may not be, contain or lie inside the jobs folder or the status folder. False
+// (with the error at `code`) when it does.
+bool CheckCodeBesideSpecs(JobFields& f, const YamlEntry& e, std::string_view folder) {
+  struct Apart {
+    std::string_view folder;
+    std::string name;
+    std::string_view edit;
+  };
+  const std::array<Apart, 2> folders{
+      Apart{f.jobs_dir, "the jobs folder " + JobsFolderName(f.jobs_dir), "spec edit"},
+      Apart{kStatusDir, "the status folder " + std::string(kStatusDir), "status commit"}};
+  for (const Apart& other : folders) {
+    if (const auto overlap = FolderOverlap(folder, other.folder)) {
+      f.reader.Error(e.value.pos, "code: " + std::string(folder) + " " + std::string(*overlap) +
+                                      " " + other.name + RestartReason(other.edit));
+      return false;
+    }
+  }
+  return true;
+}
+
 // `code`: a folder of this repository, relative to its root. Kept normalised ("./" and a
 // trailing "/" dropped); whether it exists is known once the commit is read
 // (adapters::ResolveCode).
@@ -593,13 +648,22 @@ void ReadCode(JobFields& f, const YamlEntry& e) {
   std::string folder = e.value.is_string() ? e.value.scalar.as_string() : std::string();
   while (folder.starts_with("./")) folder.erase(0, 2);
   while (folder.ends_with('/')) folder.pop_back();
-  bool ok = !folder.empty() && !folder.starts_with('/') && folder.find('\\') == std::string::npos;
+  bool ok = !folder.empty() && !folder.starts_with('/') &&
+            folder.find_first_of(std::string_view("\\\0", 2)) == std::string::npos;
   for (size_t start = 0; ok && start <= folder.size();) {
     size_t slash = folder.find('/', start);
     if (slash == std::string::npos) slash = folder.size();
     const std::string_view part = std::string_view(folder).substr(start, slash - start);
     ok = !part.empty() && part != "." && part != ".." && part != ".git";
     start = slash + 1;
+  }
+  if (e.value.is_string() && !e.value.scalar.as_string().empty() &&
+      (folder.empty() || folder == ".")) {
+    f.reader.Error(e.value.pos, "code cannot be the repository's root: it holds the jobs folder " +
+                                    JobsFolderName(f.jobs_dir) + " and the status folder " +
+                                    std::string(kStatusDir) +
+                                    RestartReason("spec edit and status commit"));
+    return;
   }
   if (!ok) {
     f.reader.TypeError(e.key,
@@ -608,6 +672,7 @@ void ReadCode(JobFields& f, const YamlEntry& e) {
                        e.value);
     return;
   }
+  if (!CheckCodeBesideSpecs(f, e, folder)) return;
   core::CodeFields& code = f.doc.mutable_code();
   code.folder = std::move(folder);
   code.folder_pos = e.value.pos;
@@ -940,7 +1005,8 @@ LoadedJobSpec LoadJobSpecForDesiredState(std::string_view text, const std::strin
                    workload,
                    workload == core::Workload::kCustom,
                    /*source=*/text,
-                   /*has_schedule=*/false};
+                   /*has_schedule=*/false,
+                   jobs_dir};
   if (fields.workload) spec.workload = *fields.workload;
   ReadJobEntries(*root, fields);
   CheckJobDocument(*root, fields);

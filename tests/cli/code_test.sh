@@ -56,7 +56,7 @@ run bad validate --repo "$repo"
 expect_rc bad 1
 expect_line bad "jobs/missing.yaml:2:7: error: code: lib does not exist"
 expect_line bad "jobs/linked.yaml:2:7: error: code: linked/b.txt is a symlink"
-expect_line bad "jobs/big.yaml:2:7: error: code: big would be a zip of"
+expect_line bad "jobs/big.yaml:2:7: error: code: big holds 19.5 KiB of files, over the limit of 8.0 KiB"
 expect_line bad "its largest files: big/weights.bin (19.5 KiB), big/run.sh (5 bytes)"
 rm -rf "$repo/jobs/missing.yaml" "$repo/jobs/linked.yaml" "$repo/jobs/big.yaml" "$repo/linked" "$repo/big"
 

@@ -50,8 +50,10 @@ testing::FakeRayOptions Immediate() {
 // One ray-gitops process over a test remote: its clone, its status branch, its Ray client.
 class Process {
  public:
-  Process(const std::string& remote, const std::string& cache_dir, testing::FakeRayServer& ray)
-      : ray_(ray), server_(testing::FastClientOptions(ray.address())) {
+  // Watching `ref` of `remote` (the status branch itself when the two are one).
+  Process(const std::string& remote, const std::string& cache_dir, testing::FakeRayServer& ray,
+          std::string ref = "main")
+      : ray_(ray), server_(testing::FastClientOptions(ray.address())), ref_(std::move(ref)) {
     adapters::GitWorkspaceOptions options;
     options.repo = remote;
     options.cache_dir = cache_dir;
@@ -69,7 +71,7 @@ class Process {
 
   engine::PassResult Pass(bool dry_run = false) {
     engine::ReconcileOptions options;
-    options.ref = "main";
+    options.ref = ref_;
     options.ray_address = ray_.address();
     options.now_ms = now_ms_ += 1000;
     options.dry_run = dry_run;
@@ -86,6 +88,7 @@ class Process {
  private:
   testing::FakeRayServer& ray_;
   adapters::RayHttpJobServer server_;
+  std::string ref_;
   std::unique_ptr<adapters::GitDesiredStateSource> source_;
   std::unique_ptr<adapters::GitStatusStore> store_;
   int64_t now_ms_ = testing::FakeClock::kStartWallMs;
@@ -411,22 +414,41 @@ TEST_CASE(
   }
   REQUIRE(!run.empty());
 
-  SECTION("over code_max_bytes: the error names the largest files") {
-    std::string noise;
+  const auto noise = [](int n) {
+    std::string bytes;
     uint32_t x = 12345;
-    for (int i = 0; i < 20000; ++i) {
+    for (int i = 0; i < n; ++i) {
       x = x * 1103515245U + 12345U;
-      noise += static_cast<char>(x >> 24);
+      bytes += static_cast<char>(x >> 24);
     }
-    repo.person->Write("src/weights.bin", noise);
+    return bytes;
+  };
+  SECTION("files over code_max_bytes: the error names the folder's size and its largest files") {
+    repo.person->Write("src/weights.bin", noise(20000));
     repo.person->CommitAndPush("main", "a big file in the code folder");
     engine::PassResult r = daemon.Pass();
     const std::string errors = Errors(r);
     INFO(errors);
+    CHECK(errors.find("jobs/long.yaml:2:7: error: code: src holds 19.5 KiB of files, over the "
+                      "limit of 4.0 KiB (code_max_bytes") != std::string::npos);
+    CHECK(errors.find("src/weights.bin (19.5 KiB), src/train.py (15 bytes)") != std::string::npos);
+  }
+  SECTION("files of zeros over code_max_bytes: refused by their size, whatever they zip to") {
+    repo.person->Write("src/zeros.bin", std::string(20000, '\0'));
+    repo.person->CommitAndPush("main", "a file of zeros in the code folder");
+    const std::string errors = Errors(daemon.Pass());
+    INFO(errors);
+    CHECK(errors.find("jobs/long.yaml:2:7: error: code: src holds 19.5 KiB of files") !=
+          std::string::npos);
+  }
+  SECTION("files under code_max_bytes whose zip is over it: the zip's size") {
+    repo.person->Write("src/weights.bin", noise(4000));
+    repo.person->CommitAndPush("main", "a file that does not compress");
+    const std::string errors = Errors(daemon.Pass());
+    INFO(errors);
     CHECK(errors.find("jobs/long.yaml:2:7: error: code: src would be a zip of") !=
           std::string::npos);
-    CHECK(errors.find("code_max_bytes") != std::string::npos);
-    CHECK(errors.find("src/weights.bin (19.5 KiB)") != std::string::npos);
+    CHECK(errors.find("src/weights.bin (3.9 KiB)") != std::string::npos);
   }
   SECTION("a symlink or a submodule inside: the error names it") {
     repo.person->WriteSymlink("src/data", "/etc/passwd");
@@ -459,6 +481,34 @@ TEST_CASE(
   for (const auto& a : after.plan.actions) CHECK(a.kind != ActionKind::kStop);
   CHECK(ray.StatusOf(run) == RayJobStatus::kRunning);
   CHECK(RecordOf(repo.remote, "long")->phase == core::Phase::kInvalid);
+}
+
+TEST_CASE(
+    "The status folder is no code folder: with the status branch watched, status commits "
+    "restart nothing") {
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  repo.person->Write("jobs/status.yaml", "workload: custom\ncode: status\nentrypoint: sleep 600\n");
+  repo.person->Write("jobs/code.yaml", "workload: custom\ncode: src\nentrypoint: sleep 600\n");
+  repo.person->Write("status/README.md", "status files land here\n");
+  repo.person->Write("src/train.py", "print('hello')\n");
+  repo.person->CommitAndPush(kStatusBranch, "specs on the status branch");
+  Process daemon(repo.remote, repo.tmp.Sub("cache"), ray, kStatusBranch);
+  std::vector<std::string> submitted;
+  for (int pass = 0; pass < 4; ++pass) {
+    engine::PassResult r = daemon.Pass();
+    INFO("pass " << pass << ": " << Errors(r));
+    CHECK(Errors(r).find("jobs/status.yaml:2:7: error: code: status is the status folder status: "
+                         "every status commit would change the code's tree") != std::string::npos);
+    for (const std::string& id : Submitted(r)) submitted.push_back(id);
+  }
+  // Four passes and the status commits they made on the watched branch: one run, of the other
+  // spec.
+  REQUIRE(submitted.size() == 1);
+  CHECK(submitted[0].starts_with("code-"));
+  CHECK(testing::CountCommits(repo.remote, kStatusBranch) >= 2);
 }
 
 TEST_CASE("A folder's tree seen before is not read again, whatever commit names it") {

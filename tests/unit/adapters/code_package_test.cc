@@ -13,8 +13,11 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -482,6 +485,372 @@ TEST_CASE("the size bound holds for incompressible files of any size", "[code_pa
   INFO("zip " << zip->size() << " bound " << bound << " bytes " << info->bytes);
   CHECK(zip->size() <= bound);
   CHECK(bound - zip->size() < info->bytes / 100 + 8 * info->files + 64);
+}
+
+// ---- A folder is read inside the repository only ----
+
+// A commit of the root tree `root` (no parent, no branch).
+std::string CommitTree(git_repository* repo, const git_oid& root) {
+  git_tree* tree = nullptr;
+  REQUIRE(git_tree_lookup(&tree, repo, &root) == 0);
+  git_signature* sig = nullptr;
+  REQUIRE(git_signature_new(&sig, "T", "t@example.com", 1700000000, 0) == 0);
+  git_oid commit;
+  REQUIRE(git_commit_create(&commit, repo, nullptr, sig, sig, nullptr, "odd", tree, 0, nullptr) ==
+          0);
+  git_signature_free(sig);
+  git_tree_free(tree);
+  return git_oid_tostr_s(&commit);
+}
+
+struct RawEntry {
+  uint32_t mode;
+  std::string name;
+  git_oid id;
+};
+
+// A tree object holding `entries` byte for byte, whatever their names (git's own tools refuse
+// to write some of them; a pushed object can hold them all).
+git_oid WriteRawTree(git_repository* repo, const std::vector<RawEntry>& entries) {
+  std::string bytes;
+  for (const RawEntry& e : entries) {
+    std::ostringstream mode;
+    mode << std::oct << e.mode;
+    bytes += mode.str() + " " + e.name;
+    bytes += '\0';
+    bytes.append(reinterpret_cast<const char*>(e.id.id), GIT_OID_RAWSZ);
+  }
+  git_odb* odb = nullptr;
+  REQUIRE(git_repository_odb(&odb, repo) == 0);
+  git_oid oid;
+  REQUIRE(git_odb_write(&oid, odb, bytes.data(), bytes.size(), GIT_OBJECT_TREE) == 0);
+  git_odb_free(odb);
+  return oid;
+}
+
+git_oid WriteBlob(git_repository* repo, const std::string& content) {
+  git_oid oid;
+  REQUIRE(git_blob_create_from_buffer(&oid, repo, content.data(), content.size()) == 0);
+  return oid;
+}
+
+TEST_CASE("a symlink anywhere on a code folder's path is named, at every depth, in Git",
+          "[code_package]") {
+  Person p;
+  auto& person = *p.remote.person;
+  person.Write("a/b/c/d/train.py", "x");
+  person.WriteSymlink("l", "/outside");
+  person.WriteSymlink("a/l", "/outside");
+  person.WriteSymlink("a/b/l", "..");
+  person.WriteSymlink("a/b/c/l", "d");
+  person.WriteGitlink("a/m", "0123456789abcdef0123456789abcdef01234567");
+  person.Write("a/f", "a file");
+  const std::string commit = person.Commit("main", "links on the way");
+  OpenRepo r(p.path());
+  const auto expect_error = [&](const std::string& folder, const std::string& message) {
+    INFO(folder);
+    const auto info = InspectCodeFolder(r.repo, commit, folder);
+    REQUIRE_FALSE(info.ok());
+    CHECK(info.error().IsInvalidInput());
+    CHECK(info.error().message() == message);
+  };
+  const std::string never =
+      "; a code folder is read inside the repository only, never through a link";
+  expect_error("l/secretdir", "l is a symlink on the path to l/secretdir" + never);
+  expect_error("a/l/x/y", "a/l is a symlink on the path to a/l/x/y" + never);
+  expect_error("a/b/l/c", "a/b/l is a symlink on the path to a/b/l/c" + never);
+  expect_error("a/b/c/l/x", "a/b/c/l is a symlink on the path to a/b/c/l/x" + never);
+  expect_error("a/b/c/l", "a/b/c/l is a symlink, not a folder");
+  expect_error("a/m/x",
+               "a/m is a submodule on the path to a/m/x; its files are not in this "
+               "repository");
+  expect_error("a/f/x",
+               "a/f/x does not exist at commit " + commit.substr(0, 12) + " (a/f is a file)");
+  CHECK(InspectCodeFolder(r.repo, commit, "a/b/c/d").ok());
+}
+
+TEST_CASE("a symlink anywhere on a code folder's path is named, at every depth, on disk",
+          "[code_package]") {
+  const testing::TempDir tmp;
+  const fs::path dir = tmp.Sub("checkout");
+  const fs::path outside = tmp.Sub("outside");
+  WriteDiskFile(outside / "secretdir/secret.txt", "secret");
+  WriteDiskFile(outside / "x/y/secret.txt", "secret");
+  WriteDiskFile(dir / "a/b/c/d/train.py", "x");
+  fs::create_symlink(outside, dir / "l");
+  fs::create_symlink(outside, dir / "a/l");
+  fs::create_symlink(outside, dir / "a/b/l");
+  fs::create_symlink("d", dir / "a/b/c/l");
+  WriteDiskFile(dir / "a/f", "a file");
+  const std::string never =
+      "; a code folder is read inside the repository only, never through a link";
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"l/secretdir", "l is a symlink on the path to l/secretdir" + never},
+      {"a/l/x/y", "a/l is a symlink on the path to a/l/x/y" + never},
+      {"a/b/l/x", "a/b/l is a symlink on the path to a/b/l/x" + never},
+      {"a/b/c/l", "a/b/c/l is a symlink, not a folder"},
+      {"a/f/x", "a/f/x does not exist in the working tree (a/f is a file)"},
+  };
+  for (const auto& [folder, message] : rows) {
+    INFO(folder);
+    const auto info = InspectCodeFolderOnDisk(nullptr, dir.string(), folder);
+    REQUIRE_FALSE(info.ok());
+    CHECK(info.error().message() == message);
+    const auto zip = BuildCodeZipFromDisk(nullptr, dir.string(), folder);
+    REQUIRE_FALSE(zip.ok());
+    CHECK(zip.error().message() == message);
+    // Nothing of the folder is read through the link either.
+    CHECK_FALSE(ReadCodeFileOnDisk(dir.string(), folder, "secret.txt", 1024).has_value());
+  }
+  CHECK(InspectCodeFolderOnDisk(nullptr, dir.string(), "a/b/c/d").ok());
+}
+
+TEST_CASE("a working tree is read without following a link, export-ignored ones included",
+          "[code_package]") {
+  const testing::TempDir tmp;
+  const fs::path dir = tmp.Sub("checkout");
+  const fs::path outside = tmp.Sub("outside");
+  WriteDiskFile(outside / "verl/trainer/config/ppo_trainer.yaml", "outside: true\n");
+  WriteDiskFile(outside / "attributes", "train.py export-ignore\n");
+  WriteDiskFile(dir / "src/train.py", "x");
+  WriteDiskFile(dir / "src/.gitattributes", "verl export-ignore\nlinked.txt export-ignore\n");
+  fs::create_symlink(outside / "verl", dir / "src/verl");
+  fs::create_symlink(outside / "attributes", dir / "src/linked.txt");
+  const auto info = InspectCodeFolderOnDisk(nullptr, dir.string(), "src");
+  INFO((info.ok() ? "" : info.error().message()));
+  REQUIRE(info.ok());
+  CHECK(info->files == 2);  // train.py and .gitattributes: the links are left out, not followed
+  CHECK_FALSE(
+      ReadCodeFileOnDisk(dir.string(), "src", "verl/trainer/config/ppo_trainer.yaml", 1024));
+  CHECK_FALSE(ReadCodeFileOnDisk(dir.string(), "src", "linked.txt", 1024));
+  CHECK(ReadCodeFileOnDisk(dir.string(), "src", "train.py", 1024) == "x");
+  CHECK(ReadCodeFileOnDisk(dir.string(), "src", "train.py", 0) == "x");  // max_bytes + 1
+
+  // A .gitattributes that is a link is never read, whatever it points at.
+  fs::remove(dir / "src/.gitattributes");
+  fs::create_symlink(outside / "attributes", dir / "src/.gitattributes");
+  const auto linked = InspectCodeFolderOnDisk(nullptr, dir.string(), "src");
+  REQUIRE_FALSE(linked.ok());
+  CHECK(linked.error().message() ==
+        "src/.gitattributes is a symlink; Git's rules are read from the repository only, never "
+        "through a link");
+  // Nor a .gitignore, which libgit2 would read on its own.
+  fs::remove(dir / "src/.gitattributes");
+  fs::create_symlink(outside / "attributes", dir / "src/.gitignore");
+  const auto ignore = InspectCodeFolderOnDisk(nullptr, dir.string(), "src");
+  REQUIRE_FALSE(ignore.ok());
+  CHECK_THAT(ignore.error().message(), Catch::StartsWith("src/.gitignore is a symlink"));
+  // Above the folder too.
+  fs::remove(dir / "src/.gitignore");
+  fs::create_symlink(outside / "attributes", dir / ".gitattributes");
+  const auto above = InspectCodeFolderOnDisk(nullptr, dir.string(), "src");
+  REQUIRE_FALSE(above.ok());
+  CHECK_THAT(above.error().message(), Catch::StartsWith(".gitattributes is a symlink"));
+}
+
+TEST_CASE("entries named . or .., holding a slash, or not in UTF-8 are refused in Git trees",
+          "[code_package]") {
+  Person p;
+  p.remote.person->Write("jobs/a.yaml", "name: a\n");
+  p.remote.person->Commit("main", "start");
+  OpenRepo r(p.path());
+  const git_oid blob = WriteBlob(r.repo, "x");
+  const git_oid good = WriteRawTree(r.repo, {{0100644, "ok.py", blob}});
+  struct Row {
+    std::vector<RawEntry> entries;
+    std::string message;
+  };
+  const std::vector<Row> rows = {
+      {{{0100644, "..", blob}},
+       "src/..: an entry named \"..\" is no file name (a zip would unpack it outside its "
+       "folder)"},
+      {{{040000, "..", good}},
+       "src/..: an entry named \"..\" is no file name (a zip would unpack it outside its "
+       "folder)"},
+      {{{0100644, ".", blob}},
+       "src/.: an entry named \".\" is no file name (a zip would unpack it outside its folder)"},
+      {{{0100644, "a/../../x", blob}}, "src/a/../../x: an entry name holds a '/' or a NUL"},
+      {{{040000, ".git", good}},
+       "src/.git: an entry named \".git\" is Git's own folder, never part of a tree"},
+      {{{040000, ".GiT", good}},
+       "src/.GiT: an entry named \".GiT\" is Git's own folder, never part of a tree"},
+      {{{0100644, "\xff\xfe.txt", blob}},
+       "\"src/\\377\\376.txt\" is not named in UTF-8 (Ray would unpack it under another name)"},
+      {{{0100644, "ok.py", blob},
+        {040000, "sub", WriteRawTree(r.repo, {{0100644, "\xc3(", blob}})}},
+       "\"src/sub/\\303(\" is not named in UTF-8 (Ray would unpack it under another name)"},
+  };
+  for (const Row& row : rows) {
+    const git_oid folder = WriteRawTree(r.repo, row.entries);
+    const git_oid root = WriteRawTree(r.repo, {{040000, "src", folder}});
+    const std::string commit = CommitTree(r.repo, root);
+    INFO(row.message);
+    const auto info = InspectCodeFolder(r.repo, commit, "src");
+    REQUIRE_FALSE(info.ok());
+    CHECK(info.error().IsInvalidInput());
+    CHECK(info.error().message() == row.message);
+    // The zip of the tree is refused too: no entry "../x" can reach Ray.
+    const auto zip = BuildCodeZip(r.repo, git_oid_tostr_s(&folder));
+    REQUIRE_FALSE(zip.ok());
+    CHECK(zip.error().IsInvalidInput());
+  }
+}
+
+TEST_CASE("a file not named in UTF-8 on disk is refused with its name quoted", "[code_package]") {
+  const testing::TempDir tmp;
+  const fs::path dir = tmp.Sub("checkout");
+  WriteDiskFile(dir / "src/train.py", "x");
+  WriteDiskFile(dir / "src/\xe9t\xe9.txt", "latin-1");
+  const auto info = InspectCodeFolderOnDisk(nullptr, dir.string(), "src");
+  REQUIRE_FALSE(info.ok());
+  CHECK(info.error().message() ==
+        "\"src/\\351t\\351.txt\" is not named in UTF-8 (Ray would unpack it under another name)");
+}
+
+TEST_CASE("folders nested past 256 levels are refused, in Git and on disk", "[code_package]") {
+  Person p;
+  std::string deep = "src";
+  for (int i = 0; i < 260; ++i) deep += "/d";
+  p.remote.person->Write(deep + "/x.py", "x");
+  const std::string commit = p.remote.person->Commit("main", "deep");
+  OpenRepo r(p.path());
+  const auto info = InspectCodeFolder(r.repo, commit, "src");
+  REQUIRE_FALSE(info.ok());
+  CHECK_THAT(info.error().message(),
+             Catch::EndsWith("lies more than 256 folders deep in the code folder"));
+  const testing::TempDir tmp;
+  const fs::path dir = tmp.Sub("checkout");
+  WriteDiskFile(dir / deep / "x.py", "x");
+  const auto disk = InspectCodeFolderOnDisk(nullptr, dir.string(), "src");
+  REQUIRE_FALSE(disk.ok());
+  CHECK_THAT(disk.error().message(),
+             Catch::EndsWith("lies more than 256 folders deep in the code folder"));
+}
+
+// `git archive <commit>:<folder>`'s file names, or nullopt without git.
+std::optional<std::set<std::string>> GitArchiveNames(const std::string& repo,
+                                                     const std::string& treeish) {
+  if (!HaveGit()) return std::nullopt;
+  const std::string listing =
+      RunGit("-C '" + repo + "' archive --format=tar " + treeish + " 2>/dev/null | tar -t");
+  std::set<std::string> names;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() != '/') names.insert(line);
+  }
+  return names;
+}
+
+std::set<std::string> ZipNames(git_repository* repo, const std::string& tree_id) {
+  std::set<std::string> names;
+  const auto zip = BuildCodeZip(repo, tree_id);
+  REQUIRE(zip.ok());
+  for (const auto& e : ReadZip(*zip)) names.insert(e.name);
+  return names;
+}
+
+TEST_CASE("[attr] macros decide export-ignore as git archive decides it", "[code_package]") {
+  Person p;
+  auto& person = *p.remote.person;
+  // Macros above the folder do not count: the folder's own .gitattributes is the top level.
+  person.Write(".gitattributes", "[attr]top export-ignore\n");
+  person.Write("f/.gitattributes",
+               "[attr]skip export-ignore\n"
+               "[attr]chain skip\n"
+               "[attr]binary export-ignore\n"
+               "[attr]cyc1 cyc2\n"
+               "[attr]cyc2 cyc1 export-ignore\n"
+               "secret.txt skip\n"
+               "chained.txt chain\n"
+               "bin.dat binary\n"
+               "unset.txt skip\n"
+               "unset.txt -skip\n"
+               "late.txt -skip\n"
+               "late.txt skip\n"
+               "val.txt skip=1\n"
+               "usetop.txt top\n"
+               "order1.txt -export-ignore skip\n"
+               "order2.txt skip -export-ignore\n"
+               "cyc.txt cyc1\n"
+               "gen/ skip\n");
+  person.Write("f/sub/.gitattributes", "[attr]subm export-ignore\nlocal.txt subm\nuse.txt skip\n");
+  for (const char* name :
+       {"secret", "chained", "unset", "late", "val", "usetop", "order1", "order2", "cyc", "keep"}) {
+    person.Write(std::string("f/") + name + ".txt", "x");
+  }
+  person.Write("f/bin.dat", "x");
+  person.Write("f/gen/out.py", "x");
+  person.Write("f/sub/local.txt", "x");
+  person.Write("f/sub/use.txt", "x");
+  // Built-in binary leaves export-ignore alone.
+  person.Write("g/.gitattributes", "bin.dat binary\n");
+  person.Write("g/bin.dat", "x");
+  // A .gitattributes that is a link is no attributes file, whatever its target says.
+  person.WriteSymlink("h/.gitattributes", "secret.txt export-ignore");
+  person.Write("h/secret.txt", "x");
+  person.Write("h/.gitignore", "x");
+  person.Write("h2/.gitattributes", ".gitattributes export-ignore\n");
+  const std::string commit = person.Commit("main", "macros");
+  OpenRepo r(p.path());
+  const std::map<std::string, std::set<std::string>> expected = {
+      {"f",
+       {".gitattributes", "keep.txt", "order2.txt", "sub/.gitattributes", "sub/local.txt",
+        "unset.txt", "usetop.txt", "val.txt"}},
+      {"g", {".gitattributes", "bin.dat"}},
+  };
+  for (const auto& [folder, names] : expected) {
+    INFO(folder);
+    const auto info = InspectCodeFolder(r.repo, commit, folder);
+    INFO((info.ok() ? "" : info.error().message()));
+    REQUIRE(info.ok());
+    const std::set<std::string> ours = ZipNames(r.repo, info->tree_id);
+    CHECK(ours == names);
+    if (auto git = GitArchiveNames(p.path(), commit + ":" + folder)) CHECK(ours == *git);
+  }
+  // h's link is a symlink in the folder: refused, and its target was not read as rules.
+  const auto linked = InspectCodeFolder(r.repo, commit, "h");
+  REQUIRE_FALSE(linked.ok());
+  CHECK(linked.error().message() == "h/.gitattributes is a symlink; code folders hold files only");
+}
+
+TEST_CASE("a large export-ignored file under Git's filters is taken from the index while unchanged",
+          "[code_package]") {
+  if (!HaveGit()) return;
+  const testing::TempDir tmp;
+  const std::string dir = tmp.Sub("checkout");
+  testing::InitWorkingRepository(dir);
+  WriteDiskFile(fs::path(dir) / ".gitattributes", "* text=auto\n");
+  WriteDiskFile(fs::path(dir) / "src/.gitattributes", "*.ckpt export-ignore\n");
+  WriteDiskFile(fs::path(dir) / "src/train.py", "print('train')\r\n");
+  {
+    std::ofstream big(fs::path(dir) / "src/model.ckpt", std::ios::binary);
+    big.seekp((std::streamoff{101} << 20) - 1);
+    big.put('\0');
+  }
+  const std::string git = "-C '" + dir + "' -c core.compression=1 ";
+  REQUIRE_FALSE(RunGit(git + "add -A && echo ok").empty());
+  REQUIRE_FALSE(
+      RunGit(git + "-c user.name=T -c user.email=t@example.com commit -qm code && echo ok")
+          .empty());
+  const std::string committed = RunGit(git + "rev-parse HEAD:src");
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  {
+    OpenRepo r(dir);
+    const auto info = InspectCodeFolderOnDisk(r.repo, dir, "src");
+    INFO((info.ok() ? "" : info.error().message()));
+    REQUIRE(info.ok());
+    CHECK(info->tree_id + "\n" == committed);
+    CHECK(info->files == 2);
+  }
+  // Touched since the index was written: it would have to be read whole, so it is refused.
+  fs::last_write_time(
+      fs::path(dir) / "src/model.ckpt",
+      fs::last_write_time(fs::path(dir) / "src/model.ckpt") + std::chrono::hours(1));
+  OpenRepo r(dir);
+  const auto touched = InspectCodeFolderOnDisk(r.repo, dir, "src");
+  REQUIRE_FALSE(touched.ok());
+  CHECK_THAT(touched.error().message(),
+             Catch::StartsWith("src/model.ckpt is larger than 100.0 MiB and Git's filters apply"));
 }
 
 }  // namespace

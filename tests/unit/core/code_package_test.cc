@@ -71,6 +71,12 @@ TEST_CASE("wildmatch follows git's rules", "[code_package]") {
   }
 }
 
+struct IgnoreRow {
+  const char* path;
+  bool is_directory;
+  bool ignored;
+};
+
 TEST_CASE("gitattributes lines that name export-ignore become rules", "[code_package]") {
   const auto rules = ParseExportIgnoreRules(
       "# comment\n"
@@ -89,27 +95,93 @@ TEST_CASE("gitattributes lines that name export-ignore become rules", "[code_pac
       "twice export-ignore -export-ignore\n"
       "noattrs\n");
   REQUIRE(rules.size() == 8);
+  // What a line says about export-ignore itself: its last mention.
+  const auto state = [](const AttributeRule& rule) {
+    REQUIRE_FALSE(rule.assignments.empty());
+    CHECK(rule.assignments.back().name == "export-ignore");
+    return rule.assignments.back().state;
+  };
   CHECK(rules[0].pattern == "*.log");
   CHECK(rules[0].basename_only);
-  CHECK(rules[0].state == AttributeState::kSet);
+  CHECK(state(rules[0]) == AttributeState::kSet);
   CHECK(rules[1].pattern == "build");
   CHECK(rules[1].directory_only);
   CHECK_FALSE(rules[1].basename_only);
   CHECK(rules[2].pattern == "docs/*.md");
-  CHECK(rules[2].state == AttributeState::kUnset);
-  CHECK(rules[3].state == AttributeState::kUnspecified);
-  CHECK(rules[4].state == AttributeState::kValue);
+  CHECK(state(rules[2]) == AttributeState::kUnset);
+  CHECK(rules[2].assignments.size() == 1);  // `text` says nothing about export-ignore
+  CHECK(state(rules[3]) == AttributeState::kUnspecified);
+  CHECK(state(rules[4]) == AttributeState::kValue);
   CHECK(rules[5].pattern == "a b\tc");
   CHECK(rules[6].pattern == "\xc3\xbc.txt");
   CHECK(rules[7].pattern == "twice");
-  CHECK(rules[7].state == AttributeState::kUnset);
+  CHECK(state(rules[7]) == AttributeState::kUnset);
 }
 
-struct IgnoreRow {
-  const char* path;
-  bool is_directory;
-  bool ignored;
-};
+TEST_CASE("gitattributes macros are read from [attr] lines, the last definition winning",
+          "[code_package]") {
+  const AttributeMacros macros = ParseAttributeMacros(
+      "[attr]skip export-ignore\n"
+      "  [attr]both   -text export-ignore\n"
+      "[attr]bad b@d\n"
+      "[attr]-neg export-ignore\n"
+      "[attr]again text\n"
+      "[attr]again -export-ignore\n"
+      "skip export-ignore\n");
+  CHECK(macros.size() == 3);
+  CHECK(macros.at("skip") == std::vector<AttributeAssignment>{{"export-ignore"}});
+  CHECK(macros.at("both") ==
+        std::vector<AttributeAssignment>{{"text", AttributeState::kUnset}, {"export-ignore"}});
+  CHECK(macros.at("again") ==
+        std::vector<AttributeAssignment>{{"export-ignore", AttributeState::kUnset}});
+  // A line naming a macro is a rule; one naming neither export-ignore nor a macro is none.
+  const auto rules = ParseExportIgnoreRules("a skip\nb text\nc -skip text\n", macros);
+  REQUIRE(rules.size() == 2);
+  CHECK(rules[0].assignments == std::vector<AttributeAssignment>{{"skip"}});
+  CHECK(rules[1].assignments == std::vector<AttributeAssignment>{{"skip", AttributeState::kUnset}});
+}
+
+TEST_CASE("export-ignore through macros is decided as git decides it", "[code_package]") {
+  ExportIgnoreMatcher m;
+  m.AddAttributesFile("",
+                      "[attr]skip export-ignore\n"
+                      "[attr]chain skip\n"
+                      "[attr]binary export-ignore\n"
+                      "[attr]keep -export-ignore\n"
+                      "[attr]cyc1 cyc2\n"
+                      "[attr]cyc2 cyc1 export-ignore\n"
+                      "secret.txt skip\n"
+                      "chained.txt chain\n"
+                      "bin.dat binary\n"
+                      "unset.txt skip\n"
+                      "unset.txt -skip\n"
+                      "late.txt -skip\n"
+                      "late.txt skip\n"
+                      "val.txt skip=1\n"
+                      "order1.txt -export-ignore skip\n"
+                      "order2.txt skip -export-ignore\n"
+                      "cyc.txt cyc1\n"
+                      "kept.txt skip keep\n"
+                      "*.tmp skip\n");
+  m.AddAttributesFile("sub", "[attr]subm export-ignore\nlocal.txt subm\nuse.txt skip\n");
+  m.AddAttributesFile("sub2", "a.tmp -skip\nb.tmp !skip\n");
+  const std::vector<IgnoreRow> rows = {
+      {"secret.txt", false, true}, {"chained.txt", false, true},    {"bin.dat", false, true},
+      {"unset.txt", false, false}, {"late.txt", false, true},       {"val.txt", false, false},
+      {"order1.txt", false, true}, {"order2.txt", false, false},    {"cyc.txt", false, true},
+      {"kept.txt", false, false},  {"sub/local.txt", false, false}, {"sub/use.txt", false, true},
+      {"x.tmp", false, true},      {"sub2/a.tmp", false, false},    {"sub2/b.tmp", false, false},
+      {"sub2/c.tmp", false, true}, {"other.txt", false, false},
+  };
+  for (const auto& row : rows) {
+    INFO(row.path);
+    CHECK(m.IsExportIgnored(row.path, row.is_directory) == row.ignored);
+  }
+  // Without a definition, binary is git's built-in macro, which leaves export-ignore alone.
+  ExportIgnoreMatcher plain;
+  plain.AddAttributesFile("", "bin.dat binary\n");
+  CHECK_FALSE(plain.IsExportIgnored("bin.dat", false));
+}
 
 TEST_CASE("export-ignore: basename, anchored, **, folders, deeper files, unset", "[code_package]") {
   ExportIgnoreMatcher m;

@@ -40,7 +40,7 @@ TEST_CASE("code is read as a folder of the repository, normalised, with its posi
 TEST_CASE("code and code_ref refuse what is not a folder or a ref of this repository") {
   const std::string base = "workload: custom\nentrypoint: x\n";
   for (const char* bad :
-       {"/abs/path", "../outside", "src/../..", ".", ".git/hooks", "\"\"", "[a]", "3"}) {
+       {"/abs/path", "../outside", "src/../..", ".git/hooks", "\"\"", "[a]", "3", "\"src\\0x\""}) {
     INFO(bad);
     CHECK(HasError(ErrorsOf(base + "code: " + bad + "\n"), "code must be a folder of this"));
   }
@@ -50,6 +50,56 @@ TEST_CASE("code and code_ref refuse what is not a folder or a ref of this reposi
                  "runtime_env.working_dir cannot be set with code"));
   // A remote working_dir without code is as before.
   CHECK(ErrorsOf(base + "runtime_env:\n  working_dir: s3://b/x.zip\n").empty());
+}
+
+TEST_CASE("code keeps apart from the jobs folder and the status folder, at its line and column") {
+  const std::string base = "workload: custom\nentrypoint: x\n";
+  struct Row {
+    const char* folder;
+    const char* jobs_dir;
+    const char* message;
+  };
+  const std::string jobs_edit =
+      ": every spec edit would change the code's tree and start a new run; keep the code in a "
+      "folder of its own";
+  const std::string status_commit =
+      ": every status commit would change the code's tree and start a new run; keep the code in "
+      "a folder of its own";
+  const std::vector<Row> rows = {
+      {"jobs", "jobs", "code: jobs is the jobs folder jobs"},
+      {"jobs/x", "jobs", "code: jobs/x lies inside the jobs folder jobs"},
+      {"./jobs/x/", "jobs", "code: jobs/x lies inside the jobs folder jobs"},
+      {"deploy", "deploy/jobs", "code: deploy contains the jobs folder deploy/jobs"},
+      {"deploy/jobs/a", "deploy/jobs/",
+       "code: deploy/jobs/a lies inside the jobs folder deploy/jobs"},
+      {"status", "jobs", "code: status is the status folder status"},
+      {"status/x", "jobs", "code: status/x lies inside the status folder status"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.folder << " with jobs folder " << row.jobs_dir);
+    const auto parsed =
+        LoadJobSpec(base + "code: " + row.folder + "\n", "jobs/t.yaml", row.jobs_dir);
+    REQUIRE(parsed.diagnostics.size() == 1);
+    CHECK(parsed.diagnostics[0].line == 3);
+    CHECK(parsed.diagnostics[0].column == 7);
+    const bool status = std::string(row.message).find("status folder") != std::string::npos;
+    CHECK(parsed.diagnostics[0].message == row.message + (status ? status_commit : jobs_edit));
+  }
+  for (const char* root : {".", "./", "\"./\""}) {
+    INFO(root);
+    const auto parsed = LoadJobSpec(base + "code: " + root + "\n", "jobs/t.yaml", "jobs");
+    REQUIRE(parsed.diagnostics.size() == 1);
+    CHECK(parsed.diagnostics[0].line == 3);
+    CHECK(parsed.diagnostics[0].message ==
+          "code cannot be the repository's root: it holds the jobs folder jobs and the status "
+          "folder status: every spec edit and status commit would change the code's tree and "
+          "start a new run; keep the code in a folder of its own");
+  }
+  // Names that only begin like the folders are folders of their own.
+  for (const char* apart : {"jobsx", "src/jobs", "statusboard", "src/status", "job"}) {
+    INFO(apart);
+    CHECK(ErrorsOf(base + "code: " + apart + "\n").empty());
+  }
 }
 
 TEST_CASE("code_max_bytes is a byte count up to Ray's 100 MiB") {
