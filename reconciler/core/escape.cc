@@ -5,7 +5,7 @@
 namespace rg::core {
 namespace {
 
-constexpr std::string_view kHex = "0123456789abcdef";
+constexpr std::string_view kLowerHex = "0123456789abcdef";
 
 // One UTF-8 sequence at the start of `s`: its code point and length; length 0 when the first
 // byte does not start a valid sequence (a stray continuation byte, a cut or overlong sequence,
@@ -67,15 +67,16 @@ void AppendByteEscape(std::string& out, uint8_t b) {
       return;
     default:
       out += "\\x";
-      out += kHex[b >> 4U];
-      out += kHex[b & 0xFU];
+      out += kLowerHex[b >> 4U];
+      out += kLowerHex[b & 0xFU];
   }
 }
 
 void AppendCodePointEscape(std::string& out, uint32_t cp) {
   out += "\\u";
-  for (int shift = 12; shift >= 0; shift -= 4)
-    out += kHex[(cp >> static_cast<unsigned>(shift)) & 0xFU];
+  for (int shift = 12; shift >= 0; shift -= 4) {
+    out += kLowerHex[(cp >> static_cast<unsigned>(shift)) & 0xFU];
+  }
 }
 
 bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b < 0x7F; }

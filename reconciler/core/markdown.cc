@@ -37,7 +37,8 @@ size_t LongestBacktickRun(std::string_view content) {
 }  // namespace
 
 std::string CodeFence(std::string_view content) {
-  return std::string(std::max<size_t>(3, LongestBacktickRun(content) + 1), '`');
+  std::string fence(std::max<size_t>(3, LongestBacktickRun(content) + 1), '`');
+  return fence;
 }
 
 std::string CodeBlock(std::string_view content, std::string_view language) {

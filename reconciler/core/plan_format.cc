@@ -190,7 +190,9 @@ std::string FormatPlanText(const PlanView& view) {
     const JobPlan* jp = plan.FindJob(name);
     const std::string text = JobChangesText(change, "  ");
     if (jp == nullptr || text.empty()) continue;
-    out += "\n" + TextLine(acts.JobActionName(*jp) + " " + name + ":") + text;
+    out += "\n";
+    out += TextLine(acts.JobActionName(*jp) + " " + name + ":");
+    out += text;
   }
   for (const ClusterDiff& c : view.cluster_changes) out += "\n" + ClusterChangesText(c);
   return out;
