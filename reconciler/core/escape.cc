@@ -83,6 +83,13 @@ bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b < 0x7F; }
 
 }  // namespace
 
+TextChar NextTextChar(std::string_view s) {
+  const Utf8Char c = DecodeUtf8(s);
+  if (c.length == 0) return {static_cast<uint8_t>(s[0]), 0, true};
+  const bool escaped = c.code_point < 0x20 || c.code_point == 0x7F || IsLayoutControl(c.code_point);
+  return {c.code_point, c.length, escaped};
+}
+
 bool NeedsTextEscape(std::string_view value) {
   for (size_t i = 0; i < value.size();) {
     if (IsPlainAscii(static_cast<uint8_t>(value[i]))) {

@@ -5,6 +5,7 @@
 // value cannot move the cursor, colour a terminal, reorder what is displayed, or span two lines.
 // Pure.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,16 @@ std::string EscapeText(std::string_view value);
 
 // True when EscapeText(value) differs from `value`.
 bool NeedsTextEscape(std::string_view value);
+
+// The character at the start of `s` (non-empty) as EscapeText reads it: its code point and
+// length in bytes (1 to 4; 0 when the first byte does not start valid UTF-8), and whether
+// EscapeText shows it as an escape.
+struct TextChar {
+  uint32_t code_point = 0;
+  size_t length = 0;
+  bool escaped = true;
+};
+TextChar NextTextChar(std::string_view s);
 
 // A value inside an HTML element or a quoted attribute: EscapeText, then & < > " ' as
 // entities.

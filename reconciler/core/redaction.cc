@@ -7,6 +7,7 @@
 #include "reconciler/core/escape.h"
 #include "reconciler/core/markdown.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/value.h"
 
 namespace rg::core {
 namespace {
@@ -64,7 +65,9 @@ void Redactor::Add(std::string_view secret) {
   if (!secrets_.emplace(secret).second) return;
   patterns_.emplace(secret);
   // Outputs are redacted after they are formatted: a secret shown escaped is still the secret.
-  for (std::string form : {EscapeText(secret), EscapeMarkdownText(secret)}) {
+  std::string json = ToPrettyJson(Value(std::string(secret)));  // "..."
+  json = json.substr(1, json.size() - 2);
+  for (std::string form : {EscapeText(secret), EscapeMarkdownText(secret), json}) {
     if (form.size() >= kMinSecretLength) patterns_.insert(std::move(form));
   }
 }
