@@ -131,6 +131,13 @@ std::string EscapeText(std::string_view value) {
   return out;
 }
 
+std::string EscapedLine(std::string_view text, std::string_view indent) {
+  std::string out(indent);
+  out += EscapeText(text);
+  out += '\n';
+  return out;
+}
+
 std::string EscapeHtml(std::string_view value) {
   const std::string text = EscapeText(value);
   std::string out;

@@ -20,6 +20,10 @@ namespace rg::core {
 // Idempotent: the result holds nothing it would escape.
 std::string EscapeText(std::string_view value);
 
+// One line of output: `indent`, then `text` (ours, with values in it) as EscapeText shows it,
+// then "\n".
+std::string EscapedLine(std::string_view text, std::string_view indent = "");
+
 // True when EscapeText(value) differs from `value`.
 bool NeedsTextEscape(std::string_view value);
 

@@ -95,9 +95,6 @@ std::string Summary(const Plan& plan) {
   return s;
 }
 
-// One line of text: ours, with values in it, as EscapeText shows it.
-std::string TextLine(std::string_view text) { return EscapeText(text) + "\n"; }
-
 const JobSpec* FindSpec(const DesiredState& desired, std::string_view path) {
   for (const JobSpec& s : desired.jobs) {
     if (s.path == path) return &s;
@@ -171,14 +168,14 @@ std::string FormatPlanText(const PlanView& view) {
   const std::vector<Row> rows = Rows(plan);
   std::string out;
   if (!view.commit.empty()) {
-    out += TextLine("Plan for " + view.commit + ": " + Summary(plan));
+    out += EscapedLine("Plan for " + view.commit + ": " + Summary(plan));
   } else {
-    out += TextLine("Plan: " + Summary(plan));
+    out += EscapedLine("Plan: " + Summary(plan));
   }
-  if (plan.blocked) out += TextLine("BLOCKED: " + plan.blocked_reason);
-  if (!view.ledger_note.empty()) out += TextLine("Note: " + view.ledger_note);
-  for (const std::string& notice : OwnershipNotices(plan)) out += TextLine(notice);
-  for (const Diagnostic& d : view.desired->AllDiagnostics()) out += TextLine(d.ToString());
+  if (plan.blocked) out += EscapedLine("BLOCKED: " + plan.blocked_reason);
+  if (!view.ledger_note.empty()) out += EscapedLine("Note: " + view.ledger_note);
+  for (const std::string& notice : OwnershipNotices(plan)) out += EscapedLine(notice);
+  for (const Diagnostic& d : view.desired->AllDiagnostics()) out += EscapedLine(d.ToString());
   if (rows.empty()) return out + "No jobs.\n";
   std::vector<TextRow> table = {{"ACTION", "NAME", "SUBMISSION_ID", "PHASE", "REASON"}};
   for (const Row& r : rows) {
@@ -191,7 +188,7 @@ std::string FormatPlanText(const PlanView& view) {
     const std::string text = JobChangesText(change, "  ");
     if (jp == nullptr || text.empty()) continue;
     out += "\n";
-    out += TextLine(acts.JobActionName(*jp) + " " + name + ":");
+    out += EscapedLine(acts.JobActionName(*jp) + " " + name + ":");
     out += text;
   }
   for (const ClusterDiff& c : view.cluster_changes) out += "\n" + ClusterChangesText(c);

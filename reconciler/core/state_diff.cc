@@ -376,44 +376,41 @@ std::string ClusterNote(const ClusterDiff& c) {
          "change)";
 }
 
-// One line of text: `indent`, then `text` (ours with values in it) as EscapeText shows it.
-std::string TextLine(std::string_view indent, std::string_view text) {
-  return std::string(indent) + EscapeText(text) + "\n";
-}
-
 }  // namespace
 
 std::string JobChangesText(const JobDiff& d, std::string_view indent) {
   const std::string in(indent);
   const std::string item = in + "  ";
   std::string out;
-  for (const Diagnostic& diag : d.diagnostics) out += TextLine(in, diag.ToString());
+  for (const Diagnostic& diag : d.diagnostics) out += EscapedLine(diag.ToString(), in);
   if (!d.fields.empty()) {
     out += in + "fields:\n";
-    for (const FieldChange& f : d.fields) out += TextLine(item, FormatFieldChange(f));
+    for (const FieldChange& f : d.fields) out += EscapedLine(FormatFieldChange(f), item);
   }
   const std::vector<DiffLine> rendered = RenderedChanges(d);
   if (HasChanges(rendered)) {
     out += in + "rendered submission:\n";
-    for (const DiffLine& l : rendered) out += TextLine(item, std::string(1, l.op) + " " + l.text);
+    for (const DiffLine& l : rendered) {
+      out += EscapedLine(std::string(1, l.op) + " " + l.text, item);
+    }
   }
-  if (!d.render_error.empty()) out += TextLine(in, d.render_error);
+  if (!d.render_error.empty()) out += EscapedLine(d.render_error, in);
   return out;
 }
 
 std::string ClusterChangesText(const ClusterDiff& c) {
   if (c.fields.empty() && c.diagnostics.empty()) return "";
-  std::string out = TextLine("", c.path + (c.fields.empty() ? "" : " changed") +
-                                     (c.since.empty() ? "" : " since " + c.since) + ":");
-  for (const Diagnostic& diag : c.diagnostics) out += TextLine("  ", diag.ToString());
-  for (const FieldChange& f : c.fields) out += TextLine("  ", FormatFieldChange(f));
-  if (!c.reached.empty()) out += TextLine("  ", ClusterNote(c));
+  std::string out = EscapedLine(c.path + (c.fields.empty() ? "" : " changed") +
+                                (c.since.empty() ? "" : " since " + c.since) + ":");
+  for (const Diagnostic& diag : c.diagnostics) out += EscapedLine(diag.ToString(), "  ");
+  for (const FieldChange& f : c.fields) out += EscapedLine(FormatFieldChange(f), "  ");
+  if (!c.reached.empty()) out += EscapedLine(ClusterNote(c), "  ");
   return out;
 }
 
 std::string FormatDiffText(const StateDiff& diff) {
   std::string out =
-      TextLine("", "Diff " + diff.base_label + " -> " + diff.head_label + ": " + Summary(diff));
+      EscapedLine("Diff " + diff.base_label + " -> " + diff.head_label + ": " + Summary(diff));
   std::vector<TextRow> table = {{"ACTION", "NAME", "SUBMISSION_ID", "SPEC", "REASON"}};
   for (const JobDiff& j : diff.jobs) {
     if (!Notable(j)) continue;
@@ -424,8 +421,7 @@ std::string FormatDiffText(const StateDiff& diff) {
   for (const JobDiff& j : diff.jobs) {
     const std::string changes = JobChangesText(j, "  ");
     if (changes.empty()) continue;
-    out +=
-        "\n" + TextLine("", std::string(DiffActionName(j.action)) + " " + j.name + ":") + changes;
+    out += "\n" + EscapedLine(std::string(DiffActionName(j.action)) + " " + j.name + ":") + changes;
   }
   if (const std::string c = ClusterChangesText(diff.cluster); !c.empty()) out += "\n" + c;
   return out;
@@ -440,7 +436,7 @@ std::string JobChangesMarkdown(const JobDiff& d) {
   std::string out;
   if (!d.diagnostics.empty()) {
     std::string text;
-    for (const Diagnostic& diag : d.diagnostics) text += TextLine("", diag.ToString());
+    for (const Diagnostic& diag : d.diagnostics) text += EscapedLine(diag.ToString());
     out += CodeBlock(text, "text") + "\n";
   }
   if (!d.fields.empty()) {
@@ -451,7 +447,7 @@ std::string JobChangesMarkdown(const JobDiff& d) {
   const std::vector<DiffLine> rendered = RenderedChanges(d);
   if (HasChanges(rendered)) {
     std::string text;
-    for (const DiffLine& l : rendered) text += TextLine("", std::string(1, l.op) + " " + l.text);
+    for (const DiffLine& l : rendered) text += EscapedLine(std::string(1, l.op) + " " + l.text);
     out += "Rendered submission:\n\n" + CodeBlock(text, "diff") + "\n";
   }
   if (!d.render_error.empty()) out += "> " + EscapeMarkdownText(d.render_error) + "\n\n";
@@ -461,8 +457,8 @@ std::string JobChangesMarkdown(const JobDiff& d) {
 std::string ClusterChangesMarkdown(const ClusterDiff& c) {
   if (c.fields.empty() && c.diagnostics.empty()) return "";
   std::string body;
-  for (const Diagnostic& diag : c.diagnostics) body += TextLine("", diag.ToString());
-  for (const FieldChange& f : c.fields) body += TextLine("", FormatFieldChange(f));
+  for (const Diagnostic& diag : c.diagnostics) body += EscapedLine(diag.ToString());
+  for (const FieldChange& f : c.fields) body += EscapedLine(FormatFieldChange(f));
   std::string out = "<details><summary><code>" + EscapeHtml(c.path) + "</code> changed";
   if (!c.since.empty()) out += " since <code>" + EscapeHtml(c.since) + "</code>";
   if (!c.reached.empty()) {
