@@ -37,8 +37,8 @@ std::string FirstLineOfMessage(std::string_view message);
 class Redactor {
  public:
   // Adds one secret value, and the forms it takes when a format escapes it (EscapeText,
-  // EscapeMarkdownText, a JSON string of ToPrettyJson); values shorter than kMinSecretLength and surrounding whitespace
-  // (a token file's newline) are ignored.
+  // EscapeMarkdownText, a JSON string of ToPrettyJson); values shorter than kMinSecretLength
+  // and surrounding whitespace (a token file's newline) are ignored.
   void Add(std::string_view secret);
   // Adds the value of every secret-named variable (IsSecretEnvName) of `env`.
   void AddEnvVars(const StringMap& env);
