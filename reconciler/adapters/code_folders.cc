@@ -219,7 +219,13 @@ core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::st
 CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
   // The working tree's folder holds no symlink: ResolveCodeOnDisk made such a spec invalid.
   if (!spec.code().ref) {
-    return spec::DirectoryConfigReader((fs::path(repo_dir) / spec.code().folder).string());
+    spec::ConfigReader read =
+        spec::DirectoryConfigReader((fs::path(repo_dir) / spec.code().folder).string(), repo_dir);
+    return [read](const std::string& path) -> std::optional<std::string> {
+      core::Result<std::string> text = read(path);
+      if (!text) return std::nullopt;
+      return std::move(*text);
+    };
   }
   auto repo = std::make_shared<git::Repository>(OpenCheckout(repo_dir));
   const std::optional<git_oid> tree_oid = git::ParseOid(spec.code().tree_id);

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "reconciler/core/render.h"
+
 namespace rg::adapters {
 namespace {
 
@@ -36,6 +38,25 @@ std::string HostOf(std::string_view authority_and_path) {
   return std::string(authority.substr(0, authority.find(':')));
 }
 
+// User info would carry a password wherever the address goes (a log line, a record, a host
+// lookup); a query or a fragment would turn the paths the client appends into something else.
+// The refusal shows the address without its credentials.
+core::Status CheckAuthorityAndPath(const std::string& address, std::string_view rest,
+                                   const std::string& source) {
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (authority.find('@') != std::string_view::npos) {
+    return core::Error::InvalidInput(
+        source + ": the address '" + core::StripUrlCredentials(address) +
+        "' holds credentials (user:password@); give the Ray token with --ray-token-file (or "
+        "RAY_AUTH_TOKEN) and a proxy's credentials with --ray-header (or RAY_JOB_HEADERS)");
+  }
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    return core::Error::InvalidInput(source + ": a Ray address has no query or fragment: '" +
+                                     address + "'");
+  }
+  return core::OkStatus();
+}
+
 // Turns what a person or Ray's tooling writes into the Jobs API base URL, or explains why not.
 core::Result<std::string> NormalizeAddress(std::string address, const std::string& source) {
   while (!address.empty() && address.back() == '/') address.pop_back();
@@ -54,6 +75,7 @@ core::Result<std::string> NormalizeAddress(std::string address, const std::strin
   std::string scheme = address.substr(0, scheme_end);
   std::string rest = address.substr(scheme_end + 3);
   if (rest.empty()) return core::Error::InvalidInput(source + ": no host in '" + address + "'");
+  if (core::Status st = CheckAuthorityAndPath(address, rest, source); !st) return st.error();
   if (scheme == "ray") {
     // A Ray Client address (ray://head:10001) names the head, whose Jobs API is the dashboard.
     return "http://" + HostOf(rest) + ":" + std::string(kDashboardPort);
@@ -118,18 +140,20 @@ core::Result<RayClientOptions> ResolveRayClientOptions(const RayClientFlags& fla
   struct Candidate {
     std::string value;
     std::string source;
+    AddressSource kind;
   };
   const std::array<Candidate, 4> candidates = {{
-      {Trim(flags.address), "--ray-address"},
-      {Env("RAY_API_SERVER_ADDRESS"), "RAY_API_SERVER_ADDRESS"},
-      {Env("RAY_ADDRESS"), "RAY_ADDRESS"},
-      {Trim(flags.fallback_address), "the cluster file's address"},
+      {Trim(flags.address), "--ray-address", AddressSource::kFlag},
+      {Env("RAY_API_SERVER_ADDRESS"), "RAY_API_SERVER_ADDRESS", AddressSource::kEnvironment},
+      {Env("RAY_ADDRESS"), "RAY_ADDRESS", AddressSource::kEnvironment},
+      {Trim(flags.fallback_address), "the cluster file's address", AddressSource::kFallback},
   }};
   for (const Candidate& c : candidates) {
     if (c.value.empty()) continue;
     auto normalized = NormalizeAddress(c.value, c.source);
     if (!normalized) return normalized.error();
     options.address = std::move(*normalized);
+    options.address_source = c.kind;
     break;
   }
 

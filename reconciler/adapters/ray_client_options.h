@@ -10,11 +10,22 @@
 #include <vector>
 
 #include "reconciler/core/result.h"
+#include "reconciler/ports/clock.h"
 
 namespace rg::adapters {
 
+// Where a resolved address came from. Only the operator's sources (the flag, the environment)
+// and a cluster file the caller trusts may receive credentials (cli/ray_client_flags.h).
+enum class AddressSource {
+  kNone,         // no address
+  kFlag,         // --ray-address
+  kEnvironment,  // RAY_API_SERVER_ADDRESS or RAY_ADDRESS
+  kFallback,     // RayClientFlags::fallback_address (a cluster file's)
+};
+
 struct RayClientOptions {
-  std::string address;                         // e.g. http://127.0.0.1:8265 (no trailing slash)
+  std::string address;  // e.g. http://127.0.0.1:8265 (no trailing slash)
+  AddressSource address_source = AddressSource::kNone;
   std::optional<std::string> token;            // sent as Authorization and X-Ray-Authorization
   std::map<std::string, std::string> headers;  // extra headers for every request
   std::string ca_file;                         // for https://
@@ -31,6 +42,13 @@ struct RayClientOptions {
   int max_attempts = 4;  // for idempotent calls (GET, stop, delete)
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{5000};
+
+  // Whether requests carry a secret: the token, or any extra header (a proxy's key or cookie).
+  bool HasCredentials() const { return token.has_value() || !headers.empty(); }
+
+  // The caller's clock, read when an answer with a Date header arrives (HeadClockOffsetMs,
+  // HeadNowMs); null: the system's. Not owned.
+  ports::Clock* clock = nullptr;
 };
 
 // Inputs to resolution; empty means "not given".
@@ -44,7 +62,8 @@ struct RayClientFlags {
 };
 
 // Address: --ray-address, then RAY_API_SERVER_ADDRESS, then RAY_ADDRESS, then the fallback
-// ("ray://" or bare "host:port" addresses are turned into http://host:8265 / http://host:port).
+// ("ray://" or bare "host:port" addresses are turned into http://host:8265 / http://host:port);
+// an address holding credentials (user:password@), a query or a fragment is refused.
 // Token: --ray-token-file, then RAY_AUTH_TOKEN. Headers: --ray-header, then RAY_JOB_HEADERS
 // (a JSON object). Errors (kInvalidInput) name the flag or variable at fault.
 core::Result<RayClientOptions> ResolveRayClientOptions(const RayClientFlags& flags);

@@ -14,6 +14,8 @@
 
 #include "reconciler/adapters/log_tail_stream.h"
 #include "reconciler/adapters/ray_http_rules.h"
+#include "reconciler/core/adoption.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::adapters {
 namespace {
@@ -185,6 +187,18 @@ class RayHttpJobServer::Impl {
     return version;
   }
 
+  // True when `job` is what `body` submits: the same id, entrypoint, runtime_env and labels.
+  static bool IsBodySent(const core::RayJob& job, const core::Value& body) {
+    if (!core::RenderMismatch(job, body).empty()) return false;
+    const core::Value* metadata = body.Find("metadata");
+    if (metadata == nullptr || !metadata->is_object()) return job.metadata.empty();
+    if (job.metadata.size() != metadata->as_object().size()) return false;
+    return std::ranges::all_of(job.metadata, [metadata](const auto& label) {
+      const core::Value* v = metadata->Find(label.first);
+      return v != nullptr && v->is_string() && v->as_string() == label.second;
+    });
+  }
+
   core::Result<std::string> Submit(const core::Value& body) {
     if (!ray_version_) {
       auto v = Version();
@@ -215,7 +229,13 @@ class RayHttpJobServer::Impl {
     // happened from the id, never by sending it again.
     if (!failure.IsTransient() || submission_id.empty()) return failure;
     auto existing = Get(submission_id);
-    if (existing) return submission_id;
+    if (existing && IsBodySent(*existing, gated)) return submission_id;
+    if (existing) {
+      // Someone else's job under the id (planted, or another daemon's): the caller reads it
+      // back and decides, as for Ray's own duplicate-id answer.
+      return core::Error::Conflict(failure.message() + "; job " + submission_id +
+                                   " already exists, and it is not what this request sent");
+    }
     if (existing.error().IsNotFound()) {
       return core::Error::Transient(failure.message() + "; job " + submission_id +
                                     " does not exist, submit again on the next pass");
@@ -257,6 +277,16 @@ class RayHttpJobServer::Impl {
   uint64_t ListedDigest(const std::vector<core::RayJob>& jobs, const core::SipHasher::Key& key) {
     if (last_digest_ && last_digest_->first == key) return last_digest_->second;
     return core::DigestJobs(jobs, key);  // never equal to a body's digest: a full pass next
+  }
+
+  std::optional<int64_t> HeadClockOffsetMs() const {
+    if (!head_date_) return std::nullopt;
+    return head_date_->date_ms - head_date_->received_wall_ms;
+  }
+
+  std::optional<int64_t> HeadNowMs() const {
+    if (!head_date_) return std::nullopt;
+    return head_date_->date_ms + (MonotonicUs() - head_date_->received_us) / 1000;
   }
 
   core::Result<bool> Stop(std::string_view id) {
@@ -362,7 +392,7 @@ class RayHttpJobServer::Impl {
   }
 
   Exchange SendThroughTransport(const std::string& method, const std::string& path,
-                                std::string_view body, ray_http::BodyStream* stream) const {
+                                std::string_view body, ray_http::BodyStream* stream) {
     RayHttpRequest request{method, split_.prefix + path, std::string(body), {}};
     if (method == "POST") {
       request.headers["Content-Type"] = kJsonType;
@@ -372,6 +402,11 @@ class RayHttpJobServer::Impl {
     }
     for (const auto& [name, value] : RequestHeaders()) request.headers[name] = value;
     RayHttpAnswer answer = transport_(request);
+    if (IsSuccess(answer.status)) {
+      for (const auto& [name, value] : answer.headers) {
+        if (EqualsIgnoreCase(name, "Date")) NoteDate(value);
+      }
+    }
     Exchange ex;
     ex.status = answer.status;
     ex.body = std::move(answer.body);
@@ -389,16 +424,40 @@ class RayHttpJobServer::Impl {
 
   static bool IsSuccess(int status) { return status >= 200 && status < 300; }
 
+  // The head's clock from an answer's Date header (ports::JobServer::HeadClockOffsetMs): read
+  // now, as the answer's head has just arrived, so that the offset is a lower bound.
+  void NoteDate(std::string_view value) {
+    const size_t begin = value.find_first_not_of(" \t");
+    if (begin == std::string_view::npos) return;
+    value = value.substr(begin, value.find_last_not_of(" \t") + 1 - begin);
+    const std::optional<int64_t> date_ms = core::ParseHttpDate(value);
+    if (!date_ms) return;
+    const int64_t wall_ms = options_.clock != nullptr
+                                ? options_.clock->NowMs()
+                                : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+    head_date_ = HeadDate{*date_ms, wall_ms, MonotonicUs()};
+  }
+
+  int64_t MonotonicUs() const {
+    if (options_.clock != nullptr) return options_.clock->MonotonicUs();
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               SteadyClock::now().time_since_epoch())
+        .count();
+  }
+
   // A GET whose 2xx body goes to `stream` as it arrives, when there is one. Any other body is
   // gathered here, reserved at its announced length: grown by doubling, a body of 50 MB took
   // 64 MB, and was copied on every doubling.
-  static httplib::Result GetBody(httplib::Client& client, const std::string& full_path,
-                                 const httplib::Headers& headers, ray_http::BodyStream* stream) {
+  httplib::Result GetBody(httplib::Client& client, const std::string& full_path,
+                          const httplib::Headers& headers, ray_http::BodyStream* stream) {
     std::string received;
     bool streaming = false;
     httplib::Result res = client.Get(
         full_path, headers,
         [&](const httplib::Response& head) {
+          if (IsSuccess(head.status)) NoteDate(head.get_header_value("Date"));
           streaming = stream != nullptr && IsSuccess(head.status);
           if (streaming) {
             stream->Begin();
@@ -438,6 +497,9 @@ class RayHttpJobServer::Impl {
     client.set_read_timeout(read_timeout);
     client.set_write_timeout(read_timeout);
     client.set_keep_alive(false);
+    // The token and headers go only to the address the operator chose: a redirect to another
+    // host would carry them there, so none is followed (a 3xx is an error like any other).
+    client.set_follow_location(false);
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
     if (!options_.ca_file.empty()) client.set_ca_cert_path(options_.ca_file);
     if (options_.insecure) client.enable_server_certificate_verification(false);
@@ -475,6 +537,8 @@ class RayHttpJobServer::Impl {
       ex.cut = std::move(cut);
       return ex;
     }
+    // A GET's Date was read as its head arrived (GetBody).
+    if (method != "GET" && IsSuccess(res->status)) NoteDate(res->get_header_value("Date"));
     ex.status = res->status;
     ex.body = std::move(res->body);
     return ex;
@@ -532,6 +596,13 @@ class RayHttpJobServer::Impl {
   std::optional<core::SipHasher::Key> digest_key_;  // DigestListsWith
   // The key and digest of the last List's body.
   std::optional<std::pair<core::SipHasher::Key, uint64_t>> last_digest_;
+  // The last Date read, and when it arrived on the caller's wall and monotonic clocks.
+  struct HeadDate {
+    int64_t date_ms = 0;
+    int64_t received_wall_ms = 0;
+    int64_t received_us = 0;
+  };
+  std::optional<HeadDate> head_date_;
 };
 
 void AbandonRayCalls() { CallRegistry::Get().AbandonAll(); }
@@ -566,6 +637,8 @@ uint64_t RayHttpJobServer::ListedDigest(const std::vector<core::RayJob>& jobs,
                                         const core::SipHasher::Key& key) {
   return impl_->ListedDigest(jobs, key);
 }
+std::optional<int64_t> RayHttpJobServer::HeadClockOffsetMs() { return impl_->HeadClockOffsetMs(); }
+std::optional<int64_t> RayHttpJobServer::HeadNowMs() { return impl_->HeadNowMs(); }
 core::Result<bool> RayHttpJobServer::Stop(std::string_view id) { return impl_->Stop(id); }
 core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_->Delete(id); }
 core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }

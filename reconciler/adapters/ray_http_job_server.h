@@ -35,6 +35,7 @@ struct RayHttpAnswer {
   int status = 0;
   std::string body;
   std::string failure;
+  std::map<std::string, std::string> headers;  // as sent; names in any case
 };
 using RayHttpTransport = std::function<RayHttpAnswer(const RayHttpRequest&)>;
 
@@ -65,6 +66,11 @@ class RayHttpJobServer : public ports::JobServer {
   core::Result<uint64_t> ListDigest(const core::SipHasher::Key& key) override;
   uint64_t ListedDigest(const std::vector<core::RayJob>& jobs,
                         const core::SipHasher::Key& key) override;
+  // From the Date header of every 2xx answer (an error may be a proxy's, on its clock), read
+  // as soon as the answer's head has arrived, against RayClientOptions::clock (its wall time
+  // for the offset, its monotonic time for HeadNowMs).
+  std::optional<int64_t> HeadClockOffsetMs() override;
+  std::optional<int64_t> HeadNowMs() override;
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;

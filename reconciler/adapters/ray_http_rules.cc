@@ -8,6 +8,7 @@
 #include <deque>
 #include <istream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -98,6 +99,38 @@ core::Result<core::RayJob> JobFromJson(const json& obj) {
   if (job.start_time_ms == 0) job.start_time_ms.reset();
   if (job.end_time_ms == 0) job.end_time_ms.reset();
   return job;
+}
+
+// A JSON value as core::Value: integers that fit int64 as integers, other numbers as doubles.
+core::Value ValueFromJson(const json& v) {
+  switch (v.type()) {
+    case json::value_t::boolean:
+      return {v.get<bool>()};
+    case json::value_t::number_integer:
+      return {v.get<int64_t>()};
+    case json::value_t::number_unsigned:
+      if (v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return {static_cast<int64_t>(v.get<uint64_t>())};
+      }
+      return {static_cast<double>(v.get<uint64_t>())};
+    case json::value_t::number_float:
+      return {v.get<double>()};
+    case json::value_t::string:
+      return {v.get<std::string>()};
+    case json::value_t::array: {
+      core::Value::Array out;
+      out.reserve(v.size());
+      for (const json& item : v) out.push_back(ValueFromJson(item));
+      return {std::move(out)};
+    }
+    case json::value_t::object: {
+      core::Value::Object out;
+      for (const auto& [key, item] : v.items()) out.insert_or_assign(key, ValueFromJson(item));
+      return {std::move(out)};
+    }
+    default:
+      return {};
+  }
 }
 
 core::Result<json> ParseJson(std::string_view text, const char* what) {
@@ -508,7 +541,13 @@ core::Error ClassifyHttpError(std::string_view method, std::string_view path, in
 core::Result<core::RayJob> ParseJobDetails(std::string_view text) {
   auto parsed = ParseJson(text, "job details");
   if (!parsed) return parsed.error();
-  return JobFromJson(*parsed);
+  core::Result<core::RayJob> job = JobFromJson(*parsed);
+  // One job read on its own: its runtime_env too, which a check before adoption compares
+  // (core/adoption.h). A list leaves it out (ray_http_rules.h).
+  if (job.ok()) {
+    if (const json* env = Field(*parsed, "runtime_env")) job->runtime_env.set(ValueFromJson(*env));
+  }
+  return job;
 }
 
 core::Result<std::vector<core::RayJob>> ParseJobList(std::string_view text) {

@@ -50,7 +50,8 @@ bool IsPackageName(std::string_view name);
 bool IsDuplicateSubmissionBody(std::string_view body);
 
 // Reads one job-details object (every key may be null or missing). kFatal if `text` is not a
-// JSON object or a present key has the wrong type.
+// JSON object or a present key has the wrong type. Its runtime_env is kept (RayJob::runtime_env);
+// the list readers below leave it out.
 core::Result<core::RayJob> ParseJobDetails(std::string_view text);
 // Reads the JSON array GET /api/jobs/ answers, job by job as the text is read, without a
 // tree of the whole answer. Each element reads as ParseJobDetails reads it; the first element

@@ -61,7 +61,8 @@ std::string RepoRelativeSpecPath(const std::string& given) {
 core::Result<adapters::RayClientOptions> ResolveOptions(const GlobalOptions& global,
                                                         const std::string& fallback_address) {
   return ResolveRayFromGlobal(global, fallback_address,
-                              "pass --config with a cluster file that has an address");
+                              "pass --config with a cluster file that has an address",
+                              AddressTrust::kOperator);
 }
 
 // --- submit ---

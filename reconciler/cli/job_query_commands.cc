@@ -59,7 +59,8 @@ core::Result<Connection> Connect(const GlobalOptions& global, const std::string&
   core::Result<std::string> fallback = AddressFromConfig(config_path);
   if (!fallback.ok()) return fallback.error();
   core::Result<adapters::RayClientOptions> options = ResolveRayFromGlobal(
-      global, *fallback, "pass --config with a cluster file that has an address");
+      global, *fallback, "pass --config with a cluster file that has an address",
+      AddressTrust::kOperator);
   if (!options.ok()) return options.error();
   // What these commands print goes through the one redaction step (RedactForOutput).
   AddLogSecrets(ProcessSecrets(*options, nullptr));

@@ -48,6 +48,8 @@ std::string RedactForOutput(std::string_view text) {
 
 void ConfigureLogging(const GlobalOptions& global) {
   g_json_logs = global.log_format == "json";
+  // Configured again in one process (commands run in process by tests), the logger is replaced.
+  spdlog::drop("ray-gitops");
   auto logger = spdlog::stderr_logger_mt("ray-gitops");
   logger->set_level(spdlog::level::from_str(global.log_level));
   if (g_json_logs) {

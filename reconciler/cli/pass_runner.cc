@@ -32,8 +32,10 @@ std::string ReadWholeFile(const std::string& path) {
 }  // namespace
 
 core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
-                                                    const std::string& fallback_address) {
-  return ResolveRayFromGlobal(global, fallback_address, "put an address in the cluster file");
+                                                    const std::string& fallback_address,
+                                                    AddressTrust fallback_trust) {
+  return ResolveRayFromGlobal(global, fallback_address, "put an address in the cluster file",
+                              fallback_trust);
 }
 
 std::unique_ptr<adapters::ArtifactWriter> MakeArtifactWriter(bool no_artifacts,
@@ -90,7 +92,8 @@ std::unique_ptr<PrefetchedListServer> StartEarlyListing(const GlobalOptions& glo
                                                         const engine::ReconcileOptions& options,
                                                         const PassWiring& wiring) {
   if (!options.overlap_reads || wiring.decorate || options.digest_key) return nullptr;
-  core::Result<adapters::RayClientOptions> known = ResolveRay(global, "");
+  core::Result<adapters::RayClientOptions> known =
+      ResolveRay(global, "", AddressTrust::kOperator);  // the flags and the environment only
   if (!known.ok()) return nullptr;  // the pass resolves it again and reports what is wrong
   if (wiring.ray_call_attempts > 0) known->max_attempts = wiring.ray_call_attempts;
   const std::string address = known->address;
@@ -166,7 +169,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   ports::DesiredSnapshot& loaded_snapshot = *loaded;
   const auto& cluster = loaded_snapshot.state.cluster;
   core::Result<adapters::RayClientOptions> ray =
-      ResolveRay(global, cluster ? cluster->address : std::string());
+      ResolveRay(global, cluster ? cluster->address : std::string(), wiring.cluster_address);
   adapters::RayClientOptions ray_options;
   if (ray.ok()) {
     ray_options = std::move(*ray);
@@ -196,6 +199,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   deps.artifacts = sink.get();
   deps.after_reads = wiring.drop_git_caches;
   deps.after_load = wiring.drop_git_caches;
+  deps.known_packages = wiring.known_packages;
   run.result = engine::RunReconcilePass(deps, options);
   run.make_server = make_server;
   // A pass that loaded again planned from a newer commit: show that one.
@@ -216,7 +220,8 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
     say("no index of a full pass at rest, or a dry run");
     return none;
   }
-  core::Result<adapters::RayClientOptions> ray = ResolveRay(global, index.cluster->address);
+  core::Result<adapters::RayClientOptions> ray =
+      ResolveRay(global, index.cluster->address, wiring.cluster_address);
   if (!ray.ok()) {
     say("no Ray address");  // the full pass reports it
     return none;
@@ -241,6 +246,7 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
   deps.server = server.get();
   deps.server_factory = make_server;
   deps.store = store;
+  deps.known_packages = wiring.known_packages;
   std::optional<engine::PassResult> result =
       engine::NarrowPass(index, deps, options, artifacts, why_not);
   if (!result) return none;
@@ -342,6 +348,12 @@ void LogPass(const engine::PassResult& result) {
     if (w.kind == engine::kWarnDriverLog || w.kind == engine::kWarnGcFinished) {
       LogEvent("warn", w.message);
     }
+  }
+}
+
+void LogClockSkew(const engine::PassResult& result) {
+  for (const engine::Warning& w : result.warnings) {
+    if (w.kind == engine::kWarnClockSkew) LogEvent("warn", w.message);
   }
 }
 

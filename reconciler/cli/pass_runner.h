@@ -10,6 +10,7 @@
 #include "reconciler/adapters/artifact_writer.h"
 #include "reconciler/adapters/ray_client_options.h"
 #include "reconciler/cli/global_options.h"
+#include "reconciler/cli/ray_client_flags.h"
 #include "reconciler/cli/repo_options.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/result.h"
@@ -60,9 +61,11 @@ class LoadedSnapshotSource : public ports::DesiredStateSource {
 };
 
 // Ray client options from the global flags and the environment, with `fallback_address`
-// (cluster.yaml's) last. kInvalidInput when no address results.
+// (cluster.yaml's) last, trusted as `fallback_trust` says. kInvalidInput when no address
+// results, or when credentials would go to an address under review.
 core::Result<adapters::RayClientOptions> ResolveRay(const GlobalOptions& global,
-                                                    const std::string& fallback_address);
+                                                    const std::string& fallback_address,
+                                                    AddressTrust fallback_trust);
 
 // The one place artifacts are set up (`sync`, the daemon and `submit`): a writer under
 // `artifacts_root`, else under the cluster's shared_root when it is a directory on this
@@ -114,6 +117,14 @@ struct PassWiring {
   // engine::ReconcileDeps::after_load and after_reads of a full pass: lets go of libgit2's
   // caches. Empty: nothing.
   std::function<void()> drop_git_caches;
+  // `plan`: the commit is under review (a pull request's, perhaps from a fork), so the Ray
+  // token and headers never go to its cluster.yaml address; `sync` and the daemon apply what
+  // they read, and trust it.
+  AddressTrust cluster_address = AddressTrust::kOperator;
+
+  // The code packages known to be ours across passes (engine::ReconcileDeps::known_packages);
+  // null: each pass knows its own.
+  engine::KnownPackages* known_packages = nullptr;
 };
 
 // RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live
@@ -138,5 +149,9 @@ core::Redactor ProcessSecrets(const adapters::RayClientOptions& ray, const RepoO
 
 // Logs what a pass did: one line per action and per failure, the diagnostics, the guard.
 void LogPass(const engine::PassResult& result);
+
+// Logs the pass's clock skew warning, if it has one (`plan` and `sync`; the daemon shows it on
+// /readyz, its page and rg_warnings instead of in every pass's log).
+void LogClockSkew(const engine::PassResult& result);
 
 }  // namespace rg::cli

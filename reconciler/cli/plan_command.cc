@@ -1,5 +1,7 @@
 // `ray-gitops plan`: what a sync of the commit would do to the live cluster. Reads the
 // ledger, never writes, never submits. Exit 0 nothing to do, 2 changes pending, 1 error.
+// The commit is under review (a pull request's, perhaps from a fork): its cluster.yaml address
+// never gets the Ray token or headers (docs/hooks.md, "Pull requests from others").
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -40,8 +42,10 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
     LogEvent("error", handles.error().ToString());
     return kPlanError;
   }
-  core::Result<PassRun> run = RunPassOnRepo(global, flags.repo, *handles->source,
-                                            handles->store.get(), options, PassWiring{});
+  PassWiring wiring;
+  wiring.cluster_address = AddressTrust::kUnderReview;
+  core::Result<PassRun> run =
+      RunPassOnRepo(global, flags.repo, *handles->source, handles->store.get(), options, wiring);
   // What the pass built is freed by the process's exit, not object by object here.
   const AtScopeEnd leave([&]() {
     LeaveToExit(std::move(run));
@@ -53,6 +57,7 @@ int RunPlan(const GlobalOptions& global, const PlanFlags& flags) {
   }
   const engine::PassResult& r = run->result;
   for (const core::Error& e : r.errors) LogEvent("error", e.ToString());
+  LogClockSkew(r);
   if (!r.planned) {
     ReportDiagnostics(r.diagnostics);
     return kPlanError;
@@ -92,7 +97,9 @@ void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) 
   CLI::App* cmd =
       app.add_subcommand("plan",
                          "compare a commit with the live cluster: submit/stop/keep per job (exit 0 "
-                         "nothing to do, 2 changes pending, 1 error)");
+                         "nothing to do, 2 changes pending, 1 error). The Ray token and headers go "
+                         "only to --ray-address or RAY_ADDRESS, never to the commit's cluster.yaml "
+                         "address");
   AddRepoOptions(cmd, &flags->repo, /*with_ref=*/true, /*with_artifacts=*/false);
   AddPreviousRepoOption(cmd, &flags->repo);
   cmd->add_option("-o,--format", flags->format, "text, markdown or json")

@@ -45,6 +45,10 @@ uint64_t PrefetchedListServer::ListedDigest(const std::vector<core::RayJob>& job
                                             const core::SipHasher::Key& key) {
   return Settled().ListedDigest(jobs, key);
 }
+std::optional<int64_t> PrefetchedListServer::HeadClockOffsetMs() {
+  return Settled().HeadClockOffsetMs();
+}
+std::optional<int64_t> PrefetchedListServer::HeadNowMs() { return Settled().HeadNowMs(); }
 core::Result<bool> PrefetchedListServer::Stop(std::string_view id) { return Settled().Stop(id); }
 core::Result<bool> PrefetchedListServer::Delete(std::string_view id) {
   return Settled().Delete(id);

@@ -40,6 +40,8 @@ class PrefetchedListServer : public ports::JobServer {
   core::Result<uint64_t> ListDigest(const core::SipHasher::Key& key) override;
   uint64_t ListedDigest(const std::vector<core::RayJob>& jobs,
                         const core::SipHasher::Key& key) override;
+  std::optional<int64_t> HeadClockOffsetMs() override;
+  std::optional<int64_t> HeadNowMs() override;
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;

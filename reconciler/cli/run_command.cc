@@ -338,6 +338,8 @@ struct DaemonPassState {
   // thread's arena has pages to give back (LoopOptions::after_pass). A pass that failed before
   // it started leaves nothing behind.
   std::atomic<bool> trim_due{false};
+  // The code packages this daemon uploaded or found in its ledger: ours, whatever pass asks.
+  engine::KnownPackages known_packages;
   PassThread thread;  // where every pass runs (pass_thread.h)
 };
 
@@ -526,6 +528,7 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     wiring.decorate = decorate;
     wiring.ray_call_attempts = 1;
     wiring.drop_git_caches = [&repo]() { DropGitCaches(repo); };
+    wiring.known_packages = &state->known_packages;
     if (std::optional<engine::PassResult> narrow =
             NarrowPass(global, flags, source, store, options, wiring, *state)) {
       accounting.Record();

@@ -36,6 +36,7 @@ int RunSync(const GlobalOptions& global, const SyncFlags& flags) {
   }
   const engine::PassResult& r = run->result;
   LogPass(r);
+  LogClockSkew(r);
   if (r.planned) {
     core::PlanView view;
     view.plan = &r.plan;

@@ -3,10 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <tuple>
 #include <vector>
@@ -129,26 +131,67 @@ std::string CodePathConfigDir(const core::JobSpec& job, const core::DesiredState
   return ec ? "" : dir.string();
 }
 
+// The repository when `dir` lies inside it as written (a folder under review, whose reader
+// must not leave the repository either); else empty.
+std::string RepositoryAround(const std::string& dir, const std::string& repo) {
+  std::error_code ec;
+  const fs::path folder = fs::absolute(dir, ec).lexically_normal();
+  const fs::path root = fs::absolute(repo, ec).lexically_normal();
+  const fs::path relative = folder.lexically_relative(root);
+  return !relative.empty() && *relative.begin() != ".." ? repo : "";
+}
+
+// verl's config of a spec's code folder: verl/trainer/config in the working tree (read no
+// further than that folder), or in code_ref's tree.
+spec::ConfigReader CodeConfigReader(const core::JobSpec& job, const ValidateOptions& options) {
+  static constexpr std::string_view kConfig = "verl/trainer/config";
+  if (!job.code().ref) {
+    const fs::path dir = fs::path(options.repo) / job.code().folder / kConfig;
+    return spec::DirectoryConfigReader(dir.string(), options.repo);
+  }
+  adapters::CodeFileReader code = adapters::CodeFileReaderOnDisk(job, options.repo);
+  return [code](const std::string& path) -> core::Result<std::string> {
+    std::optional<std::string> text = code(std::string(kConfig) + "/" + path);
+    if (!text) return core::Error::NotFound(path);
+    return std::move(*text);
+  };
+}
+
+// Where a spec's verl config is read from: a name for the folder (specs that share it share
+// its parsed files and compositions) and its reader.
+struct VerlConfigSource {
+  std::string folder;
+  spec::ConfigReader read;
+};
+
 // verl's config for this spec: --verl-config; else, for a spec with `code`, the config of the
 // verl that folder holds (verl/trainer/config, from the working tree or from code_ref's tree),
-// when it holds one; else <code_path>/verl/trainer/config when readable; else none.
-std::optional<spec::ConfigReader> VerlConfigReader(const core::JobSpec& job,
-                                                   const core::DesiredState& state,
-                                                   const ValidateOptions& options) {
-  if (!options.verl_config.empty()) return spec::DirectoryConfigReader(options.verl_config);
+// when it holds one; else <code_path>/verl/trainer/config when readable; else none. A folder
+// inside the repository is read no further than the repository.
+std::optional<VerlConfigSource> VerlConfig(const core::JobSpec& job,
+                                           const core::DesiredState& state,
+                                           const ValidateOptions& options) {
+  if (!options.verl_config.empty()) {
+    return VerlConfigSource{
+        "--verl-config",
+        spec::DirectoryConfigReader(options.verl_config,
+                                    RepositoryAround(options.verl_config, options.repo))};
+  }
   if (job.has_code()) {
     if (job.code().tree_id.empty()) return std::nullopt;  // not resolved: its error is reported
-    adapters::CodeFileReader code = adapters::CodeFileReaderOnDisk(job, options.repo);
-    spec::ConfigReader reader = [code](const std::string& path) {
-      return code("verl/trainer/config/" + path);
-    };
+    spec::ConfigReader reader = CodeConfigReader(job, options);
     const std::string top = std::string(spec::VerlConfigName(job.workload)) + ".yaml";
-    if (!reader(top)) return std::nullopt;  // verl comes from elsewhere (the image)
-    return reader;
+    const core::Result<std::string> found = reader(top);
+    // Not there: verl comes from elsewhere (the image).
+    if (!found && found.error().IsNotFound()) return std::nullopt;
+    const std::string folder =
+        job.code().ref ? "tree " + job.code().tree_id : "code " + job.code().folder;
+    return VerlConfigSource{folder, std::move(reader)};
   }
   const std::string dir = CodePathConfigDir(job, state);
   if (dir.empty()) return std::nullopt;
-  return spec::DirectoryConfigReader(dir);
+  return VerlConfigSource{"dir " + dir,
+                          spec::DirectoryConfigReader(dir, RepositoryAround(dir, options.repo))};
 }
 
 std::string ReadText(const fs::path& path) {
@@ -169,12 +212,15 @@ std::vector<Reported> CheckVerlKeys(const core::DesiredState& state, const Selec
     return out;
   }
   const bool has_shared_root = state.cluster && state.cluster->shared_root.has_value();
+  std::map<std::string, std::unique_ptr<spec::ConfigFolder>> folders;
   for (const core::JobSpec& job : state.jobs) {
     if (!selection.Contains(job.path) || spec::VerlConfigName(job.workload).empty()) continue;
-    const std::optional<spec::ConfigReader> reader = VerlConfigReader(job, state, options);
-    if (!reader) continue;
+    std::optional<VerlConfigSource> source = VerlConfig(job, state, options);
+    if (!source) continue;
+    std::unique_ptr<spec::ConfigFolder>& folder = folders[source->folder];
+    if (!folder) folder = std::make_unique<spec::ConfigFolder>(std::move(source->read));
     const std::string text = ReadText(fs::path(options.repo) / job.path);
-    for (auto& problem : spec::CheckVerlKeys(job, text, has_shared_root, *reader)) {
+    for (auto& problem : spec::CheckVerlKeys(job, text, has_shared_root, *folder)) {
       failed.insert(job.path);
       out.push_back({std::move(problem.diagnostic), std::move(problem.field)});
     }

@@ -177,20 +177,42 @@ const std::string& CachedRepoIdentity(std::string_view url) {
 
 }  // namespace
 
-JobOwnership ClassifyJob(const RayJob& job, const Ownership& owner) {
+namespace {
+
+JobOwnership ClassifyByLabels(const RayJob& job, const Ownership& owner) {
   if (job.type == "DRIVER" || job.LabelView(kMetaManagedBy) != owner.instance) {
     return JobOwnership::kNotOurs;
   }
+  // Every run ray-gitops submits names its repository and its spec: a job that lacks either
+  // was not submitted by it (a job written by hand with a stray label), whatever else it says.
   const std::string_view recorded = job.LabelView(kMetaRepo);
-  // No repository known on either side: a run recorded before repositories were compared, or
-  // a caller that reads every run of its instance.
-  if (owner.repo.empty() || recorded.empty()) return JobOwnership::kOurs;
+  if (recorded.empty() || job.LabelView(kMetaSpecHash).empty()) return JobOwnership::kNotOurs;
+  // No repository known to the caller: one that reads every run of its instance.
+  if (owner.repo.empty()) return JobOwnership::kOurs;
   const std::string& identity = CachedRepoIdentity(recorded);
   if (identity == owner.repo || std::ranges::find(owner.aliases, identity) != owner.aliases.end()) {
     return JobOwnership::kOurs;
   }
   if (owner.previous.contains(identity)) return JobOwnership::kOursPrevious;
   return JobOwnership::kForeign;
+}
+
+}  // namespace
+
+JobOwnership ClassifyJob(const RayJob& job, const Ownership& owner) {
+  const JobOwnership by_labels = ClassifyByLabels(job, owner);
+  if (IsOurs(by_labels) && !owner.disowned.empty() && owner.disowned.contains(job.submission_id)) {
+    return JobOwnership::kDisowned;
+  }
+  return by_labels;
+}
+
+std::string DisownedMessage(std::string_view id, std::string_view what) {
+  return "submission id " + std::string(id) +
+         " is taken by a job that carries ray-gitops's labels but is not the run it renders (" +
+         std::string(what) +
+         "); not adopting, recording or stopping it (someone else submitted it: delete it from "
+         "Ray, or change the spec to get a new id)";
 }
 
 std::string RecordedRepoOf(const RayJob& job) {

@@ -1,8 +1,11 @@
 #pragma once
 // Whose a job in Ray is (docs/operations.md, "One cluster, several teams"): ours only when its
-// gitops.managed-by is our instance and its gitops.repo names our repository. A job of our instance
-// from another repository is foreign: never stopped, adopted or recorded, only reported, so two
-// teams on one shared cluster who both kept the default instance never stop each other's runs.
+// gitops.managed-by is our instance, its gitops.repo names our repository and it has a
+// gitops.spec-hash. A job of our instance from another repository is foreign: never stopped,
+// adopted or recorded, only reported, so two teams on one shared cluster who both kept the
+// default instance never stop each other's runs. Labels are a claim, not a proof: a job whose
+// labels claim a run of a current spec but that is not that run's render is disowned
+// (docs/reconcile.md, "Adoption").
 
 #include <map>
 #include <string>
@@ -40,16 +43,24 @@ struct Ownership {
   // --previous-repo: identity -> the URL as given (credentials stripped). Runs recorded
   // under it are ours, and `plan` says it adopts them.
   std::map<std::string, std::string, std::less<>> previous;
+  // Jobs whose labels say ours but which are not the run ray-gitops renders for the id they
+  // hold (a job planted under a predicted id, engine/adoption_check.h): submission id -> what
+  // differs, one line that names no secret value. They are never stopped, adopted, recorded
+  // or deleted, and a spec whose id one of them holds is a Conflict with that line.
+  std::map<std::string, std::string, std::less<>> disowned;
 
   // Adds a --previous-repo URL.
   void AddPrevious(std::string_view url);
 };
 
 enum class JobOwnership {
-  kOurs,          // our instance and repository (or an alias, or no gitops.repo label)
+  kOurs,          // our instance and repository (or an alias)
   kOursPrevious,  // our instance, recorded under a --previous-repo URL
   kForeign,       // our instance, another repository
-  kNotOurs,       // a driver, another instance, a one-off run, a job submitted by hand
+  // A driver, another instance, a one-off run, a job submitted by hand, and any job without
+  // both gitops.repo and gitops.spec-hash, whatever its other labels say.
+  kNotOurs,
+  kDisowned,  // labelled as ours, but in Ownership::disowned: not the run we render
 };
 
 JobOwnership ClassifyJob(const RayJob& job, const Ownership& owner);
@@ -57,6 +68,10 @@ JobOwnership ClassifyJob(const RayJob& job, const Ownership& owner);
 inline bool IsOurs(JobOwnership o) {
   return o == JobOwnership::kOurs || o == JobOwnership::kOursPrevious;
 }
+
+// Why a spec cannot use `id`: the disowned job that holds it (`what`: what differs, as
+// Ownership::disowned keeps it) and how to resolve it.
+std::string DisownedMessage(std::string_view id, std::string_view what);
 
 // The repository a job of ours or a foreign job was recorded under (its gitops.repo label),
 // or "an unnamed repository".

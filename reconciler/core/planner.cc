@@ -112,6 +112,7 @@ class Planner {
           plan_.foreign.push_back(job);
           break;
         case JobOwnership::kNotOurs:
+        case JobOwnership::kDisowned:
           plan_.unmanaged.push_back(job);
           break;
       }
@@ -301,6 +302,12 @@ class Planner {
     return it == ledger_.end() ? nullptr : it->second.FindAttempt(job.submission_id);
   }
 
+  // The head's time at the pass: Ray's times are compared with it (PlanPolicy::ray_now_ms).
+  int64_t RayNow() const { return policy_.ray_now_ms != 0 ? policy_.ray_now_ms : policy_.now_ms; }
+  // The daemon's time when the head's clock shows `ray_ms`, and the other way round.
+  int64_t DaemonTimeOf(int64_t ray_ms) const { return ray_ms - RayNow() + policy_.now_ms; }
+  int64_t RayTimeOf(int64_t daemon_ms) const { return daemon_ms - policy_.now_ms + RayNow(); }
+
   // When the stop already sent to this active run is not yet due again: the time it was sent.
   std::optional<int64_t> PendingStop(const std::string& name, const RayJob& job) const {
     const AttemptRecord* a = LedgerAttempt(name, job);
@@ -350,6 +357,10 @@ class Planner {
       *why = "submission id " + id + " is taken by a run of " + RecordedRepoOf(job) +
              ", another repository using instance " + policy_.owner.instance +
              " on this cluster; not taking it as ours (give each repository its own --instance)";
+      return false;
+    }
+    if (owner == JobOwnership::kDisowned) {
+      *why = DisownedMessage(id, policy_.owner.disowned.at(id));
       return false;
     }
     if (!IsOurs(owner)) {
@@ -691,12 +702,13 @@ class Planner {
   // An active run past the spec's deadline, counted from Ray's start_time (the submission:
   // time spent PENDING counts), is stopped and not retried. One not past it yet makes its due
   // time a time to plan again (Plan::recheck_at_ms). Without the pass's time, nothing.
+  // Ray's start_time is on the head's clock: the deadline is too (PlanPolicy::ray_now_ms).
   void CheckDeadline(const JobSpec& spec, int latest, const RayJob& job, JobPlan& jp) {
     const std::optional<int64_t> deadline = spec.lifecycle().deadline_ms;
     if (!deadline || !job.start_time_ms || policy_.now_ms == 0) return;
     const int64_t due = *job.start_time_ms + *deadline;
-    if (policy_.now_ms < due) {
-      if (!plan_.recheck_at_ms || due < *plan_.recheck_at_ms) plan_.recheck_at_ms = due;
+    if (RayNow() < due) {
+      NoteRecheck(DaemonTimeOf(due));
       return;
     }
     const std::string why = "deadline " + FormatDurationMs(*deadline) + " exceeded (submitted at " +
@@ -816,20 +828,22 @@ class Planner {
   // The slot before `slot_s`, when it got no run though an earlier slot of this version did
   // (so the spec existed then): skipped, recorded once the next slot has come. Slots before
   // it are never looked at: a daemon down for a day records one, and runs none of them.
-  static void NotePreviousSlotSkipped(const ScheduleFields& schedule, const ScheduledRuns& runs,
-                                      int64_t slot_s, JobPlan& jp) {
+  void NotePreviousSlotSkipped(const ScheduleFields& schedule, const ScheduledRuns& runs,
+                               int64_t slot_s, JobPlan& jp) const {
     const std::optional<int64_t> previous =
         LatestSlotAtOrBefore(schedule.cron, *schedule.zone, slot_s - 1);
     if (!previous) return;
     const std::string id = SlotIdSuffix(*previous);
     if (runs.slots.contains(id)) return;
     if (runs.slots.empty() || runs.slots.begin()->first > id) return;
-    // A run of an earlier slot still active, or ended after the previous slot: it held it back.
+    // A run of an earlier slot still active, or ended after the previous slot came (on the
+    // head's clock, as its end_time): it held it back.
+    const int64_t previous_on_head = RayTimeOf(*previous * 1000);
     const RayJob* blocking = nullptr;
     for (const auto& [s, at] : runs.slots) {
       if (s >= id) break;
       for (const auto& [k, job] : at.in_ray) {
-        if (IsActive(job->status) || job->end_time_ms.value_or(0) > *previous * 1000) {
+        if (IsActive(job->status) || job->end_time_ms.value_or(0) > previous_on_head) {
           blocking = job;
         }
       }

@@ -35,6 +35,13 @@ struct PlanPolicy {
   // kStopResendAfterMs ago that Ray has not carried out yet is not sent again (Stopping).
   // 0: unknown; a pending stop is then never resent.
   int64_t now_ms = 0;
+  // The Ray head's time at the pass (ms since the epoch), as the pass estimated it from the
+  // Date header of Ray's answers: never ahead of the head's clock. Ray's times (a run's
+  // start_time and end_time, on the head's clock) are compared with it, never with now_ms, so
+  // a daemon whose clock is ahead stops no run before its deadline has passed on the head.
+  // What the plan dates (a stop sent, recheck_at_ms) and a schedule's slots stay on the
+  // daemon's clock, as now_ms. 0: unknown; now_ms stands in.
+  int64_t ray_now_ms = 0;
   // Jobs whose status file could not be read, by name, with why: without their history a
   // finished run could be taken for a new one, so they are frozen like an invalid spec (no
   // submit, no stop; phase Invalid with this message).
@@ -138,7 +145,8 @@ struct Plan {
   std::string instance;  // the instance planned for, for the messages about foreign jobs
   // Runs recorded under a --previous-repo URL that this plan takes as ours: URL -> count.
   std::map<std::string, int, std::less<>> adopted_previous;
-  // The earliest wall-clock time (ms since the epoch) at which the same inputs would be
+  // The earliest wall-clock time (ms since the epoch, on the daemon's clock: a deadline due
+  // on the head's clock is moved by the skew of PlanPolicy) at which the same inputs would be
   // planned differently: an active run's `deadline` falling due, a scheduled job's next slot,
   // or the starting_deadline of a slot still waiting to start. nullopt: only a change of the
   // inputs changes the plan. The daemon's memo of a pass at rest holds until then

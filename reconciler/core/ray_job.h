@@ -8,8 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "reconciler/core/boxed.h"
 #include "reconciler/core/siphash.h"
 #include "reconciler/core/spec_model.h"
+#include "reconciler/core/value.h"
 
 namespace rg::core {
 
@@ -37,6 +39,10 @@ struct RayJob {
   StringMap metadata;
   std::optional<int64_t> driver_exit_code;
   std::optional<std::string> driver_node_id;
+  // The runtime_env Ray echoes, as submitted (null when none was): read by GET /api/jobs/<id>
+  // only, to check a job before adopting it (core/adoption.h). A listing leaves it empty, so
+  // that 50,000 listed jobs pay a pointer each; the list's digest does not cover it.
+  Boxed<Value> runtime_env;
 
   // The metadata value under `key`, or `fallback` when the job has none.
   std::string Label(std::string_view key, std::string_view fallback = {}) const {

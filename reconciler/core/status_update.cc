@@ -194,6 +194,10 @@ void MergeRayAttempts(StatusRecord& rec, const StatusInputs& in, const JobsByNam
   if (auto it = ours.find(rec.name); it != ours.end()) {
     for (const RayJob* job : it->second) {
       const bool known = rec.FindAttempt(job->submission_id) != nullptr;
+      if (!known && in.proven_runs != nullptr && !in.proven_runs->contains(job->submission_id) &&
+          !done.submitted.contains(job->submission_id)) {
+        continue;  // labels alone: not a run this pass can show is ours
+      }
       AttemptRecord& a = FindOrAddAttempt(rec, job->submission_id, AttemptLabel(*job).value_or(0));
       if (!known) a.spec_hash = job->Label(kMetaSpecHash);
       RefreshAttempt(a, *job);
@@ -280,7 +284,8 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
   // run submitted now or still to come, and for a job without a run.
   std::string run_commit = same_attempt ? rec.spec_commit : std::string();
   if (auto it = in.ray_jobs.find(jp.submission_id);
-      it != in.ray_jobs.end() && IsOurs(ClassifyJob(*it->second, in.owner))) {
+      it != in.ray_jobs.end() && IsOurs(ClassifyJob(*it->second, in.owner)) &&
+      (in.proven_runs == nullptr || rec.FindAttempt(jp.submission_id) != nullptr)) {
     SetRayFields(rec, *it->second);
     ray_message = it->second->message;
     // The plan said Pending for the run it submitted; Ray, listed again after the submits,

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,12 @@ struct StatusInputs {
   // read or unreadable. A PENDING run's message then says what its driver asks for that the
   // cluster lacks (ExplainPending); unread, a record keeps the explanation it had.
   std::optional<ClusterResources> cluster_resources;
+  // The jobs of ours the ledger did not know that the pass checked and found to be the runs it
+  // renders (engine/adoption_check.h). When set, a job in Ray that a record does not know joins
+  // its attempts (and gives the record Ray's fields) only if it is here or this pass submitted
+  // or adopted it: a job that carries our labels unchecked (planted after the listing) is never
+  // recorded. Null: every job of ours joins (callers that check nothing).
+  const std::set<std::string, std::less<>>* proven_runs = nullptr;
 };
 
 // The record every planned job should have now, by name, stamped with the ledger's owner

@@ -48,6 +48,8 @@ class InstrumentedJobServer : public ports::JobServer {
                         const core::SipHasher::Key& key) override {
     return inner_->ListedDigest(jobs, key);
   }
+  std::optional<int64_t> HeadClockOffsetMs() override { return inner_->HeadClockOffsetMs(); }
+  std::optional<int64_t> HeadNowMs() override { return inner_->HeadNowMs(); }
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;

@@ -14,8 +14,11 @@ namespace rg::engine {
 PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store) {
   PassIndex index;
   if (store == nullptr || !result.snapshot || !result.ledger) return index;
-  const bool foreign_only = std::ranges::all_of(
-      result.warnings, [](const Warning& w) { return w.kind == kWarnForeignJobs; });
+  // Foreign jobs and a skewed clock: warnings about the cluster, which a narrow pass keeps
+  // (and reads anew); any other names a file a narrow pass would not read.
+  const bool foreign_only = std::ranges::all_of(result.warnings, [](const Warning& w) {
+    return w.kind == kWarnForeignJobs || w.kind == kWarnClockSkew;
+  });
   if (!foreign_only) return index;
   index.memo = RememberPass(result, store);
   if (!index.valid()) return index;
@@ -210,6 +213,8 @@ std::optional<PassInputs> NarrowInputs(const PassIndex& index, const ReconcileDe
       WantedJobs(index, *wanted, deps, options, why);
   if (!observed) return std::nullopt;
   in.observed = std::move(*observed);
+  in.head_now_ms = deps.server->HeadNowMs();
+  in.head_clock_offset_ms = deps.server->HeadClockOffsetMs();
   SanitizeJobs(in.observed, result.redactor);
   if (!RunsFromNewerCommits(*deps.source, in).empty()) {
     why = "a run of a changed job comes from a newer commit";

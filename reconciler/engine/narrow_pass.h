@@ -43,7 +43,7 @@ struct PassIndex {
   // Spec hash -> names of removed jobs whose records (or attempts) have it.
   std::unordered_multimap<std::string, std::string> removed_by_hash;
   std::optional<core::RayConfig> cluster;  // the cluster file as the full pass read it
-  std::vector<Warning> warnings;           // the full pass's (foreign jobs only)
+  std::vector<Warning> warnings;           // the full pass's (foreign jobs, clock skew)
   core::Redactor redactor;                 // every secret the full pass knew
   // Some spec has `after`: a job's plan then depends on other jobs' (its upstreams'), which a
   // narrow view does not hold, so every pass is a full one.
@@ -56,7 +56,8 @@ struct PassIndex {
 };
 
 // The index of a full pass: valid when RememberPass gives a valid memo, the pass kept a
-// ledger (a store) and its snapshot, and its only warnings are about foreign jobs.
+// ledger (a store) and its snapshot, and its only warnings are about foreign jobs and the
+// head's clock.
 PassIndex IndexPass(const PassResult& result, const ports::StatusStore* store);
 
 // Called once a narrow pass has read the changed specs and before it plans, with what it

@@ -1,7 +1,10 @@
 #include "reconciler/engine/pass_memo.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
+
+#include "reconciler/engine/head_clock.h"
 
 namespace rg::engine {
 
@@ -36,6 +39,7 @@ PassMemo RememberPass(const PassResult& result, const ports::StatusStore* store)
   memo.spec_commit = result.spec_commit;
   memo.ray_digest = *result.ray_digest;
   memo.valid_until_ms = result.plan.recheck_at_ms;
+  memo.head_clock_offset_ms = result.head_clock_offset_ms;
   memo.valid = true;
   return memo;
 }
@@ -57,6 +61,11 @@ std::optional<PassResult> UnchangedPass(const PassMemo& memo, ports::DesiredStat
   }
   core::Result<uint64_t> digest = server.ListDigest(key);
   if (!digest.ok() || *digest != memo.ray_digest) return std::nullopt;
+  const std::optional<int64_t> offset = server.HeadClockOffsetMs();
+  if (offset.has_value() != memo.head_clock_offset_ms.has_value() ||
+      (offset && std::llabs(*offset - *memo.head_clock_offset_ms) > kClockSkewStepMs)) {
+    return std::nullopt;
+  }
   PassResult result;
   result.unchanged = true;
   result.spec_commit = memo.spec_commit;

@@ -36,6 +36,9 @@ struct PassMemo {
   // When the same inputs would be planned differently (a deadline falls due): the memo does
   // not hold from then on. nullopt: it holds until an input moves.
   std::optional<int64_t> valid_until_ms;
+  // The head's clock less the daemon's as the pass read it (engine/head_clock.h): a deadline
+  // due on the head's clock is in valid_until_ms on the daemon's, reckoned with it.
+  std::optional<int64_t> head_clock_offset_ms;
 };
 
 // True when `memo` is valid and, at wall-clock time `now_ms`, not past its valid_until_ms.
@@ -50,7 +53,9 @@ PassMemo RememberPass(const PassResult& result, const ports::StatusStore* store)
 
 // Reads the three inputs cheaply and compares them with `memo`: a PassResult marked
 // `unchanged` when all three are the same, nullopt when anything moved or could not be read
-// (the caller then runs a full pass, which reports any error as usual).
+// (the caller then runs a full pass, which reports any error as usual). A clock stepped since
+// (the head's less the daemon's, read with Ray's list, moved by more than kClockSkewStepMs)
+// moves an input too: the memo's time is the daemon's, reckoned with the old skew.
 // `now_ms`: the wall-clock time of the pass (MemoHolds).
 std::optional<PassResult> UnchangedPass(const PassMemo& memo, ports::DesiredStateSource& source,
                                         ports::StatusStore* store, ports::JobServer& server,

@@ -32,6 +32,10 @@ struct PassInputs {
   // only), and how many valid specs are desired besides them. Unset: a full pass.
   std::optional<NameSet> only;
   int desired_elsewhere = 0;
+  // The head's time and its clock less the daemon's, as read with `observed`
+  // (engine/head_clock.h).
+  std::optional<int64_t> head_now_ms;
+  std::optional<int64_t> head_clock_offset_ms;
 };
 
 // Whose runs are ours (docs/operations.md): the caller's instance and --previous-repo URLs,

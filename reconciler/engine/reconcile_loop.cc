@@ -13,9 +13,9 @@ namespace {
 
 // Every kind of engine/warning.h: rg_warnings has a series for each, 0 when none, so an alert
 // can rely on the series existing.
-constexpr std::array<std::string_view, 6> kWarningKinds = {kWarnInvalidCluster,   kWarnInvalidSpec,
-                                                           kWarnUnreadableStatus, kWarnForeignJobs,
-                                                           kWarnDriverLog,        kWarnGcFinished};
+constexpr std::array<std::string_view, 7> kWarningKinds = {
+    kWarnInvalidCluster, kWarnInvalidSpec, kWarnUnreadableStatus, kWarnForeignJobs,
+    kWarnDriverLog,      kWarnGcFinished,  kWarnClockSkew};
 
 std::string Seconds(int64_t us) { return std::to_string(us / 1'000'000) + " s"; }
 
@@ -41,7 +41,8 @@ void DeclareLoopMetrics(core::MetricsRegistry& m) {
   m.DeclareCounter("rg_triggers_total", "Requests for a pass, by source (timer, webhook, api).");
   m.DeclareGauge("rg_warnings",
                  "Warnings of the last completed pass by kind (invalid cluster file or spec, "
-                 "unreadable status file, foreign jobs); they do not make the daemon unready.");
+                 "unreadable status file, foreign jobs, driver log not kept, finished run not "
+                 "deleted, clock skew with the Ray head); they do not make the daemon unready.");
   m.DeclareGauge("rg_foreign_jobs",
                  "Jobs of this instance from another repository on the cluster, "
                  "as of the last pass that got as far as a plan; never touched, only reported.");

@@ -10,12 +10,15 @@
 #include <string_view>
 #include <utility>
 
+#include "reconciler/core/code_package.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/pending_reason.h"
 #include "reconciler/core/pipeline.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_update.h"
+#include "reconciler/engine/adoption_check.h"
 #include "reconciler/engine/finished_runs.h"
+#include "reconciler/engine/head_clock.h"
 #include "reconciler/engine/pass_memo.h"
 #include "reconciler/engine/pass_steps.h"
 #include "reconciler/engine/status_commit.h"
@@ -211,6 +214,8 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     return std::nullopt;
   }
   in.observed = std::move(*read.observed);
+  in.head_now_ms = deps.server->HeadNowMs();
+  in.head_clock_offset_ms = deps.server->HeadClockOffsetMs();
   if (options.digest_key) {
     result.ray_digest = deps.server->ListedDigest(in.observed, *options.digest_key);
   }
@@ -354,7 +359,7 @@ constexpr size_t kListedPerRunReadAgain = 16;
 // before the actions stays in `ray_jobs` when the second listing fails).
 void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
                      const ports::DesiredSnapshot& snapshot, const NameSet* only,
-                     PassResult& result, ObservedJobs& ray_jobs) {
+                     const PackageOwners& packages, PassResult& result, ObservedJobs& ray_jobs) {
   ApplyOptions apply;
   apply.owner = options.policy.owner;
   apply.parallelism = options.parallelism;
@@ -371,10 +376,14 @@ void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
     apply.spec_texts = &texts;
   }
   // Code packages are zipped from the source's objects, once per tree and pass.
-  CodeUploader code([&deps](const std::string& tree_id) -> core::Result<std::string> {
-    if (deps.source == nullptr) return core::Error::Fatal("no desired-state source to pack from");
-    return deps.source->CodeZip(tree_id);
-  });
+  CodeUploader code(
+      [&deps](const std::string& tree_id) -> core::Result<std::string> {
+        if (deps.source == nullptr) {
+          return core::Error::Fatal("no desired-state source to pack from");
+        }
+        return deps.source->CodeZip(tree_id);
+      },
+      packages.known, *packages.recorded_trees);
   apply.code = &code;
   const auto applying = std::chrono::steady_clock::now();
   result.outcomes =
@@ -448,7 +457,7 @@ void WriteChanges(const ReconcileDeps& deps, const ports::DesiredSnapshot& snaps
 // ledger back whole (`plan` and `diff` compare with it).
 void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
             const ports::DesiredSnapshot& snapshot, core::Ledger& ledger, ObservedJobs& ray_jobs,
-            PassResult& result) {
+            const std::set<std::string, std::less<>>& proven, PassResult& result) {
   const std::string address = core::StripUrlCredentials(options.ray_address);
   core::StatusInputs in;
   in.desired = &snapshot.state;
@@ -461,6 +470,7 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
   in.dashboard_url = core::StripUrlCredentials(options.dashboard_url);
   in.now_ms = options.now_ms;
   in.cluster_resources = PendingRunResources(deps, result.plan, in.ray_jobs);
+  in.proven_runs = &proven;
   // A job frozen by its unreadable status file is shown, never written: a record built
   // without the file's history would replace it, and the next pass could take a finished run
   // for a new one.
@@ -486,7 +496,9 @@ void Record(const ReconcileDeps& deps, const ReconcileOptions& options,
 
 // Step 5 of a pass that acts, continued: the driver log of each run of ours whose end is news
 // (when artifacts are kept), and the finished runs due for deletion (--gc-finished-after; only
-// with a ledger this pass records to, whose ends earlier passes committed).
+// with a ledger this pass records to, whose ends earlier passes committed). Ray's end_time is
+// on the head's clock: so is the deletion (options.policy.ray_now_ms); the next one due is
+// moved onto the daemon's clock.
 FinishedRuns EndedRuns(const ReconcileDeps& deps, const ReconcileOptions& options,
                        const core::Ledger& ledger, const core::RayJobsById& ray_jobs,
                        PassResult& result) {
@@ -500,8 +512,49 @@ FinishedRuns EndedRuns(const ReconcileDeps& deps, const ReconcileOptions& option
       options.now_ms == 0) {
     return {};
   }
-  return FinishedRunsToDelete(ray_jobs, ledger, options.policy.owner, *options.gc_finished_after_ms,
-                              options.now_ms);
+  const int64_t head_now_ms = options.policy.ray_now_ms;
+  FinishedRuns finished = FinishedRunsToDelete(ray_jobs, ledger, options.policy.owner,
+                                               *options.gc_finished_after_ms, head_now_ms);
+  if (finished.next_due_ms) {
+    finished.next_due_ms = DaemonTimeOf(*finished.next_due_ms, options.now_ms, head_now_ms);
+  }
+  return finished;
+}
+
+// The code packages known to be ours in a pass: the daemon's set (or the pass's own), and the
+// trees the ledger records runs of ours with. A full pass adds those to the daemon's set, for
+// the narrow passes after it, which read a few records.
+struct PassPackages {
+  std::set<std::string, std::less<>> recorded_trees;
+  KnownPackages own;
+  KnownPackages* known;
+
+  PassPackages(const ReconcileDeps& deps, const core::DesiredState& state, const PassInputs& in)
+      : known(deps.known_packages != nullptr ? deps.known_packages : &own) {
+    if (!state.uses_code) return;
+    recorded_trees = RecordedCodeTrees(in.ledger);
+    if (in.only) return;
+    for (const std::string& tree : recorded_trees) known->Add(core::CodePackageName(tree), "");
+  }
+  PackageOwners owners() { return {known, &recorded_trees}; }
+};
+
+// Step 4: the plan. The jobs under our ids that the ledger does not know are ours only when
+// they are the runs we render (engine/adoption_check.h): the plan is made again without the
+// others, which `policy` then disowns.
+UnknownRunCheck PlanCheckingUnknownRuns(const ReconcileDeps& deps,
+                                        const ports::DesiredSnapshot& snapshot,
+                                        const PassInputs& in, const PackageOwners& packages,
+                                        core::PlanPolicy& policy, PassResult& result) {
+  result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, policy);
+  UnknownRunCheck checked =
+      CheckUnknownRuns(*deps.server, snapshot, in.observed, in.ledger, result.plan, policy.owner,
+                       packages, /*ledger_read=*/deps.store != nullptr);
+  if (!checked.disowned.empty()) {
+    policy.owner.disowned = std::move(checked.disowned);
+    result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, policy);
+  }
+  return checked;
 }
 
 int ExitStatusOf(const PassResult& r) {
@@ -542,6 +595,8 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   // 4. Plan.
   ReconcileOptions planned = options;
   planned.policy.now_ms = options.now_ms;
+  planned.policy.ray_now_ms = RayNowMs(options.now_ms, in.head_now_ms);
+  result.head_clock_offset_ms = in.head_clock_offset_ms;
   planned.policy.owner = in.owner;
   planned.policy.desired_elsewhere = in.desired_elsewhere;
   for (const ports::SkippedStatusFile& file : in.skipped) {
@@ -549,11 +604,19 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
   // A spec whose code moved: its messages list the files (only such specs ask).
   if (deps.source != nullptr) planned.policy.code_changes = ports::CodeChangeListerOf(*deps.source);
-  result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, planned.policy);
+  PassPackages packages(deps, snapshot.state, in);
+  const UnknownRunCheck checked =
+      PlanCheckingUnknownRuns(deps, snapshot, in, packages.owners(), planned.policy, result);
   result.planned = true;
   result.blocked = result.plan.blocked;
   // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
   if (only == nullptr) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
+  // Every pass reads the head's clock anew, a narrow one too (its other warnings are the last
+  // full pass's).
+  std::erase_if(result.warnings, [](const Warning& w) { return w.kind == kWarnClockSkew; });
+  if (std::optional<Warning> skew = ClockSkewWarning(in.head_clock_offset_ms)) {
+    result.warnings.push_back(std::move(*skew));
+  }
 
   if (options.dry_run && !options.build_records) {  // `plan`: nothing applied, nothing recorded
     result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
@@ -563,14 +626,14 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
   ObservedJobs ray_jobs(std::move(in.observed));
   if (!options.dry_run && !result.plan.actions.empty()) {
-    ApplyAndObserve(deps, planned, snapshot, only, result, ray_jobs);
+    ApplyAndObserve(deps, planned, snapshot, only, packages.owners(), result, ray_jobs);
   }
 
   // Runs that ended: from the ledger as read, before Record lets go of it.
   const FinishedRuns finished = EndedRuns(deps, planned, in.ledger, ray_jobs.by_id, result);
 
   // 6. Record.
-  Record(deps, planned, snapshot, in.ledger, ray_jobs, result);
+  Record(deps, planned, snapshot, in.ledger, ray_jobs, checked.proven, result);
   result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
 
   // 7. Finished runs whose end an earlier pass committed, deleted from Ray.

@@ -54,6 +54,10 @@ struct ReconcileDeps {
   // clone here too: libgit2 keeps up to 16 MiB of delta bases for each pack it read the specs from,
   // and the ledger's status files and Ray's list are read on top of them (docs/performance.md).
   std::function<void()> after_load;
+  // Optional: the code packages known to be ours across passes (the daemon's;
+  // engine/code_upload.h). Null: the pass knows those its ledger records and those it uploads
+  // itself.
+  KnownPackages* known_packages = nullptr;
 };
 
 struct ReconcileOptions {
@@ -81,7 +85,9 @@ struct ReconcileOptions {
   // all it records and returns with the union (docs/security.md).
   core::Redactor secrets;
   // Wall-clock time of the pass, ms since the epoch: when a stop was sent (the Stopping
-  // phase) and when it is due again. 0: the caller did not say; nothing is resent then.
+  // phase) and when it is due again. 0: the caller did not say; nothing is resent then, and
+  // no deadline or clean-up falls due. Ray's times are compared with the head's time, which
+  // the pass estimates from this and the Date header of Ray's answers (engine/head_clock.h).
   int64_t now_ms = 0;
   // --gc-finished-after: runs of ours that ended at least this long ago, whose end an
   // earlier pass committed, are deleted from Ray (engine/finished_runs.h). Unset: none.
@@ -124,6 +130,9 @@ struct PassResult {
   // The keyed digest of Ray's job list as first read (ReconcileOptions::digest_key); nullopt
   // when not asked for or the list was not read.
   std::optional<uint64_t> ray_digest;
+  // The Ray head's clock less the daemon's as the pass read it with Ray's job list
+  // (engine/head_clock.h); nullopt when unknown. Deadlines and clean-up counted on it.
+  std::optional<int64_t> head_clock_offset_ms;
   // What the pass planned from: after a stale view's reload, not what the first Load gave
   // (callers that render the plan use this one). Null when the pass stopped before planning.
   std::shared_ptr<const ports::DesiredSnapshot> snapshot;

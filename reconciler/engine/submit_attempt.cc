@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "reconciler/core/adoption.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/pipeline.h"
@@ -17,10 +18,12 @@ std::string SubmissionIdOf(const core::Value& body, const core::JobSpec& spec, i
   return core::SubmissionIdForAttempt(spec, attempt);
 }
 
-// Adoption needs the same spec and the same owner (instance and repository);
-// anything else is someone else's run.
+// Adoption needs the same spec, the same owner (instance and repository) and the body this
+// attempt renders (core/adoption.h): labels alone are a claim anyone can make. Anything else is
+// someone else's run.
 core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::string& id,
-                                         const core::JobSpec& spec, const core::Ownership& owner,
+                                         const core::JobSpec& spec, const core::Value& body,
+                                         const core::Ownership& owner,
                                          const std::string& ray_text) {
   core::Result<core::RayJob> existing = server.Get(id);
   if (!existing.ok()) {
@@ -38,7 +41,12 @@ core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::st
   switch (core::ClassifyJob(*existing, owner)) {
     case core::JobOwnership::kOurs:
     case core::JobOwnership::kOursPrevious:
+      if (std::string what = core::RenderMismatch(*existing, body); !what.empty()) {
+        return core::Error::Conflict(core::DisownedMessage(id, what));
+      }
       return existing;
+    case core::JobOwnership::kDisowned:
+      return core::Error::Conflict(core::DisownedMessage(id, owner.disowned.at(id)));
     case core::JobOwnership::kForeign:
       return core::Error::Conflict("submission id " + id + " already exists in Ray, a run of " +
                                    core::RecordedRepoOf(*existing) +
@@ -86,12 +94,12 @@ core::Result<SubmitAttemptResult> SendAndRecord(
     return core::Error::Conflict("submission id " + result.submission_id +
                                  " already exists in Ray; a one-off run is never adopted");
   } else if (submitted.error().IsConflict()) {
-    core::Result<core::RayJob> adopted =
-        AdoptExisting(server, result.submission_id, spec, owner, submitted.error().message());
+    core::Result<core::RayJob> adopted = AdoptExisting(
+        server, result.submission_id, spec, result.body, owner, submitted.error().message());
     if (!adopted.ok()) return adopted.error();
     result.adopted = true;
     ray_answer = "duplicate submission id: " + submitted.error().message() + "\n" +
-                 "adopted the existing job (same spec hash and instance), status " +
+                 "adopted the existing job (same spec hash, instance and rendered body), status " +
                  std::string(core::RayJobStatusName(adopted->status));
   } else {
     return submitted.error();

@@ -38,9 +38,10 @@ struct SubmitAttemptResult {
 // Renders `spec` against `cluster` and submits it.
 // - Errors from rendering (kInvalidInput) stop before anything is sent.
 // - A duplicate id (kConflict from the server) is resolved by GET-ing the job: it is adopted
-//   when its metadata has the spec's gitops.spec-hash and it is ours (`owner`; null: the
-//   context's instance and repository); otherwise kConflict, naming what differs (the other
-//   repository of a foreign run).
+//   when its metadata has the spec's gitops.spec-hash, it is ours (`owner`; null: the
+//   context's instance and repository) and its entrypoint, runtime_env and code tree are this
+//   attempt's render (core::RenderMismatch); otherwise kConflict, naming the job and what
+//   differs (the other repository of a foreign run; never a value).
 // - Every other server error is returned as is.
 // The cluster status before submitting and the job list after are fetched only for the
 // artifacts, and only when `artifacts` is not null; their failures are recorded, not

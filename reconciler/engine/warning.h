@@ -3,7 +3,8 @@
 // "Readiness"): an invalid cluster file or spec, an unreadable status file, foreign jobs. A pass
 // returns its warnings; the daemon shows them in /readyz's body, on the status page and as the
 // metric rg_warnings{kind=...} that the documented alerts use (docs/operations.md). A driver
-// log not kept and a finished run not deleted are warnings too.
+// log not kept, a finished run not deleted and a clock off from the Ray head's are warnings
+// too.
 
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@ inline constexpr std::string_view kWarnForeignJobs = "foreign_jobs";
 inline constexpr std::string_view kWarnDriverLog = "driver_log";
 // A finished run due for deletion (--gc-finished-after) could not be deleted from Ray.
 inline constexpr std::string_view kWarnGcFinished = "gc_finished";
+// The daemon's clock and the Ray head's differ by more than a minute (engine/head_clock.h):
+// deadlines and clean-up count on the head's, but people reading the two see different times.
+inline constexpr std::string_view kWarnClockSkew = "clock_skew";
 
 struct Warning {
   std::string kind;     // one of kWarn*

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,17 @@ class JobServer {
                                 const core::SipHasher::Key& key) {
     return core::DigestJobs(jobs, key);
   }
+  // The head's clock minus the caller's, in ms, from the last answer that carried a Date
+  // header (docs/reconcile.md, "The head's clock"): its Date (the head's time, cut to the
+  // second, when it answered) minus the caller's clock once the answer had arrived. A lower
+  // bound: the caller's time plus this is never ahead of the head's, so a deadline counted on
+  // it never falls due early. An answer without a readable Date leaves it as it was; nullopt
+  // until one had it (then Ray's times can only be compared with the caller's clock).
+  virtual std::optional<int64_t> HeadClockOffsetMs() { return std::nullopt; }
+  // The head's time now, from the same answer: its Date plus the time since it arrived on the
+  // caller's monotonic clock. A lower bound too, and read on no wall clock of the caller's:
+  // what Ray's times are compared with. nullopt as HeadClockOffsetMs.
+  virtual std::optional<int64_t> HeadNowMs() { return std::nullopt; }
   // POST /api/jobs/{id}/stop — true if a stop was sent, false if the job had already ended.
   virtual core::Result<bool> Stop(std::string_view id) = 0;
   // DELETE /api/jobs/{id} — kConflict while the job is not terminal.

@@ -4,12 +4,14 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <string_view>
 #include <utility>
 
 #include "reconciler/core/cron.h"
 #include "reconciler/core/duration.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/pipeline.h"
+#include "reconciler/core/render.h"
 #include "reconciler/spec/loaded_job_spec.h"
 #include "reconciler/spec/yaml_document.h"
 
@@ -293,8 +295,22 @@ void ReadClusterAddress(ClusterFields& f, const YamlEntry& e) {
   if (!url || value.scalar.as_string().size() <= scheme ||
       value.scalar.as_string().find_first_of(" \t\n") != std::string::npos) {
     f.reader.TypeError(e.key, "an http:// or https:// URL", value);
+    return;
+  }
+  const std::string& address = value.scalar.as_string();
+  const std::string_view rest = std::string_view(address).substr(scheme);
+  if (rest.substr(0, rest.find_first_of("/?#")).find('@') != std::string_view::npos) {
+    // Shown without them: the error goes to CI logs and review comments.
+    f.reader.Error(value.pos,
+                   "address must not hold credentials (user:password@): everyone who can read "
+                   "the repository would read them; give the Ray token with --ray-token-file "
+                   "and a proxy's credentials with --ray-header (got \"" +
+                       core::StripUrlCredentials(address) + "\")");
+  } else if (rest.find_first_of("?#") != std::string_view::npos) {
+    f.reader.Error(value.pos,
+                   "address must have no query or fragment (got " + Describe(value) + ")");
   } else {
-    f.doc.address = value.scalar.as_string();
+    f.doc.address = address;
   }
 }
 

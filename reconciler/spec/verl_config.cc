@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <utility>
 
+#include "reconciler/spec/spec_entry.h"
 #include "reconciler/spec/spec_loader.h"
 #include "reconciler/spec/yaml_document.h"
 
@@ -41,26 +44,6 @@ std::string ResolveGroup(const std::string& dir, std::string_view group) {
   return (fs::path(dir) / group).lexically_normal().generic_string();
 }
 
-// OmegaConf's merge as far as keys go: mappings merge key by key, anything else replaces.
-void Merge(core::Value& into, const core::Value& from) {
-  if (!into.is_object() || !from.is_object()) {
-    into = from;
-    return;
-  }
-  for (const auto& [key, value] : from.as_object()) Merge(into[key], value);
-}
-
-void MergeAt(core::Value& root, const std::string& package, const core::Value& content) {
-  core::Value* node = &root;
-  if (!package.empty()) {
-    for (const std::string& part : SplitDots(package)) {
-      if (!node->is_object()) *node = core::Value::Object{};
-      node = &(*node)[part];
-    }
-  }
-  Merge(*node, content);
-}
-
 // `# @package X` among the comment lines that open the file.
 std::optional<std::string> PackageHeader(std::string_view text) {
   std::istringstream lines{std::string(text)};
@@ -85,6 +68,8 @@ struct DefaultsEntry {
   std::string path;                    // the group, or the config, as written
   std::optional<std::string> package;  // after '@'
   std::vector<std::string> options;    // empty for a null option
+  core::SourcePos pos;                 // where it was written
+  std::string text;                    // as written, for messages
 };
 
 // "optional override group@package" -> its parts.
@@ -102,7 +87,7 @@ DefaultsEntry ParseEntryKey(std::string key) {
   return entry;
 }
 
-std::optional<DefaultsEntry> ParseEntry(const YamlNode& item) {
+std::optional<DefaultsEntry> ParseEntryAsWritten(const YamlNode& item) {
   if (item.is_string()) {
     if (item.scalar.as_string() == "_self_") {
       DefaultsEntry self;
@@ -128,6 +113,35 @@ std::optional<DefaultsEntry> ParseEntry(const YamlNode& item) {
   return entry;
 }
 
+// The entry as a message quotes it: "group@package: option", "[a, b]" for a list of options.
+std::string EntryText(const YamlNode& item) {
+  if (item.is_scalar()) return item.text;
+  if (!item.is_mapping() || item.entries.empty()) return "[...]";
+  const YamlNode& value = item.entries[0].value;
+  std::string text = item.entries[0].key + ": ";
+  if (value.is_scalar()) return text + value.text;
+  std::string options;
+  for (const YamlNode& option : value.items) {
+    options += (options.empty() ? "" : ", ") + (option.is_scalar() ? option.text : "...");
+  }
+  return text + "[" + options + "]";
+}
+
+std::optional<DefaultsEntry> ParseEntry(const YamlNode& item) {
+  constexpr size_t kShown = 200;  // a message quotes no more of an entry
+  std::optional<DefaultsEntry> entry = ParseEntryAsWritten(item);
+  if (entry) {
+    entry->pos = item.pos;
+    entry->text = EntryText(item);
+    if (entry->text.size() > kShown) {
+      size_t cut = kShown;
+      while (cut > 0 && (static_cast<unsigned char>(entry->text[cut]) & 0xC0) == 0x80) --cut;
+      entry->text = entry->text.substr(0, cut) + "...";
+    }
+  }
+  return entry;
+}
+
 // A config file read: its own keys and its defaults list.
 struct ConfigFile {
   core::Value content = core::Value::Object{};
@@ -135,103 +149,220 @@ struct ConfigFile {
   std::optional<std::string> header_package;
 };
 
+// A change that composition makes to a config tree, kept so that what a (file, package)
+// composes to can be merged again as one step. OmegaConf's merge as far as keys go: mappings
+// merge key by key, anything else replaces. With `replace` set the node becomes that value;
+// else it becomes a mapping (a value that is not one is dropped) and each child is merged
+// into its key. Composing two changes gives one that does the first, then the second.
+struct Delta {
+  std::optional<core::Value> replace;
+  std::map<std::string, Delta, std::less<>> merge;
+};
+
+// Where a defaults entry was written, for messages: "a.yaml:3:5: defaults entry \"b\"", or
+// the file alone (its implicit `_self_`), or nothing (the primary config).
+struct Site {
+  std::string file;
+  const DefaultsEntry* entry = nullptr;
+
+  std::string Prefix() const {
+    if (entry == nullptr) return file;
+    return file + ":" + std::to_string(entry->pos.line) + ":" + std::to_string(entry->pos.column) +
+           ": defaults entry \"" + entry->text + "\"";
+  }
+};
+
+std::string NormalPath(std::string_view path) {
+  return fs::path(path).lexically_normal().generic_string();
+}
+
+bool ReadDefaults(const std::string& path, const YamlNode& root, ConfigFile& file,
+                  std::vector<std::string>& errors) {
+  for (const YamlEntry& entry : root.entries) {
+    if (entry.key != "defaults") continue;
+    if (!entry.value.is_sequence()) {
+      errors.push_back(path + ": defaults must be a list");
+      return false;
+    }
+    for (const YamlNode& item : entry.value.items) {
+      std::optional<DefaultsEntry> parsed = ParseEntry(item);
+      if (!parsed) {
+        errors.push_back(path + ":" + std::to_string(item.pos.line) +
+                         ": a defaults entry must be a name or one `group: option`");
+        return false;
+      }
+      file.defaults.push_back(std::move(*parsed));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// A config file as read once: its keys and defaults list, or why it cannot be used.
+struct ParsedConfigFile {
+  std::optional<ConfigFile> file;
+  bool missing = false;
+  std::string refusal;              // the reader's, for a file outside the folder
+  std::vector<std::string> errors;  // a broken file's
+};
+
+struct ParsedConfigFiles {
+  std::map<std::string, ParsedConfigFile> files;
+};
+
+namespace {
+
+ParsedConfigFile ParseConfigFile(const ConfigReader& read, const std::string& path) {
+  ParsedConfigFile out;
+  core::Result<std::string> text = read(path);
+  if (!text) {
+    out.missing = text.error().IsNotFound();
+    if (!out.missing) out.refusal = text.error().message();
+    return out;
+  }
+  YamlParse parse = ParseYamlDocument(*text, path);
+  for (const core::Diagnostic& d : parse.diagnostics) out.errors.push_back(d.ToString());
+  if (!parse.root || !parse.diagnostics.empty()) return out;
+  ConfigFile file;
+  file.header_package = PackageHeader(*text);
+  if (!parse.root->is_null()) {
+    if (!parse.root->is_mapping()) {
+      out.errors.push_back(path + ": not a mapping");
+      return out;
+    }
+    if (!ReadDefaults(path, *parse.root, file, out.errors)) return out;
+    for (const YamlEntry& entry : parse.root->entries) {
+      if (entry.key != "defaults") file.content[entry.key] = ToValue(entry.value);
+    }
+  }
+  out.file = std::move(file);
+  return out;
+}
+
 class Composer {
  public:
-  Composer(const ConfigReader& read, std::map<std::string, std::string> choices)
-      : read_(read), forced_(std::move(choices)) {}
+  Composer(const ConfigReader& read, ParsedConfigFiles& files,
+           std::map<std::string, std::string> choices)
+      : read_(read), files_(files), forced_(std::move(choices)) {}
 
   ComposedConfig Compose(const std::string& config_name) {
-    Load(config_name, "", std::nullopt, "", false);
+    const Delta& delta = Load(config_name, "", std::nullopt, "", false, Site{});
+    core::Value root = core::Value::Object{};
+    if (errors_.empty()) {
+      ApplyTo(root, delta);
+      CheckBudget(Site{config_name + ".yaml"});
+    }
     ComposedConfig out;
     out.errors = std::move(errors_);
     out.choices = std::move(choices_);
-    if (out.errors.empty()) out.config = std::move(root_);
+    out.cost = cost_;
+    if (out.errors.empty()) out.config = std::move(root);
     return out;
   }
 
  private:
-  // `path`: the config without ".yaml"; its package is `explicit_package`, else its header's,
-  // else `default_package`, below `parent_package`.
-  void Load(const std::string& path, const std::string& parent_package,
-            const std::optional<std::string>& explicit_package, const std::string& default_package,
-            bool optional) {
-    if (++depth_ > kMaxDepth) {
-      errors_.push_back(path + ".yaml: the defaults lists nest too deep (a cycle?)");
-      return;
+  // `written`: the config without ".yaml", relative to the folder; its package is
+  // `explicit_package`, else its header's, else `default_package`, below `parent_package`.
+  // What it composes to, kept per (file, package).
+  const Delta& Load(const std::string& written, const std::string& parent_package,
+                    const std::optional<std::string>& explicit_package,
+                    const std::string& default_package, bool optional, const Site& site) {
+    static const Delta kNothing;
+    if (over_) return kNothing;  // reported by the Apply that follows, at its entry
+    if (++cost_.entries > kMaxDefaultsEntries) {
+      Stop(site, "composing follows more than " + std::to_string(kMaxDefaultsEntries) +
+                     " defaults entries (a defaults list that fans out?)");
+      return kNothing;
     }
-    std::optional<ConfigFile> file = Read(path, optional);
-    if (file) {
-      const std::string package =
-          JoinPackage(parent_package,
-                      explicit_package.value_or(file->header_package.value_or(default_package)));
-      Apply(path, *file, package);
+    const std::optional<std::string> path = InsideConfigFolder(written + ".yaml");
+    if (!path) {
+      Error(site, NormalPath(written + ".yaml") + " is outside the config folder; nothing is read");
+      return kNothing;
     }
-    --depth_;
+    if (std::find(stack_.begin(), stack_.end(), *path) != stack_.end()) {
+      Error(site, "makes a cycle: " + Cycle(*path));
+      return kNothing;
+    }
+    if (stack_.size() >= kMaxDefaultsDepth) {
+      Stop(site,
+           "the defaults lists nest more than " + std::to_string(kMaxDefaultsDepth) + " deep");
+      return kNothing;
+    }
+    const ConfigFile* file =
+        Read(*path, optional, site.entry != nullptr && site.entry->path.starts_with('/'), site);
+    if (file == nullptr) return kNothing;
+    const std::string package = JoinPackage(
+        parent_package, explicit_package.value_or(file->header_package.value_or(default_package)));
+    if (std::count(package.begin(), package.end(), '.') >= kMaxPackageParts) {
+      Error(site, "its package has more than " + std::to_string(kMaxPackageParts) + " parts");
+      return kNothing;
+    }
+    auto [memo, fresh] = composed_.try_emplace(std::make_pair(*path, package));
+    if (!fresh) return memo->second;
+    stack_.push_back(*path);
+    cost_.depth = std::max(cost_.depth, static_cast<int>(stack_.size()));
+    memo->second = Apply(*path, *file, package);
+    stack_.pop_back();
+    return memo->second;
   }
 
-  std::optional<ConfigFile> Read(const std::string& path, bool optional) {
-    const std::optional<std::string> text = read_(path + ".yaml");
-    if (!text) {
-      if (!optional) errors_.push_back(path + ".yaml: no such config");
-      return std::nullopt;
+  // "a.yaml -> b.yaml -> a.yaml" for `path` on the stack.
+  std::string Cycle(const std::string& path) const {
+    std::string chain;
+    for (auto at = std::find(stack_.begin(), stack_.end(), path); at != stack_.end(); ++at) {
+      chain += *at + " -> ";
     }
-    YamlParse parse = ParseYamlDocument(*text, path + ".yaml");
-    for (const core::Diagnostic& d : parse.diagnostics) errors_.push_back(d.ToString());
-    if (!parse.root || !parse.diagnostics.empty()) return std::nullopt;
-    ConfigFile file;
-    file.header_package = PackageHeader(*text);
-    if (parse.root->is_null()) return file;
-    if (!parse.root->is_mapping()) {
-      errors_.push_back(path + ".yaml: not a mapping");
-      return std::nullopt;
-    }
-    if (!ReadDefaults(path, *parse.root, file)) return std::nullopt;
-    for (const YamlEntry& entry : parse.root->entries) {
-      if (entry.key != "defaults") file.content[entry.key] = ToValue(entry.value);
-    }
-    return file;
+    return chain + path;
   }
 
-  bool ReadDefaults(const std::string& path, const YamlNode& root, ConfigFile& file) {
-    for (const YamlEntry& entry : root.entries) {
-      if (entry.key != "defaults") continue;
-      if (!entry.value.is_sequence()) {
-        errors_.push_back(path + ".yaml: defaults must be a list");
-        return false;
-      }
-      for (const YamlNode& item : entry.value.items) {
-        std::optional<DefaultsEntry> parsed = ParseEntry(item);
-        if (!parsed) {
-          errors_.push_back(path + ".yaml:" + std::to_string(item.pos.line) +
-                            ": a defaults entry must be a name or one `group: option`");
-          return false;
-        }
-        file.defaults.push_back(std::move(*parsed));
-      }
+  // `rooted`: written with a leading '/', which Hydra reads as the config folder's root.
+  const ConfigFile* Read(const std::string& path, bool optional, bool rooted, const Site& site) {
+    auto [read, fresh] = files_.files.try_emplace(path);
+    if (fresh) {
+      ++cost_.files_read;
+      read->second = ParseConfigFile(read_, path);
     }
-    return true;
+    const ParsedConfigFile& parsed = read->second;
+    if (seen_.insert(path).second) {
+      for (const std::string& error : parsed.errors) Report(error);
+    }
+    if (!parsed.refusal.empty()) Error(site, parsed.refusal);
+    if (parsed.missing && !optional && rooted) {
+      Error(site, path +
+                      ": no such config (a leading / names the config folder, not the file "
+                      "system)");
+    } else if (parsed.missing && !optional) {
+      Report(path + ": no such config");
+    }
+    return parsed.file ? &*parsed.file : nullptr;
   }
 
   // The defaults list in order, the config's own keys where `_self_` stands (else last).
-  void Apply(const std::string& path, const ConfigFile& file, const std::string& package) {
+  Delta Apply(const std::string& path, const ConfigFile& file, const std::string& package) {
     const std::string dir = fs::path(path).parent_path().generic_string();
     for (const DefaultsEntry& entry : file.defaults) {
       if (entry.override) Force(ChoiceKey(dir, entry, package), entry);
     }
+    Delta out;
     bool self_done = false;
     for (const DefaultsEntry& entry : file.defaults) {
+      const Site site{path, &entry};
       if (entry.self) {
-        MergeAt(root_, package, file.content);
+        MergeContent(out, package, file.content);
         self_done = true;
       } else if (entry.group && !entry.override) {
-        LoadGroup(dir, entry, package);
+        LoadGroup(out, dir, entry, package, site);
       } else if (!entry.group) {
-        const std::string config = ResolveGroup(dir, entry.path);
         const std::string sub = fs::path(entry.path).parent_path().generic_string();
-        Load(config, package, entry.package, Dotted(sub), entry.optional);
+        ComposeInto(out, Load(ResolveGroup(dir, entry.path), package, entry.package, Dotted(sub),
+                              entry.optional, site));
       }
+      if (CheckBudget(site)) return out;
     }
-    if (!self_done) MergeAt(root_, package, file.content);
+    if (!self_done) MergeContent(out, package, file.content);
+    CheckBudget(Site{path});
+    return out;
   }
 
   static std::string Dotted(std::string text) {
@@ -251,7 +382,8 @@ class Composer {
     if (!entry.options.empty()) forced_.try_emplace(key, entry.options.front());
   }
 
-  void LoadGroup(const std::string& dir, const DefaultsEntry& entry, const std::string& package) {
+  void LoadGroup(Delta& out, const std::string& dir, const DefaultsEntry& entry,
+                 const std::string& package, const Site& site) {
     const std::string group = ResolveGroup(dir, entry.path);
     const std::string key = ChoiceKey(dir, entry, package);
     std::vector<std::string> options = entry.options;
@@ -260,7 +392,8 @@ class Composer {
     if (options.empty() || options.front() == "null") return;
     choices_.try_emplace(key, options.front());
     for (const std::string& option : options) {
-      Load(group + '/' += option, package, entry.package, Dotted(entry.path), entry.optional);
+      ComposeInto(out, Load(group + '/' += option, package, entry.package, Dotted(entry.path),
+                            entry.optional, site));
     }
   }
 
@@ -276,7 +409,7 @@ class Composer {
       const std::string name = option.substr(open + 2, close - open - 2);
       auto choice = choices_.find(name);
       if (choice == choices_.end()) {
-        errors_.push_back("defaults: ${" + name + "} names no group chosen before it");
+        Report("defaults: ${" + name + "} names no group chosen before it");
       } else {
         out += choice->second;
       }
@@ -285,33 +418,227 @@ class Composer {
     return out + option.substr(std::min(i, option.size()));
   }
 
-  static constexpr int kMaxDepth = 64;
+  // A config's own keys, at `package`.
+  void MergeContent(Delta& out, const std::string& package, const core::Value& content) {
+    Delta* node = &out;
+    if (!package.empty()) {
+      for (const std::string& part : SplitDots(package)) {
+        Spend(1, static_cast<int64_t>(part.size()));
+        node = &node->merge[part];
+      }
+    }
+    Delta own;
+    ToDelta(own, content);
+    ComposeInto(*node, own);
+  }
+
+  void ToDelta(Delta& into, const core::Value& value) {
+    if (!value.is_object()) {
+      SpendOn(value);
+      into.replace = value;
+      return;
+    }
+    Spend(1, 0);
+    for (const auto& [key, child] : value.as_object()) {
+      if (over_) return;
+      Spend(0, static_cast<int64_t>(key.size()));
+      ToDelta(into.merge[key], child);
+    }
+  }
+
+  void ComposeInto(Delta& into, const Delta& from) {
+    if (over_) return;
+    Spend(1, 0);
+    if (from.replace) {
+      SpendOn(*from.replace);
+      into.replace = from.replace;
+      into.merge.clear();
+      return;
+    }
+    if (into.replace) {
+      ApplyTo(*into.replace, from);
+      return;
+    }
+    for (const auto& [key, child] : from.merge) {
+      Spend(0, static_cast<int64_t>(key.size()));
+      ComposeInto(into.merge[key], child);
+    }
+  }
+
+  void ApplyTo(core::Value& target, const Delta& delta) {
+    if (over_) return;
+    Spend(1, 0);
+    if (delta.replace) {
+      SpendOn(*delta.replace);
+      target = *delta.replace;
+      return;
+    }
+    if (!target.is_object()) target = core::Value::Object{};
+    for (const auto& [key, child] : delta.merge) {
+      Spend(0, static_cast<int64_t>(key.size()));
+      ApplyTo(target[key], child);
+    }
+  }
+
+  // A value copied whole: every node of it, and the bytes of its keys and strings.
+  void SpendOn(const core::Value& value) {
+    Spend(1, value.is_string() ? static_cast<int64_t>(value.as_string().size()) : 0);
+    if (value.is_array()) {
+      for (const core::Value& item : value.as_array()) {
+        if (over_) return;
+        SpendOn(item);
+      }
+    } else if (value.is_object()) {
+      for (const auto& [key, item] : value.as_object()) {
+        if (over_) return;
+        Spend(0, static_cast<int64_t>(key.size()));
+        SpendOn(item);
+      }
+    }
+  }
+
+  void Spend(int64_t nodes, int64_t bytes) {
+    cost_.nodes += nodes;
+    cost_.bytes += bytes;
+    if (cost_.nodes > kMaxComposedNodes || cost_.bytes > kMaxComposedBytes) over_ = true;
+  }
+
+  // Reports a crossed bound at `site`, once. True when composing has stopped.
+  bool CheckBudget(const Site& site) {
+    if (over_ && !stopped_) {
+      Stop(site, "composing makes more than " + std::to_string(kMaxComposedNodes) +
+                     " keys and values or " + std::to_string(kMaxComposedBytes >> 20) +
+                     " MiB of them (a defaults list that fans out?)");
+    }
+    return stopped_;
+  }
+
+  void Error(const Site& site, const std::string& message) {
+    const std::string prefix = site.Prefix();
+    Report(prefix.empty() ? message : prefix + ": " + message);
+  }
+
+  // Only the first errors are kept: a config that keeps failing stops being composed.
+  void Report(std::string message) {
+    if (errors_.size() < kMaxErrors) {
+      errors_.push_back(std::move(message));
+    } else {
+      stopped_ = over_ = true;
+    }
+  }
+
+  void Stop(const Site& site, const std::string& message) {
+    Error(site, message);
+    stopped_ = true;
+    over_ = true;
+  }
+
+  static constexpr size_t kMaxErrors = 20;
+
   const ConfigReader& read_;
+  ParsedConfigFiles& files_;
   std::map<std::string, std::string> forced_;
   std::map<std::string, std::string> choices_;
-  core::Value root_ = core::Value::Object{};
+  std::set<std::string> seen_;  // files whose errors this composition has reported
+  std::map<std::pair<std::string, std::string>, Delta> composed_;
+  std::vector<std::string> stack_;  // the files being composed, outermost first
   std::vector<std::string> errors_;
-  int depth_ = 0;
+  CompositionCost cost_;
+  bool over_ = false;     // a bound is crossed: nothing more is loaded or merged
+  bool stopped_ = false;  // ... and that is reported
 };
+
+// Whether `path` is `root` or below it; both canonical.
+bool Contains(const fs::path& root, const fs::path& path) {
+  const fs::path relative = path.lexically_relative(root);
+  return !relative.empty() && *relative.begin() != "..";
+}
+
+// The config folder as the reader keeps it: canonical, or why nothing is read from it.
+struct ConfigRoot {
+  fs::path canonical;  // empty when there is no such folder
+  std::string refusal;
+};
+
+ConfigRoot CanonicalRoot(const std::string& dir, const std::string& within) {
+  ConfigRoot root;
+  std::error_code ec;
+  root.canonical = fs::canonical(dir, ec);
+  if (ec) root.canonical.clear();
+  if (!within.empty() && !root.canonical.empty()) {
+    const fs::path bound = fs::canonical(within, ec);
+    if (ec || !Contains(bound, root.canonical)) {
+      root.refusal = "the config folder " + dir + " leads outside the repository " + within +
+                     "; nothing is read";
+    }
+  }
+  return root;
+}
+
+core::Result<std::string> ReadConfigFile(const ConfigRoot& root, const std::string& path) {
+  if (!root.refusal.empty()) return core::Error::InvalidInput(root.refusal);
+  const std::optional<std::string> inside = InsideConfigFolder(path);
+  if (!inside) {
+    return core::Error::InvalidInput(NormalPath(path) +
+                                     " is outside the config folder; nothing is read");
+  }
+  if (root.canonical.empty()) return core::Error::NotFound(path);
+  std::error_code ec;
+  const fs::path real = fs::canonical(root.canonical / *inside, ec);
+  if (ec) return core::Error::NotFound(path);  // nothing there, or a dangling link
+  if (!Contains(root.canonical, real)) {
+    const std::string link = FirstLinkAlong(root.canonical, *inside);
+    const std::string through =
+        link.empty()      ? *inside + " leads"
+        : link == *inside ? link + " is a symbolic link that leads"
+                          : *inside + " lies behind " + link + ", a symbolic link that leads";
+    return core::Error::InvalidInput(through +
+                                     " outside the config folder; nothing is read through it");
+  }
+  if (!fs::is_regular_file(real, ec)) return core::Error::NotFound(path);
+  std::ifstream in(real, std::ios::binary);
+  std::string text(kMaxSpecFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return core::Error::NotFound(path);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
 
 }  // namespace
 
-ConfigReader DirectoryConfigReader(const std::string& dir) {
-  return [dir](const std::string& path) -> std::optional<std::string> {
-    const fs::path full = fs::path(dir) / path;
-    std::error_code ec;
-    if (!fs::is_regular_file(full, ec)) return std::nullopt;
-    std::ifstream in(full, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) return std::nullopt;
-    return text.str();
+std::optional<std::string> InsideConfigFolder(std::string_view path) {
+  if (path.empty() || path.find('\0') != std::string_view::npos) return std::nullopt;
+  const fs::path normal = fs::path(path).lexically_normal();
+  if (normal.is_absolute() || normal.has_root_path() || normal.empty()) return std::nullopt;
+  const fs::path first = *normal.begin();
+  if (first == ".." || first == ".") return std::nullopt;
+  return normal.generic_string();
+}
+
+ConfigReader DirectoryConfigReader(const std::string& dir, const std::string& within) {
+  return [root = CanonicalRoot(dir, within)](const std::string& path) {
+    return ReadConfigFile(root, path);
   };
+}
+
+ConfigFolder::ConfigFolder(ConfigReader read)
+    : read_(std::move(read)), files_(std::make_unique<ParsedConfigFiles>()) {}
+
+ConfigFolder::~ConfigFolder() = default;
+
+std::shared_ptr<const ComposedConfig> ConfigFolder::Compose(
+    const std::string& config_name, const std::map<std::string, std::string>& choices) {
+  auto key = std::make_pair(config_name, choices);
+  if (auto kept = composed_.find(key); kept != composed_.end()) return kept->second;
+  auto composed = std::make_shared<const ComposedConfig>(
+      Composer(read_, *files_, choices).Compose(config_name));
+  if (composed_.size() < kKeptCompositions) composed_.emplace(std::move(key), composed);
+  return composed;
 }
 
 ComposedConfig ComposeHydraConfig(const ConfigReader& read, const std::string& config_name,
                                   const std::map<std::string, std::string>& choices) {
-  return Composer(read, choices).Compose(config_name);
+  return *ConfigFolder(read).Compose(config_name, choices);
 }
 
 std::vector<std::string> KeyPaths(const core::Value& config) {
@@ -527,6 +854,20 @@ bool IsGroupPath(std::string_view key) {
   return key.find('/') != std::string_view::npos || key.find('@') != std::string_view::npos;
 }
 
+// What is wrong with picking `option` for `group`: an option verl does not ship, or one
+// outside the config folder (nothing is read then).
+std::optional<std::string> OptionProblem(const std::string& group, const std::string& option,
+                                         const ConfigReader& read) {
+  if (option == "null") return std::nullopt;
+  const std::string named = "option " + Quoted(option) + " of verl's config group " + Quoted(group);
+  const std::optional<std::string> path = InsideConfigFolder(group + "/" + option + ".yaml");
+  if (!path) return named + " is outside the config folder; nothing is read";
+  const core::Result<std::string> text = read(*path);
+  if (text.ok()) return std::nullopt;
+  if (!text.error().IsNotFound()) return named + ": " + text.error().message();
+  return "verl's config group " + Quoted(group) + " has no option " + Quoted(option);
+}
+
 // Overrides that pick an option of a group of the defaults list (`model_engine=megatron`). An
 // option verl does not ship is a problem at its override.
 std::map<std::string, std::string> GroupChoices(const core::JobSpec& spec,
@@ -545,10 +886,8 @@ std::map<std::string, std::string> GroupChoices(const core::JobSpec& spec,
       continue;
     }
     const std::string group = parsed.key.substr(0, parsed.key.find('@'));
-    if (*parsed.value != "null" && !read(group + "/" + *parsed.value + ".yaml")) {
-      problems.push_back(Problem(
-          spec, key,
-          "verl's config group " + Quoted(group) + " has no option " + Quoted(*parsed.value)));
+    if (auto problem = OptionProblem(group, *parsed.value, read)) {
+      problems.push_back(Problem(spec, key, std::move(*problem)));
       continue;
     }
     choices[parsed.key] = *parsed.value;
@@ -564,15 +903,22 @@ std::string ComposeError(const ComposedConfig& composed, std::string_view name) 
 
 std::vector<VerlKeyProblem> CheckVerlKeys(const core::JobSpec& spec, std::string_view spec_text,
                                           bool has_shared_root, const ConfigReader& read) {
+  ConfigFolder folder(read);
+  return CheckVerlKeys(spec, spec_text, has_shared_root, folder);
+}
+
+std::vector<VerlKeyProblem> CheckVerlKeys(const core::JobSpec& spec, std::string_view spec_text,
+                                          bool has_shared_root, ConfigFolder& folder) {
   std::vector<VerlKeyProblem> problems;
   const std::string name(VerlConfigName(spec.workload));
   if (name.empty()) return problems;
   const std::vector<RenderedKey> keys = RenderedVerlKeys(spec, spec_text, has_shared_root);
-  ComposedConfig composed = ComposeHydraConfig(read, name);
-  if (composed.config) {
-    const auto choices = GroupChoices(spec, keys, composed, read, problems);
-    if (!choices.empty()) composed = ComposeHydraConfig(read, name, choices);
+  std::shared_ptr<const ComposedConfig> composed_ptr = folder.Compose(name);
+  if (composed_ptr->config) {
+    const auto choices = GroupChoices(spec, keys, *composed_ptr, folder.reader(), problems);
+    if (!choices.empty()) composed_ptr = folder.Compose(name, choices);
   }
+  const ComposedConfig& composed = *composed_ptr;
   if (!composed.config) {
     const RenderedKey whole;
     problems.push_back(Problem(spec, whole, ComposeError(composed, name)));

@@ -3,7 +3,10 @@
 # and hooks/ci/gitlab-ci.yml) run as CI runs it: in a shallow checkout of the change, against a
 # local bare repository and a local HTTP stand-in for the GitHub and GitLab comment APIs that
 # records every call. The first run creates ONE comment; a run after the next push updates that
-# same comment; an invalid spec fails the check and still updates the comment.
+# same comment; an invalid spec fails the check and still updates the comment. With
+# RAY_GITOPS_PLAN=1, plan talks to the CI's RAY_ADDRESS (with the token), never to the
+# cluster.yaml address of the change, which points at a listener recording every request; with
+# no RAY_ADDRESS, plan is skipped and the comment says why.
 # Args: path-to-binary source-dir.
 set -u
 bin=$1
@@ -12,13 +15,18 @@ src=$2
 source "$src/tests/cli/lib.sh"
 token=ci-recipe-token-0123456789
 start_server api python3 "$src/tests/cli/comment_api_stub.py" "$work/calls.jsonl" "$token"
+# Where the change's cluster.yaml points, and the head the CI's RAY_ADDRESS names.
+start_server pointed python3 "$src/tests/cli/request_recorder.py" "$work/pointed.jsonl"
+start_server ray python3 "$src/tests/cli/request_recorder.py" "$work/ray.jsonl"
+touch "$work/pointed.jsonl" "$work/ray.jsonl"
+ray_token=ci-recipe-ray-token-24680
 
 remote=$work/remote.git
 git init -q --bare "$remote"
 git clone -q "$remote" "$work/person" 2>/dev/null
 cd "$work/person" || exit 1
 mkdir jobs
-printf 'address: http://127.0.0.1:1\n' >cluster.yaml
+printf 'address: %s\n' "$pointed" >cluster.yaml
 printf 'workload: custom\nentrypoint: python train.py --steps 100\n' >jobs/a.yaml
 git add -A && git commit -qm base && git push -q origin main
 git checkout -qb feature
@@ -82,6 +90,18 @@ review gh2 "${github[@]}"
 grep '"PATCH"' "$work/calls.jsonl" | grep -q '"path": "/repos/org/repo/issues/comments/1001"' ||
   fail "the update went elsewhere: $(grep PATCH "$work/calls.jsonl")"
 thread "$github_thread" | grep -q -- "+ --full" || fail "the comment does not show the new push"
+
+# --- plan: against the CI's RAY_ADDRESS with the token, never the change's cluster.yaml ---
+review plan1 "${github[@]}" RAY_GITOPS_DRY_RUN=1 RAY_GITOPS_PLAN=1 RAY_ADDRESS="$ray" \
+  RAY_AUTH_TOKEN="$ray_token"
+grep -q "Bearer $ray_token" "$work/ray.jsonl" || fail "plan did not reach RAY_ADDRESS with the token: $(cat "$work/plan1.err")"
+grep -q "### plan against the cluster" "$work/plan1.out" || fail "plan1: no plan: $(cat "$work/plan1.out")"
+grep -q "$ray_token" "$work/plan1.out" "$work/plan1.err" && fail "plan1 printed the Ray token"
+review plan2 "${github[@]}" RAY_GITOPS_DRY_RUN=1 RAY_GITOPS_PLAN=1 RAY_AUTH_TOKEN="$ray_token"
+[[ $(cat "$work/plan2.rc") == 0 ]] || fail "plan2: exit $(cat "$work/plan2.rc"): $(cat "$work/plan2.err")"
+grep -q "plan skipped" "$work/plan2.out" || fail "no RAY_ADDRESS: the comment does not say plan was skipped: $(cat "$work/plan2.out")"
+grep -q "RAY_ADDRESS" "$work/plan2.out" || fail "no RAY_ADDRESS: the comment does not name it"
+[[ -s $work/pointed.jsonl ]] && fail "the change's cluster.yaml address was contacted: $(cat "$work/pointed.jsonl")"
 
 # --- an invalid spec: the check fails, the comment says why ---
 cd "$work/person" || exit 1

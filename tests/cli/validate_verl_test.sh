@@ -187,4 +187,155 @@ run bad-format validate --repo "$src/examples/repo" -o yaml
 grep -q -- "--format: yaml not in {text,json}" "$work/bad-format.err" ||
   fail "bad-format: $(cat "$work/bad-format.err")"
 
+# A hostile verl config: nothing outside its folder is opened, whatever its defaults list
+# says, and a defaults list that fans out is composed once per file. The spec's override is
+# a key only the file outside defines: were that file read, the spec would pass.
+hostile=$work/hostile
+mkdir -p "$hostile/repo/jobs/ppo" "$hostile/outside/grp"
+printf 'address: http://127.0.0.1:8265\n' >"$hostile/repo/cluster.yaml"
+printf 'workload: ppo\nnnodes: 1\noverrides:\n  - trainer.outside_key=1\n' \
+  >"$hostile/repo/jobs/ppo/x.yaml"
+printf '# @package _global_\ntrainer:\n  outside_key: 1\n' >"$hostile/outside/extra.yaml"
+cp "$hostile/outside/extra.yaml" "$hostile/outside/grp/x.yaml"
+printf '# @package _global_\nmodel_engine: dp\n' >"$hostile/outside/me.yaml"
+# hostile_config NAME ENTRY...: a config folder $hostile/NAME whose ppo_trainer.yaml lists
+# ENTRY... (one per line, as written) and then its own keys.
+hostile_config() {
+  local dir=$hostile/$1 entry
+  shift
+  mkdir -p "$dir/model_engine"
+  printf '# @package _global_\nmodel_engine: dp\n' >"$dir/model_engine/dp.yaml"
+  {
+    echo "defaults:"
+    for entry in "$@"; do echo "  - $entry"; done
+    printf '  - _self_\ntrainer:\n  nnodes: 1\n  experiment_name: e\n'
+  } >"$dir/ppo_trainer.yaml"
+}
+# expect_outside NAME ENTRY MESSAGE: validate against $hostile/NAME fails naming ENTRY (at
+# line 2, column 5 of ppo_trainer.yaml) with MESSAGE, and the outside key is not accepted.
+expect_outside() {
+  run "$1" validate --repo "$hostile/repo" --verl-config "$hostile/$1"
+  expect_rc "$1" 1
+  grep -qF "jobs/ppo/x.yaml: error: cannot compose verl's ppo_trainer config: ppo_trainer.yaml:2:5: defaults entry \"$2\": $3" \
+    "$work/$1.err" || fail "$1: $(cat "$work/$1.err")"
+}
+hostile_config control
+run control validate --repo "$hostile/repo" --verl-config "$hostile/control"
+expect_rc control 1
+grep -qF 'unknown key "trainer.outside_key"' "$work/control.err" || fail "control: $(cat "$work/control.err")"
+hostile_config dotdot ../outside/extra
+expect_outside dotdot ../outside/extra "../outside/extra.yaml is outside the config folder; nothing is read"
+hostile_config group-dotdot 'model_engine/../../outside/extra'
+expect_outside group-dotdot model_engine/../../outside/extra "../outside/extra.yaml is outside the config folder; nothing is read"
+hostile_config option-dotdot '../outside@x: ../outside/extra'
+expect_outside option-dotdot "../outside@x: ../outside/extra" "../outside/extra.yaml is outside the config folder; nothing is read"
+hostile_config absolute "/$hostile/outside/extra"
+expect_outside absolute "/$hostile/outside/extra" "$hostile/outside/extra.yaml is outside the config folder; nothing is read"
+hostile_config root-relative "$hostile/outside/extra"
+run root-relative validate --repo "$hostile/repo" --verl-config "$hostile/root-relative"
+expect_rc root-relative 1
+grep -qF "jobs/ppo/x.yaml: error: cannot compose verl's ppo_trainer config: ppo_trainer.yaml:2:5: defaults entry \"$hostile/outside/extra\": ${hostile#/}/outside/extra.yaml: no such config (a leading / names the config folder, not the file system)" \
+  "$work/root-relative.err" || fail "root-relative: $(cat "$work/root-relative.err")"
+hostile_config linked-file extra
+ln -s ../outside/extra.yaml "$hostile/linked-file/extra.yaml"
+expect_outside linked-file extra "extra.yaml is a symbolic link that leads outside the config folder; nothing is read through it"
+hostile_config linked-group 'grp: x'
+ln -s ../outside/grp "$hostile/linked-group/grp"
+expect_outside linked-group "grp: x" "grp/x.yaml lies behind grp, a symbolic link that leads outside the config folder; nothing is read through it"
+# A link that stays inside the folder is followed, as Hydra would.
+hostile_config linked-inside 'grp: x'
+mkdir -p "$hostile/linked-inside/real"
+printf 'k: 1\n' >"$hostile/linked-inside/real/x.yaml"
+ln -s real "$hostile/linked-inside/grp"
+run linked-inside validate --repo "$hostile/repo" --verl-config "$hostile/linked-inside"
+expect_rc linked-inside 1
+grep -qF 'unknown key "trainer.outside_key"' "$work/linked-inside.err" ||
+  fail "linked-inside: $(cat "$work/linked-inside.err")"
+# A group option picked by the spec under review is no way out either.
+hostile_config spec-option 'model_engine: dp'
+printf 'workload: ppo\nnnodes: 1\noverrides:\n  - model_engine=../../outside/me\n' \
+  >"$hostile/repo/jobs/ppo/y.yaml"
+run spec-option validate --repo "$hostile/repo" --verl-config "$hostile/spec-option" jobs/ppo/y.yaml
+expect_rc spec-option 1
+grep -qF 'jobs/ppo/y.yaml:4:5: error: option "../../outside/me" of verl'"'"'s config group "model_engine" is outside the config folder; nothing is read' \
+  "$work/spec-option.err" || fail "spec-option: $(cat "$work/spec-option.err")"
+rm "$hostile/repo/jobs/ppo/y.yaml"
+# The config of a code folder in the repository under review: its folder is
+# verl/trainer/config of that code folder, even where the repository goes on around it.
+mkdir -p "$hostile/repo/forks/v/verl/trainer/config"
+cp "$hostile/outside/extra.yaml" "$hostile/repo/forks/v/extra.yaml"
+(
+  cd "$hostile/repo/forks/v/verl/trainer/config" &&
+    printf 'defaults:\n  - ../../../extra\n  - _self_\ntrainer:\n  nnodes: 1\n  experiment_name: e\n' \
+      >ppo_trainer.yaml
+)
+printf 'workload: ppo\ncode: forks/v\nnnodes: 1\noverrides:\n  - trainer.outside_key=1\n' \
+  >"$hostile/repo/jobs/ppo/code.yaml"
+run code-folder validate --repo "$hostile/repo" jobs/ppo/code.yaml
+expect_rc code-folder 1
+grep -qF 'jobs/ppo/code.yaml: error: cannot compose verl'"'"'s ppo_trainer config: ppo_trainer.yaml:2:5: defaults entry "../../../extra": ../../../extra.yaml is outside the config folder; nothing is read' \
+  "$work/code-folder.err" || fail "code-folder: $(cat "$work/code-folder.err")"
+# The same committed and pinned by code_ref: read from the tag's tree, refused alike.
+printf 'code_ref: v1\n' >>"$hostile/repo/jobs/ppo/code.yaml"
+git -C "$hostile/repo" init -q && git -C "$hostile/repo" add -A &&
+  git -C "$hostile/repo" commit -qm hostile && git -C "$hostile/repo" tag v1 ||
+  fail "code-ref: cannot commit"
+run code-ref validate --repo "$hostile/repo" jobs/ppo/code.yaml
+expect_rc code-ref 1
+grep -qF 'defaults entry "../../../extra": ../../../extra.yaml is outside the config folder; nothing is read' \
+  "$work/code-ref.err" || fail "code-ref: $(cat "$work/code-ref.err")"
+rm -rf "$hostile/repo/jobs/ppo/code.yaml" "$hostile/repo/forks" "$hostile/repo/.git"
+# --verl-config inside the repository under review whose folder is a link out of it.
+hostile_config linked-out
+ln -s ../linked-out "$hostile/repo/verl-config"
+run linked-out validate --repo "$hostile/repo" --verl-config "$hostile/repo/verl-config"
+expect_rc linked-out 1
+grep -qF "cannot compose verl's ppo_trainer config: the config folder $hostile/repo/verl-config leads outside the repository $hostile/repo; nothing is read" \
+  "$work/linked-out.err" || fail "linked-out: $(cat "$work/linked-out.err")"
+rm "$hostile/repo/verl-config"
+
+# Three levels of 120 entries over four small files: composed once per file and package, in
+# well under a second (it took hours when each entry was composed again).
+fan=$hostile/fan
+mkdir -p "$fan"
+# fan_out [wide]: b.yaml, c.yaml and d.yaml below a ppo_trainer.yaml, each of the first three
+# listing the next 120 times (wide: each time at a package of its own, `c@c17`).
+fan_out() {
+  local file
+  local -A next=([ppo_trainer]=b [b]=c [c]=d)
+  for file in ppo_trainer b c; do
+    {
+      echo "defaults:"
+      for i in $(seq 120); do echo "  - ${next[$file]}${1:+@${next[$file]}$i}"; done
+      if [[ $file == ppo_trainer ]]; then
+        printf '  - _self_\ntrainer:\n  nnodes: 1\n  experiment_name: e\n  outside_key: 1\n'
+      else
+        echo "$file: 1"
+      fi
+    } >"$fan/$file.yaml"
+  done
+  printf 'd: 1\n' >"$fan/d.yaml"
+}
+# fan_run NAME: validate against $fan, timed.
+fan_run() {
+  local start
+  start=$(date +%s%N)
+  timeout 120 "$bin" validate --repo "$hostile/repo" --verl-config "$fan" >"$work/$1.out" 2>"$work/$1.err"
+  echo $? >"$work/$1.rc"
+  local ms=$((($(date +%s%N) - start) / 1000000))
+  echo "$1: validate took $ms ms"
+  ((ms < 60000)) || fail "$1: took $ms ms, over 60 s"
+}
+fan_out
+fan_run fan
+expect_rc fan 0
+# The same with every entry at a package of its own: 120^3 copies of d.yaml is more than any
+# verl config composes, and it stops at the budget with the entry that crossed it.
+fan_out wide
+fan_run fan-wide
+expect_rc fan-wide 1
+grep -qE "^jobs/ppo/x.yaml: error: cannot compose verl's ppo_trainer config: c.yaml:[0-9]+:5: defaults entry \"d@d[0-9]+\": composing (follows more than [0-9]+ defaults entries|makes more than [0-9]+ keys and values)" \
+  "$work/fan-wide.err" || fail "fan-wide: $(cat "$work/fan-wide.err")"
+
+
 finish "validate --verl-config: ok"

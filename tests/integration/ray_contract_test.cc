@@ -235,6 +235,30 @@ TEST_CASE("contract: a submitted job can be read back and runs to SUCCEEDED with
   CHECK(logs->find("hello-contract") != std::string::npos);
 }
 
+// Deadlines and clean-up count on the head's clock, read from the Date header that aiohttp
+// puts on every answer (docs/reconcile.md, "The head's clock"): it must be the clock Ray dates
+// its jobs with.
+TEST_CASE("contract: answers carry a Date on the clock the head dates its jobs with",
+          "[contract]") {
+  auto client = Client();
+  CHECK_FALSE(client.HeadClockOffsetMs().has_value());
+  const std::string id = UniqueId("dated");
+  REQUIRE(Submitted(client, Body(id, "sleep 1")) == id);
+  auto job = client.Get(id);
+  REQUIRE(job.ok());
+  REQUIRE(job->start_time_ms.has_value());
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  const std::optional<int64_t> offset = client.HeadClockOffsetMs();
+  REQUIRE(offset.has_value());
+  // The head's time as the Date gave it: to the second, no earlier than the job's start (cut
+  // to its second), and not long after it.
+  const int64_t head_ms = now_ms + *offset;
+  CHECK(head_ms >= *job->start_time_ms - 1'000);
+  CHECK(head_ms <= *job->start_time_ms + 60'000);
+}
+
 TEST_CASE("contract: a second submit with the same id is a conflict that names the duplicate",
           "[contract]") {
   auto client = Client();

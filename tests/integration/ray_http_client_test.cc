@@ -14,6 +14,8 @@
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "reconciler/adapters/ray_http_rules.h"
 #include "reconciler/core/siphash.h"
+#include "reconciler/core/time_format.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 #include "tests/support/zip_bytes.h"
@@ -167,6 +169,20 @@ TEST_CASE("a submit lost before the job was accepted is transient and is not res
   CHECK(id.error().message().find("lost-request") != std::string::npos);
   CHECK(fake.RequestCount(route::kRouteSubmit) == 1);
   CHECK(fake.JobCount() == 0);
+}
+
+TEST_CASE("a lost submit whose id holds someone else's job is a conflict, not a success",
+          "[client][submit]") {
+  // The job under the id is not what this request sent: the caller checks it before adopting.
+  FakeRayServer fake;
+  RayHttpJobServer client(FastOptions(fake));
+  REQUIRE(client.Submit(Body("planted", "echo PWNED")).ok());
+  fake.DropNext(route::kRouteSubmit, 1, /*after_handling=*/false);
+  auto id = client.Submit(Body("planted"));
+  REQUIRE_FALSE(id.ok());
+  CHECK(id.error().kind() == ErrorKind::kConflict);
+  CHECK_THAT(id.error().message(), Catch::Contains("not what this request sent"));
+  CHECK(fake.JobCount() == 1);
 }
 
 TEST_CASE("a 5xx answer to a submit is resolved by reading the id", "[client][submit]") {
@@ -621,6 +637,132 @@ TEST_CASE("an https address speaks TLS: a plain-HTTP server is a transient error
   REQUIRE_FALSE(v.ok());
   CHECK(v.error().kind() == ErrorKind::kTransient);
   CHECK(v.error().message().find("SSL") != std::string::npos);
+}
+
+// The token and headers go only to the address the operator chose: a head (or whatever answers
+// at its address) that redirects elsewhere is not followed, for any call, so the credentials
+// never reach the other host.
+TEST_CASE("a redirect is never followed: the credentials stay with the address given", "[client]") {
+  FakeRayServer elsewhere;
+  httplib::Server redirecting;
+  const std::string target = elsewhere.address();
+  const auto redirect = [&target](const httplib::Request& req, httplib::Response& res) {
+    res.status = req.method == "GET" ? 302 : 307;
+    res.set_header("Location", target + req.path);
+  };
+  redirecting.Get(".*", redirect);
+  redirecting.Post(".*", redirect);
+  redirecting.Put(".*", redirect);
+  redirecting.Delete(".*", redirect);
+  const int port = redirecting.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  std::thread serving([&redirecting]() { redirecting.listen_after_bind(); });
+  RayClientOptions o =
+      rg::testing::FastClientOptions("http://127.0.0.1:" + std::to_string(port), 1);
+  o.token = "tok-redirected-0123";
+  o.headers = {{"X-Api-Key", "hdr-redirected-4567"}};
+  RayHttpJobServer client(o);
+
+  CHECK_FALSE(client.Version().ok());
+  CHECK_FALSE(client.List().ok());
+  CHECK_FALSE(client.Get("a-1").ok());
+  CHECK_FALSE(client.Stop("a-1").ok());
+  CHECK_FALSE(client.Submit(Body("a-1")).ok());
+  CHECK_FALSE(client.HasPackage("_ray_pkg_0123456789abcdef.zip").ok());
+  CHECK_FALSE(client.UploadPackage("_ray_pkg_0123456789abcdef.zip", "PK").ok());
+  redirecting.stop();
+  serving.join();
+  for (std::string_view route :
+       {route::kRouteVersion, route::kRouteList, route::kRouteGet, route::kRouteStop,
+        route::kRouteSubmit, route::kRoutePackageGet, route::kRoutePackagePut}) {
+    INFO(route);
+    CHECK(elsewhere.RequestCount(route) == 0);
+  }
+}
+
+// The head's clock from the Date header of its answers (ports::JobServer::HeadClockOffsetMs):
+// the head's time cut to the second, less the client's clock once the answer has arrived.
+TEST_CASE("the head's clock is read from the Date header of its answers over HTTP", "[client]") {
+  rg::testing::FakeClock clock;
+  FakeRayOptions fo;
+  fo.clock = &clock;
+  fo.clock_offset = -2h;  // the head 2 h behind the daemon
+  FakeRayServer fake(fo);
+  RayClientOptions o = FastOptions(fake);
+  o.clock = &clock;
+  RayHttpJobServer client(o);
+  CHECK_FALSE(client.HeadClockOffsetMs().has_value());  // nothing asked yet
+  clock.AdvanceMs(1'500);
+  REQUIRE(client.List().ok());
+  // The head shows 00:00:01.500 less 2 h, and its Date says 00:00:01: a lower bound, 500 ms off.
+  CHECK(client.HeadClockOffsetMs() == -7'200'500);
+  const int64_t date_ms = rg::testing::FakeClock::kStartWallMs + 1'000 - 7'200'000;
+  CHECK(client.HeadNowMs() == date_ms);
+  // The head's time moves on with the client's monotonic clock, whatever its wall clock does.
+  clock.AdvanceMs(10'000);
+  CHECK(client.HeadNowMs() == date_ms + 10'000);
+  CHECK(client.HeadClockOffsetMs() == -7'200'500);
+
+  SECTION("every 2xx answer updates it, a GET, a POST and a DELETE alike") {
+    fake.SetClockOffset(3h);
+    REQUIRE(client.Version().ok());
+    CHECK(client.HeadClockOffsetMs() == 10'799'500);
+    fake.SetClockOffset(1h);
+    REQUIRE(client.Submit(Body("dated")).ok());
+    CHECK(client.HeadClockOffsetMs() == 3'599'500);
+    REQUIRE(fake.SetStatus("dated", RayJobStatus::kSucceeded));
+    fake.SetClockOffset(-1h);
+    REQUIRE(client.Delete("dated").ok());
+    CHECK(client.HeadClockOffsetMs() == -3'600'500);
+  }
+  SECTION("an error answer leaves it as it was: a proxy's answer is dated by the proxy") {
+    fake.SetClockOffset(5h);
+    fake.FailNext(route::kRouteList, 3, 502, "Bad Gateway");
+    REQUIRE_FALSE(client.List().ok());
+    CHECK(client.HeadClockOffsetMs() == -7'200'500);
+    CHECK(client.Get("nope").error().kind() == ErrorKind::kNotFound);
+    CHECK(client.HeadClockOffsetMs() == -7'200'500);
+  }
+}
+
+TEST_CASE("an answer without a readable Date header leaves the head's clock as it was",
+          "[client]") {
+  rg::testing::FakeClock clock;
+  std::map<std::string, std::string> headers;
+  rg::adapters::RayHttpTransport transport = [&headers](const rg::adapters::RayHttpRequest&) {
+    rg::adapters::RayHttpAnswer answer;
+    answer.status = 200;
+    answer.body = "[]";
+    answer.headers = headers;
+    return answer;
+  };
+  RayClientOptions o = rg::testing::FastClientOptions("http://head:8265");
+  o.clock = &clock;
+  RayHttpJobServer client(o, transport);
+  REQUIRE(client.List().ok());
+  CHECK_FALSE(client.HeadClockOffsetMs().has_value());  // none yet: the caller's clock stands in
+  CHECK_FALSE(client.HeadNowMs().has_value());
+
+  // Header names in any case, the value with the blanks HTTP allows around it.
+  headers = {{"date", "  " + rg::core::FormatHttpDate(clock.NowMs() + 90'000) + "\t"}};
+  REQUIRE(client.List().ok());
+  CHECK(client.HeadClockOffsetMs() == 90'000);
+  CHECK(client.HeadNowMs() == clock.NowMs() + 90'000);
+  for (const std::map<std::string, std::string>& other :
+       std::vector<std::map<std::string, std::string>>{
+           {},
+           {{"Date", ""}},
+           {{"Date", "yesterday"}},
+           {{"Date", "2026-01-01T00:00:00Z"}},
+           {{"Date", "Mon, 01 Jan 2026 00:00:00 GMT"}},  // a Thursday
+       }) {
+    headers = other;
+    REQUIRE(client.List().ok());
+    CHECK(client.HeadClockOffsetMs() == 90'000);
+  }
+  headers = {{"DATE", "Thursday, 01-Jan-26 00:00:00 GMT"}};  // RFC 850, read too
+  REQUIRE(client.List().ok());
+  CHECK(client.HeadClockOffsetMs() == 0);
 }
 
 }  // namespace

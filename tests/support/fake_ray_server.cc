@@ -4,6 +4,7 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "reconciler/core/pending_reason.h"
+#include "reconciler/core/time_format.h"
 
 namespace rg::testing {
 namespace {
@@ -246,11 +248,17 @@ class FakeRayServer::Impl {
         std::chrono::microseconds(options_.clock->MonotonicUs())));
   }
   int64_t EpochMs() const {
-    return options_.clock != nullptr ? options_.clock->NowMs() : SystemEpochMs();
+    return (options_.clock != nullptr ? options_.clock->NowMs() : SystemEpochMs()) +
+           clock_offset_ms_.load();
   }
 
+  void SetClockOffset(std::chrono::milliseconds offset) { clock_offset_ms_ = offset.count(); }
+  ports::Clock* clock() const { return options_.clock; }
+
   explicit Impl(FakeRayOptions options)
-      : options_(std::move(options)), rng_(std::random_device{}()) {
+      : options_(std::move(options)),
+        clock_offset_ms_(options_.clock_offset.count()),
+        rng_(std::random_device{}()) {
     session_name_ = NewSessionName();
     server_.Get(".*",
                 [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
@@ -489,6 +497,7 @@ class FakeRayServer::Impl {
     answer.lost = Process(req, res);
     answer.status = res.status;
     answer.body = res.body;
+    for (const auto& [name, value] : res.headers) answer.headers[name] = value;
     return answer;
   }
 
@@ -519,6 +528,8 @@ class FakeRayServer::Impl {
       }
     }
     if (latency.count() > 0) std::this_thread::sleep_for(latency);
+    // aiohttp dates every answer, errors included, as it starts to send it.
+    res.set_header("Date", core::FormatHttpDate(EpochMs()));
     if (fault && fault->status != 0) {
       res.status = fault->status;
       res.set_content(fault->body, "text/plain; charset=utf-8");
@@ -1001,6 +1012,7 @@ class FakeRayServer::Impl {
   }
 
   FakeRayOptions options_;
+  std::atomic<int64_t> clock_offset_ms_;  // SetClockOffset, read without the lock
   mutable std::mutex mu_;
   std::mt19937_64 rng_;
   std::string session_name_;
@@ -1050,6 +1062,10 @@ void FakeRayServer::SetClusterResources(std::map<std::string, double> resources,
                                         std::map<std::string, double> used) {
   impl_->SetClusterResources(std::move(resources), std::move(used));
 }
+void FakeRayServer::SetClockOffset(std::chrono::milliseconds offset) {
+  impl_->SetClockOffset(offset);
+}
+ports::Clock* FakeRayServer::clock() const { return impl_->clock(); }
 std::optional<core::RayJobStatus> FakeRayServer::StatusOf(std::string_view id) {
   return impl_->StatusOf(id);
 }

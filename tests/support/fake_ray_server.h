@@ -72,6 +72,10 @@ struct FakeRayOptions {
   // The clock jobs move on and their times come from (MonotonicUs, NowMs); null: the
   // process's steady and system clocks. Not owned; must outlive the server.
   ports::Clock* clock = nullptr;
+  // The head's wall clock minus `clock`'s (or the system's): its jobs' start and end times and
+  // the Date header of every answer (sent as a real head's aiohttp sends it: IMF-fixdate, the
+  // second its clock shows) are read on it. Negative: the head is behind the daemon.
+  std::chrono::milliseconds clock_offset{0};
   // False: no socket, no thread; only Respond reaches the head (address() then names port 0).
   bool listen = true;
 };
@@ -97,6 +101,7 @@ struct FakeRayAnswer {
   int status = 0;
   std::string body;
   bool lost = false;
+  std::map<std::string, std::string> headers;  // Date and Content-Type, as over HTTP
 };
 
 class FakeRayServer {
@@ -131,6 +136,10 @@ class FakeRayServer {
   void SetToken(std::optional<std::string> token);
   void SetClusterResources(std::map<std::string, double> resources,
                            std::map<std::string, double> used = {});
+  // FakeRayOptions::clock_offset from now on: the head's clock is set (a step, as NTP may).
+  void SetClockOffset(std::chrono::milliseconds offset);
+  // FakeRayOptions::clock: the clock the head's is offset from (null: the system's).
+  ports::Clock* clock() const;
 
   // --- observing ---
   std::optional<core::RayJobStatus> StatusOf(std::string_view submission_id);

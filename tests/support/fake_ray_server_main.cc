@@ -2,6 +2,10 @@
 // benchmarks. Prints the port on the first line of stdout, then serves until SIGINT/SIGTERM.
 //   fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N]
 //                   [--record-submits FILE] [--start-now] [--latency-ms N]
+//                   [--clock-offset-ms N]
+//
+// --clock-offset-ms N: the head's clock is N ms ahead of the system's (behind when negative):
+// its jobs' times and the Date header of its answers, as a head whose clock is off.
 //
 // --latency-ms N: every request waits N ms before it is handled, in as many requests at once
 // as the server has threads: a head whose every call takes time, as a real one's does (a
@@ -36,7 +40,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N] "
-    "[--record-submits FILE] [--start-now] [--latency-ms N]\n";
+    "[--record-submits FILE] [--start-now] [--latency-ms N] [--clock-offset-ms N]\n";
 
 // A flag's value as milliseconds (a whole number, 0 or more); nullopt when it is not one.
 std::optional<std::chrono::milliseconds> Milliseconds(const std::string& value) {
@@ -75,6 +79,16 @@ int main(int argc, char** argv) {
       options.token = argv[++i];
     } else if (arg == "--ray-version" && i + 1 < argc) {
       options.ray_version = argv[++i];
+    } else if (arg == "--clock-offset-ms" && i + 1 < argc) {
+      const std::string value = argv[++i];
+      const bool behind = value.starts_with('-');
+      const std::optional<std::chrono::milliseconds> ms =
+          Milliseconds(behind ? value.substr(1) : value);
+      if (!ms) {
+        std::cerr << "fake-ray-server: " << arg << " wants milliseconds, got " << value << "\n";
+        return 2;
+      }
+      options.clock_offset = behind ? -*ms : *ms;
     } else if (arg == "--start-now") {
       options.start_delay = std::chrono::milliseconds(0);
     } else if (arg == "--record-submits" && i + 1 < argc) {

@@ -4,7 +4,9 @@
 // slow listing while the world moves on), `after_next_list` once just after it is answered
 // (the window in which another daemon can submit unseen).
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +32,8 @@ class GatedJobServer : public ports::JobServer {
     if (auto hook = std::exchange(after_next_list, nullptr)) hook();
     return jobs;
   }
+  std::optional<int64_t> HeadClockOffsetMs() override { return inner_.HeadClockOffsetMs(); }
+  std::optional<int64_t> HeadNowMs() override { return inner_.HeadNowMs(); }
   core::Result<bool> Stop(std::string_view id) override { return inner_.Stop(id); }
   core::Result<bool> Delete(std::string_view id) override { return inner_.Delete(id); }
   core::Result<std::string> Logs(std::string_view id) override { return inner_.Logs(id); }

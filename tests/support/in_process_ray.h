@@ -24,14 +24,17 @@ inline adapters::RayHttpTransport InProcessTransport(FakeRayServer& ray) {
     }
     out.status = answer.status;
     out.body = answer.body;
+    out.headers = answer.headers;
     return out;
   };
 }
 
-// A client of `ray` in process. `ray` must outlive it.
+// A client of `ray` in process, whose clock is the one the head's is offset from
+// (FakeRayOptions::clock and clock_offset). `ray` must outlive it.
 inline std::unique_ptr<adapters::RayHttpJobServer> InProcessClient(FakeRayServer& ray) {
-  return std::make_unique<adapters::RayHttpJobServer>(FastClientOptions(ray.address()),
-                                                      InProcessTransport(ray));
+  adapters::RayClientOptions options = FastClientOptions(ray.address());
+  options.clock = ray.clock();
+  return std::make_unique<adapters::RayHttpJobServer>(std::move(options), InProcessTransport(ray));
 }
 
 }  // namespace rg::testing

@@ -240,6 +240,106 @@ TEST_CASE("A head restart that drops the package: the next attempt uploads it ag
   CHECK(ray.StatusOf(Submitted(again).front()) == RayJobStatus::kRunning);
 }
 
+// The code tree of the spec named `name` as a dry run reads it.
+std::string TreeOf(Process& daemon, const std::string& name) {
+  engine::PassResult plan = daemon.Pass(/*dry_run=*/true);
+  REQUIRE(plan.snapshot);
+  for (const core::JobSpec& spec : plan.snapshot->state.jobs) {
+    if (spec.name == name && spec.has_code()) return spec.code().tree_id;
+  }
+  FAIL("no spec " + name + " with code");
+  return "";
+}
+
+TEST_CASE("A package planted under the name ray-gitops would upload is never run as the code") {
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  repo.person->Write("jobs/marker.yaml", kMarkerSpec);
+  repo.person->Write("src/marker.txt", "marker A\n");
+  repo.person->CommitAndPush("main", "code A");
+  Process daemon(repo.remote, repo.tmp.Sub("cache"), ray);
+  const std::string name = core::CodePackageName(TreeOf(daemon, "marker"));
+  // Someone who read the pull request knows the tree, so the name, before it merges.
+  adapters::RayHttpJobServer other(testing::FastClientOptions(ray.address()));
+  REQUIRE(other.UploadPackage(name, "PK planted bytes").ok());
+
+  for (int pass = 0; pass < 2; ++pass) {
+    engine::PassResult r = daemon.Pass();
+    CHECK(Submitted(r).empty());
+    std::optional<core::StatusRecord> rec = RecordOf(repo.remote, "marker");
+    REQUIRE(rec);
+    INFO(rec->message);
+    CHECK(rec->phase == core::Phase::kConflict);
+    CHECK_THAT(rec->message, Catch::Contains("gcs://" + name));
+    CHECK_THAT(rec->message, Catch::Contains("ray-gitops did not upload it"));
+    CHECK(rec->attempts.empty());
+  }
+  CHECK(ray.SubmitBodies().empty());
+  CHECK(ray.RequestCount(testing::kRoutePackagePut) == 1);  // the planted one: never replaced
+  CHECK(ray.PackageBytes(name) == "PK planted bytes");
+}
+
+TEST_CASE("A job planted with our render and a planted package is not adopted") {
+  // Even a body equal to the render runs the planted package's files.
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  repo.person->Write("jobs/marker.yaml", kMarkerSpec);
+  repo.person->Write("src/marker.txt", "marker A\n");
+  repo.person->CommitAndPush("main", "code A");
+  Process daemon(repo.remote, repo.tmp.Sub("cache"), ray);
+  engine::PassResult plan = daemon.Pass(/*dry_run=*/true);
+  REQUIRE(plan.snapshot);
+  const core::JobSpec& spec = plan.snapshot->state.jobs.at(0);
+  core::RenderContext context;
+  context.commit = plan.snapshot->commit;
+  context.repo_url = plan.snapshot->repo_url;
+  auto body = core::RenderSubmission(spec, *plan.snapshot->state.cluster, context);
+  REQUIRE(body.ok());
+  adapters::RayHttpJobServer other(testing::FastClientOptions(ray.address()));
+  REQUIRE(other.UploadPackage(core::CodePackageName(spec.code().tree_id), "PK planted").ok());
+  REQUIRE(other.Submit(*body).ok());
+
+  engine::PassResult r = daemon.Pass();
+  CHECK(Submitted(r).empty());
+  std::optional<core::StatusRecord> rec = RecordOf(repo.remote, "marker");
+  REQUIRE(rec);
+  INFO(rec->message);
+  CHECK(rec->phase == core::Phase::kConflict);
+  CHECK_THAT(rec->message, Catch::Contains(core::CodePackageUri(spec.code().tree_id)));
+  CHECK(rec->attempts.empty());
+  CHECK(ray.RequestCount(testing::kRouteStop) == 0);
+}
+
+TEST_CASE("Our package from an earlier process, recorded in the ledger, is used as it is") {
+  git_libgit2_init();
+  testing::FakeRayServer ray(Immediate());
+  testing::TestRemote repo;
+  repo.person->Write("cluster.yaml", kCluster);
+  repo.person->Write("jobs/flaky.yaml",
+                     "workload: custom\ncode: src\nentrypoint: exit 3\nretries: 1\n");
+  repo.person->Write("src/train.py", "print('hello')\n");
+  repo.person->CommitAndPush("main", "a run that fails once");
+  {
+    Process first(repo.remote, repo.tmp.Sub("cache-1"), ray);
+    engine::PassResult one = first.Pass();
+    INFO(Errors(one));
+    REQUIRE(Submitted(one).size() == 1);
+  }
+  CHECK(ray.RequestCount(testing::kRoutePackagePut) == 1);
+  // A new process: it uploaded nothing itself, and its ledger records the run with that code.
+  Process second(repo.remote, repo.tmp.Sub("cache-2"), ray);
+  engine::PassResult retry = second.Pass();
+  INFO(Errors(retry));
+  REQUIRE(Submitted(retry).size() == 1);
+  CHECK(Submitted(retry).front().ends_with("-r1"));
+  CHECK(ray.RequestCount(testing::kRoutePackagePut) == 1);
+  CHECK(retry.code.uploads == 0);
+}
+
 TEST_CASE("Specs sharing a code folder share one package: one zip, one PUT") {
   git_libgit2_init();
   testing::FakeRayServer ray(Immediate());

@@ -35,6 +35,8 @@ constexpr char kClusterYaml[] =
     "    HF_TOKEN: hf-secret-value\n"
     "    GREETING: hello\n";
 
+constexpr char kRepoUrl[] = "https://git.example/org/jobs.git";
+
 constexpr char kSpecYaml[] =
     "workload: custom\n"
     "entrypoint: echo hello from the engine\n";
@@ -94,6 +96,7 @@ TEST_CASE("A duplicate id from the same spec and instance is adopted, not sent t
   const auto spec = LoadSpec();
   const auto cluster = LoadCluster();
   rg::core::RenderContext context;
+  context.repo_url = kRepoUrl;
   auto first = SubmitAttempt(*h.server, &h.writer, spec, cluster, context, h.Inputs());
   REQUIRE(first.ok());
 
@@ -146,6 +149,59 @@ TEST_CASE("A duplicate id owned by another instance is a conflict") {
   REQUIRE_FALSE(result.ok());
   CHECK(result.error().kind() == ErrorKind::kConflict);
   CHECK_THAT(result.error().message(), Catch::Contains("'team-b'"));
+}
+
+// A job someone else submitted under the id this attempt renders, with the render's labels.
+rg::core::Value PlantedBody(const rg::core::JobSpec& spec, const rg::core::RayConfig& cluster,
+                            const rg::core::RenderContext& context) {
+  auto body = rg::core::RenderSubmission(spec, cluster, context);
+  REQUIRE(body.ok());
+  return *body;
+}
+
+TEST_CASE("A duplicate id with our labels but not this attempt's render is a conflict") {
+  Harness h;
+  const auto spec = LoadSpec();
+  const auto cluster = LoadCluster();
+  rg::core::RenderContext context;
+  context.repo_url = kRepoUrl;
+  rg::core::Value planted = PlantedBody(spec, cluster, context);
+  std::string differs;
+  SECTION("another entrypoint") {
+    planted["entrypoint"] = "echo PWNED";
+    differs = "its entrypoint differs";
+  }
+  SECTION("another runtime_env") {
+    planted["runtime_env"]["env_vars"]["HF_TOKEN"] = "stolen";
+    differs = "its runtime_env differs (env_vars.HF_TOKEN)";
+  }
+  SECTION("no runtime_env") {
+    planted.as_object().erase("runtime_env");
+    differs = "its runtime_env differs";
+  }
+  REQUIRE(h.server->Submit(planted).ok());
+  auto result = SubmitAttempt(*h.server, &h.writer, spec, cluster, context, h.Inputs());
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.error().kind() == ErrorKind::kConflict);
+  const std::string& message = result.error().message();
+  CHECK_THAT(message, Catch::StartsWith("submission id smoke-hello-" + spec.spec_hash));
+  CHECK_THAT(message, Catch::Contains(differs));
+  CHECK_THAT(message, !Catch::Contains("hf-secret-value"));
+  CHECK_THAT(message, !Catch::Contains("stolen"));
+  CHECK_THAT(message, !Catch::Contains("PWNED"));
+  CHECK(h.fake.JobCount() == 1);
+  CHECK_FALSE(fs::exists(h.root.dir() / "jobs" / ("smoke-hello-" + spec.spec_hash)));
+}
+
+TEST_CASE("A duplicate id whose job lacks gitops.repo is never adopted") {
+  Harness h;
+  const auto spec = LoadSpec();
+  const auto cluster = LoadCluster();
+  rg::core::RenderContext context;  // no repository: the render carries no gitops.repo
+  REQUIRE(SubmitAttempt(*h.server, nullptr, spec, cluster, context, h.Inputs()).ok());
+  auto again = SubmitAttempt(*h.server, nullptr, spec, cluster, context, h.Inputs());
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().kind() == ErrorKind::kConflict);
 }
 
 TEST_CASE("A spec that cannot be rendered sends nothing") {

@@ -9,6 +9,7 @@
 #include "reconciler/engine/narrow_pass.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <set>
@@ -21,6 +22,7 @@
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/engine/pass_memo.h"
 #include "reconciler/engine/reconcile_pass.h"
+#include "reconciler/engine/warning.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/git_test_repo.h"
@@ -304,6 +306,28 @@ TEST_CASE("narrow passes decide every kind of spec change as full passes do") {
     CHECK_FALSE(w.Narrow(index, /*dry_run=*/true, &why_not).has_value());
     CHECK(why_not == "Ray's job list changed since the last full pass");
   }
+}
+
+// A skewed clock is a warning about the cluster, not about a file: it keeps narrow passes,
+// each of which reads the head's clock anew (docs/reconcile.md, "The head's clock").
+TEST_CASE("a head whose clock is off keeps narrow passes, which read its clock anew") {
+  World w;
+  w.ray.SetClockOffset(std::chrono::hours(-2));
+  const PassResult settled = w.Settle();
+  REQUIRE(settled.warnings.size() == 1);
+  CHECK(settled.warnings[0].kind == engine::kWarnClockSkew);
+  const engine::PassIndex index = engine::IndexPass(settled, w.store.get());
+  REQUIRE(index.valid());
+  w.ray.SetClockOffset(std::chrono::hours(-3));
+  w.repo.person->Write("jobs/j3.yaml", Spec(2));
+  w.repo.person->CommitAndPush("main", "j3 v2");
+  const std::optional<PassResult> narrow = w.Narrow(index);
+  REQUIRE(narrow.has_value());
+  CHECK(narrow->narrow);
+  REQUIRE(narrow->warnings.size() == 1);
+  CHECK_THAT(narrow->warnings[0].message, Catch::StartsWith("the daemon's clock is 3h ahead"));
+  CHECK(narrow->head_clock_offset_ms == -3 * 3'600'000);
+  CheckNothingLeft(w);
 }
 
 TEST_CASE("narrow passes of a named instance plan with the instance's spec hashes") {

@@ -9,38 +9,14 @@
 #include <optional>
 #include <string>
 
+#include "tests/support/ray_env.h"
+
 namespace {
 
 using rg::adapters::RayClientFlags;
 using rg::adapters::ResolveRayClientOptions;
 using rg::core::ErrorKind;
-
-// Sets (or unsets, with nullopt) the Ray variables for one test and restores them after.
-class RayEnv {
- public:
-  RayEnv() {
-    for (const char* name : kNames) {
-      const char* v = std::getenv(name);
-      saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
-      unsetenv(name);
-    }
-  }
-  ~RayEnv() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        setenv(name, value->c_str(), 1);
-      } else {
-        unsetenv(name);
-      }
-    }
-  }
-  void Set(const char* name, const std::string& value) { setenv(name, value.c_str(), 1); }
-
- private:
-  static constexpr const char* kNames[] = {"RAY_API_SERVER_ADDRESS", "RAY_ADDRESS",
-                                           "RAY_AUTH_TOKEN", "RAY_JOB_HEADERS"};
-  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
-};
+using rg::testing::RayEnv;
 
 std::string TempFile(const std::string& name, const std::string& content) {
   auto path = std::filesystem::temp_directory_path() /
@@ -109,6 +85,82 @@ TEST_CASE("unusable addresses are errors that name their source", "[options]") {
   auto bad_env = ResolveRayClientOptions(RayClientFlags{});
   REQUIRE_FALSE(bad_env.ok());
   CHECK(bad_env.error().message().find("RAY_ADDRESS") != std::string::npos);
+}
+
+TEST_CASE("the resolution says where the address came from", "[options]") {
+  using rg::adapters::AddressSource;
+  RayEnv env;
+  RayClientFlags flags;
+  CHECK(ResolveRayClientOptions(flags)->address_source == AddressSource::kNone);
+  flags.fallback_address = "http://fallback:8265";
+  CHECK(ResolveRayClientOptions(flags)->address_source == AddressSource::kFallback);
+  env.Set("RAY_ADDRESS", "http://ray-address:8265");
+  CHECK(ResolveRayClientOptions(flags)->address_source == AddressSource::kEnvironment);
+  env.Set("RAY_API_SERVER_ADDRESS", "http://api-server:8265");
+  CHECK(ResolveRayClientOptions(flags)->address_source == AddressSource::kEnvironment);
+  flags.address = "http://flag:8265";
+  CHECK(ResolveRayClientOptions(flags)->address_source == AddressSource::kFlag);
+}
+
+TEST_CASE("the token and the extra headers are the credentials", "[options]") {
+  RayEnv env;
+  CHECK_FALSE(ResolveRayClientOptions(RayClientFlags{})->HasCredentials());
+  env.Set("RAY_AUTH_TOKEN", "tok-1234567890");
+  CHECK(ResolveRayClientOptions(RayClientFlags{})->HasCredentials());
+  env.Set("RAY_AUTH_TOKEN", "");
+  env.Set("RAY_JOB_HEADERS", R"({"X-Api-Key": "k-1234567890"})");
+  CHECK(ResolveRayClientOptions(RayClientFlags{})->HasCredentials());
+}
+
+// A password in an address would ride along wherever the address goes (logs, records, a
+// host lookup): it is refused from every source, and the refusal never shows it.
+TEST_CASE("an address with credentials in it is refused from every source", "[options]") {
+  RayEnv env;
+  const std::string secret = "pw-5e1f0c2d9a";
+  for (const std::string& given :
+       {"http://user:" + secret + "@head:8265", "https://" + secret + "@head:8265/ray",
+        "ray://user:" + secret + "@head:10001", "user:" + secret + "@head:8265"}) {
+    INFO(given);
+    RayClientFlags flag;
+    flag.address = given;
+    auto from_flag = ResolveRayClientOptions(flag);
+    REQUIRE_FALSE(from_flag.ok());
+    CHECK(from_flag.error().kind() == ErrorKind::kInvalidInput);
+    CHECK(from_flag.error().message().find("--ray-address") != std::string::npos);
+    CHECK(from_flag.error().message().find("--ray-token-file") != std::string::npos);
+    CHECK(from_flag.error().message().find(secret) == std::string::npos);
+
+    RayClientFlags fallback;
+    fallback.fallback_address = given;
+    auto from_file = ResolveRayClientOptions(fallback);
+    REQUIRE_FALSE(from_file.ok());
+    CHECK(from_file.error().message().find("cluster file") != std::string::npos);
+    CHECK(from_file.error().message().find(secret) == std::string::npos);
+
+    env.Set("RAY_ADDRESS", given);
+    auto from_env = ResolveRayClientOptions(RayClientFlags{});
+    REQUIRE_FALSE(from_env.ok());
+    CHECK(from_env.error().message().find("RAY_ADDRESS") != std::string::npos);
+    CHECK(from_env.error().message().find(secret) == std::string::npos);
+    env.Set("RAY_ADDRESS", "");
+  }
+  // An @ in the path is not user info.
+  RayClientFlags path;
+  path.address = "https://proxy.example.com/team@rl/ray";
+  CHECK(ResolveRayClientOptions(path).ok());
+}
+
+TEST_CASE("an address with a query or a fragment is refused", "[options]") {
+  RayEnv env;
+  for (const char* given : {"http://head:8265/?x=1", "http://head:8265#top", "http://head?a"}) {
+    INFO(given);
+    RayClientFlags flags;
+    flags.address = given;
+    auto o = ResolveRayClientOptions(flags);
+    REQUIRE_FALSE(o.ok());
+    CHECK(o.error().kind() == ErrorKind::kInvalidInput);
+    CHECK(o.error().message().find("--ray-address") != std::string::npos);
+  }
 }
 
 TEST_CASE("the token comes from the token file, trimmed, before RAY_AUTH_TOKEN", "[options]") {

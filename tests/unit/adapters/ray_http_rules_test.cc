@@ -156,6 +156,27 @@ TEST_CASE("job details of a finished driver job are read in full", "[ray_http]")
   CHECK(job->metadata.at("gitops.name") == "x");
 }
 
+TEST_CASE("job details keep the runtime_env Ray echoes, a list leaves it out", "[ray_http]") {
+  const std::string details = R"({"type": "SUBMISSION", "submission_id": "a-1",
+      "status": "RUNNING", "entrypoint": "true", "metadata": {},
+      "runtime_env": {"env_vars": {"A": "1"}, "config": {"setup_timeout_seconds": 600},
+                      "pip": ["x"], "big": 18446744073709551615, "f": 1.5, "t": true}})";
+  auto job = ParseJobDetails(details);
+  REQUIRE(job.ok());
+  const rg::core::Value& env = job->runtime_env.get();
+  REQUIRE(env.is_object());
+  CHECK(env.Find("env_vars")->Find("A")->as_string() == "1");
+  CHECK(env.Find("config")->Find("setup_timeout_seconds")->as_int() == 600);
+  CHECK(env.Find("pip")->as_array().at(0).as_string() == "x");
+  CHECK(env.Find("big")->is_double());
+  CHECK(env.Find("f")->as_double() == 1.5);
+  CHECK(env.Find("t")->as_bool());
+  CHECK(ParseJobDetails(R"({"status": "RUNNING", "runtime_env": null})")->runtime_env.empty());
+  auto list = ParseJobList("[" + details + "]");
+  REQUIRE(list.ok());
+  CHECK(list->at(0).runtime_env.empty());
+}
+
 TEST_CASE("malformed job details are errors, not crashes", "[ray_http]") {
   CHECK(ParseJobDetails("not json").error().kind() == ErrorKind::kFatal);
   CHECK(ParseJobDetails("[]").error().kind() == ErrorKind::kFatal);

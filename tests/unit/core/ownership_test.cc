@@ -126,6 +126,12 @@ RayJob Labelled(const std::string& instance, const std::string& repo) {
   if (!instance.empty()) job.metadata.emplace(kMetaManagedBy, instance);
   if (!repo.empty()) job.metadata.emplace(kMetaRepo, repo);
   job.metadata.emplace(kMetaName, "train");
+  job.metadata.emplace(kMetaSpecHash, "aaaaaaaaaa");
+  return job;
+}
+
+RayJob Without(RayJob job, std::string_view label) {
+  job.metadata.erase(std::string(label));
   return job;
 }
 
@@ -145,6 +151,8 @@ std::string Name(JobOwnership o) {
       return "foreign";
     case JobOwnership::kNotOurs:
       return "not ours";
+    case JobOwnership::kDisowned:
+      return "disowned";
   }
   return "?";
 }
@@ -165,6 +173,8 @@ TEST_CASE("ClassifyJob: ours only when the instance and the repository are ours"
   any_repo.repo = "";
   Ownership other_instance = Owner();
   other_instance.instance = "team-a";
+  Ownership disowned = Owner();
+  disowned.disowned.emplace("train-aaaaaaaaaa", "its entrypoint differs");
 
   RayJob driver = Labelled("ray-gitops", kOurUrl);
   driver.type = "DRIVER";
@@ -181,8 +191,28 @@ TEST_CASE("ClassifyJob: ours only when the instance and the repository are ours"
       {"a job submitted by hand", Labelled("", ""), Owner(), JobOwnership::kNotOurs},
       {"our instance and repository", Labelled("ray-gitops", kOurUrl), Owner(),
        JobOwnership::kOurs},
-      {"no gitops.repo label (recorded before repositories were compared)",
-       Labelled("ray-gitops", ""), Owner(), JobOwnership::kOurs},
+      {"no gitops.repo label: a job by hand with a stray label", Labelled("ray-gitops", ""),
+       Owner(), JobOwnership::kNotOurs},
+      {"only gitops.managed-by", Without(Labelled("ray-gitops", ""), kMetaName), Owner(),
+       JobOwnership::kNotOurs},
+      {"our instance and repository without gitops.spec-hash",
+       Without(Labelled("ray-gitops", kOurUrl), kMetaSpecHash), Owner(), JobOwnership::kNotOurs},
+      {"no gitops.repo label when ours is unknown", Labelled("ray-gitops", ""), any_repo,
+       JobOwnership::kNotOurs},
+      {"another repository without gitops.spec-hash",
+       Without(Labelled("ray-gitops", "https://github.com/team-b/jobs"), kMetaSpecHash), Owner(),
+       JobOwnership::kNotOurs},
+      {"our labels, but disowned (not the run we render)", Labelled("ray-gitops", kOurUrl),
+       disowned, JobOwnership::kDisowned},
+      {"another job of ours when one is disowned",
+       [] {
+         RayJob job = Labelled("ray-gitops", kOurUrl);
+         job.submission_id = "train-bbbbbbbbbb";
+         return job;
+       }(),
+       disowned, JobOwnership::kOurs},
+      {"a job by hand under a disowned id stays not ours", Labelled("", ""), disowned,
+       JobOwnership::kNotOurs},
       {"our repository spelt another way", Labelled("ray-gitops", "git@github.com:team-a/jobs"),
        Owner(), JobOwnership::kOurs},
       {"our repository with credentials",

@@ -199,5 +199,58 @@ TEST_CASE("without the option, without a status branch or on a dry run nothing i
   CHECK(w.ray().JobCount() == 1);
 }
 
+// Ray's end_time is on the head's clock: so is --gc-finished-after (docs/reconcile.md, "The
+// head's clock"), whatever the daemon's clock says.
+TEST_CASE("a daemon ahead of the head deletes no run before it is old enough on the head",
+          "[engine]") {
+  testing::FakeRayOptions head;
+  head.clock_offset = -2h;  // the daemon 2 h ahead
+  World w(head);
+  w.source().SetFile("jobs/ok.yaml", "workload: custom\nentrypoint: echo hi\n", CommitId(1));
+  const std::string ok = w.IdOf("jobs/ok.yaml");
+  ReconcileOptions gc;
+  gc.gc_finished_after_ms = 3'600'000;  // 1h
+  REQUIRE(w.Pass(gc).outcomes.size() == 1);
+  w.Advance(1s);
+  REQUIRE(w.Pass(gc).deleted.empty());  // its end committed
+  REQUIRE(w.Record("ok").phase == Phase::kSucceeded);
+  const int64_t ended_ms = *w.Record("ok").end_time_ms;  // on the head's clock
+
+  // 10 s after its end on the head, 2 h and 10 s by the daemon's clock: kept.
+  w.Advance(10s);
+  PassResult young = w.Pass(gc);
+  CHECK(young.deleted.empty());
+  CHECK(w.ray().StatusOf(ok) == RayJobStatus::kSucceeded);
+  REQUIRE(young.plan.recheck_at_ms);
+  // Due when the head's clock shows its end plus 1 h: that many ms from the daemon's now.
+  CHECK(*young.plan.recheck_at_ms - w.clock().NowMs() ==
+        ended_ms + 3'600'000 - (w.clock().NowMs() - 7'200'000));
+  REQUIRE(young.warnings.size() == 1);
+  CHECK(young.warnings[0].kind == kWarnClockSkew);
+
+  w.Advance(std::chrono::milliseconds(*young.plan.recheck_at_ms - w.clock().NowMs()));
+  PassResult old = w.Pass(gc);
+  CHECK(old.deleted == std::vector<std::string>{ok});
+  CHECK(w.ray().JobCount() == 0);
+}
+
+TEST_CASE("a daemon behind the head deletes a run once it is old enough on the head", "[engine]") {
+  testing::FakeRayOptions head;
+  head.clock_offset = 2h;  // the daemon 2 h behind: the run ends "in the future" by its clock
+  World w(head);
+  w.source().SetFile("jobs/ok.yaml", "workload: custom\nentrypoint: echo hi\n", CommitId(1));
+  const std::string ok = w.IdOf("jobs/ok.yaml");
+  ReconcileOptions gc;
+  gc.gc_finished_after_ms = 3'600'000;  // 1h
+  REQUIRE(w.Pass(gc).outcomes.size() == 1);
+  w.Advance(1s);
+  REQUIRE(w.Pass(gc).deleted.empty());  // its end committed
+  w.Advance(1h);
+  PassResult old = w.Pass(gc);
+  CHECK(old.deleted == std::vector<std::string>{ok});
+  REQUIRE(old.warnings.size() == 1);
+  CHECK_THAT(old.warnings[0].message, Catch::StartsWith("the daemon's clock is 2h behind"));
+}
+
 }  // namespace
 }  // namespace rg::engine

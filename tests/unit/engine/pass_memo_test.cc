@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "reconciler/engine/head_clock.h"
 #include "tests/support/in_memory_ports.h"
 #include "tests/support/pass_harness.h"
 
@@ -137,6 +138,15 @@ TEST_CASE("any moved input makes the early check give way to a full pass") {
     CHECK_FALSE(w.Check(memo));
   }
   SECTION("an invalid memo") { CHECK_FALSE(w.Check(PassMemo{})); }
+  SECTION("a clock stepped: the memo's due time was reckoned with the old skew") {
+    REQUIRE(memo.head_clock_offset_ms.has_value());
+    w.ray().SetClockOffset(std::chrono::milliseconds(kClockSkewStepMs));
+    CHECK(w.Check(memo));  // within what two estimates of one skew may differ by
+    w.ray().SetClockOffset(std::chrono::milliseconds(kClockSkewStepMs + 1'000));
+    CHECK_FALSE(w.Check(memo));
+    w.ray().SetClockOffset(-1h);
+    CHECK_FALSE(w.Check(memo));
+  }
 }
 
 TEST_CASE("a PENDING run keeps every pass a full one") {

@@ -29,7 +29,8 @@ RayJob Running(const JobSpec& spec) {
                   {std::string(kMetaName), spec.name},
                   {std::string(kMetaSpecPath), spec.path},
                   {std::string(kMetaSpecHash), spec.spec_hash},
-                  {std::string(kMetaAttempt), "0"}};
+                  {std::string(kMetaAttempt), "0"},
+                  {std::string(kMetaRepo), "https://git.example/team-a/jobs"}};
   return job;
 }
 

@@ -12,11 +12,13 @@
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_model.h"
 #include "reconciler/engine/status_commit.h"
+#include "reconciler/engine/warning.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_ray_server.h"
 #include "tests/support/fast_client_options.h"
 #include "tests/support/gated_job_server.h"
 #include "tests/support/in_memory_ports.h"
+#include "tests/support/in_process_ray.h"
 #include "tests/support/pass_harness.h"
 
 namespace rg::engine {
@@ -432,6 +434,121 @@ TEST_CASE("a run past its deadline is stopped, recorded DeadlineExceeded and nev
   REQUIRE(rerun.outcomes.size() == 1);
   CHECK(rerun.outcomes[0].action.kind == core::ActionKind::kSubmit);
   CHECK(rerun.outcomes[0].action.submission_id != id0);
+}
+
+// Ray dates a run on the head's clock; the daemon's may be off (docs/reconcile.md, "The head's
+// clock"). Passes on the daemon's clock, the head's offset from it.
+PassResult PassOnDaemonClock(World& w) {
+  ReconcileOptions options;
+  options.now_ms = w.clock().NowMs();
+  return w.Pass(options);
+}
+
+TEST_CASE("a daemon 2 h ahead of the head stops no run for a deadline it has not reached there",
+          "[engine]") {
+  FakeRayOptions head;
+  head.clock_offset = -2h;
+  World w(head);
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 36000", "deadline: 1h\n"), CommitId(1));
+  const std::string id0 = "a-" + w.HashOf("jobs/a.yaml");
+  REQUIRE(PassOnDaemonClock(w).exit_status == kExitApplied);
+  w.Advance(10s);
+  // 10 s old on the head; 2 h and 10 s by the daemon's clock.
+  PassResult young = PassOnDaemonClock(w);
+  CHECK(young.plan.actions.empty());
+  CHECK(w.Record("a").phase == Phase::kRunning);
+  REQUIRE(young.plan.recheck_at_ms);
+  CHECK(*young.plan.recheck_at_ms - w.clock().NowMs() == 3'590'000);
+  CHECK(young.head_clock_offset_ms == -7'200'000);
+  REQUIRE(young.warnings.size() == 1);
+  CHECK(young.warnings[0].kind == kWarnClockSkew);
+  CHECK_THAT(young.warnings[0].message,
+             Catch::StartsWith("the daemon's clock is 2h ahead of the Ray head's (read from the "
+                               "Date header of its answers)"));
+  CHECK(young.exit_status == kExitApplied);  // a warning, not an error
+
+  w.Advance(3'589s);
+  CHECK(PassOnDaemonClock(w).plan.actions.empty());
+  w.Advance(1s);
+  PassResult due = PassOnDaemonClock(w);
+  REQUIRE(due.outcomes.size() == 1);
+  CHECK(due.outcomes[0].action.stop_reason == core::StopReason::kDeadline);
+  CHECK(w.Record("a").phase == Phase::kDeadlineExceeded);
+  // The stop is dated by the daemon, whose clock its resend rule reads.
+  REQUIRE(w.Record("a").FindAttempt(id0) != nullptr);
+  CHECK(w.Record("a").FindAttempt(id0)->stop_sent_ms == w.clock().NowMs());
+}
+
+TEST_CASE("a daemon 2 h behind the head stops a run once its deadline has passed there",
+          "[engine]") {
+  FakeRayOptions head;
+  head.clock_offset = 2h;
+  World w(head);
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 36000", "deadline: 1h\n"), CommitId(1));
+  REQUIRE(PassOnDaemonClock(w).exit_status == kExitApplied);
+  w.Advance(1h - 1s);
+  PassResult young = PassOnDaemonClock(w);
+  CHECK(young.plan.actions.empty());
+  CHECK(*young.plan.recheck_at_ms - w.clock().NowMs() == 1'000);
+  REQUIRE(young.warnings.size() == 1);
+  CHECK_THAT(young.warnings[0].message,
+             Catch::StartsWith("the daemon's clock is 2h behind the Ray head's"));
+  // The run's start_time is 1 h after the daemon's time: by its own clock it never started.
+  w.Advance(1s);
+  PassResult due = PassOnDaemonClock(w);
+  REQUIRE(due.outcomes.size() == 1);
+  CHECK(due.outcomes[0].action.stop_reason == core::StopReason::kDeadline);
+  CHECK(w.Record("a").phase == Phase::kDeadlineExceeded);
+}
+
+TEST_CASE("deadlines count on the head's Date and the time since, never on a wall clock of ours",
+          "[engine]") {
+  World w;  // the head on the test's clock
+  // A client reading the system's clocks: its wall clock is months from the head's.
+  adapters::RayHttpJobServer client(testing::FastClientOptions(w.ray().address()),
+                                    testing::InProcessTransport(w.ray()));
+  auto pass = [&w, &client]() {
+    ReconcileDeps deps;
+    deps.source = &w.source();
+    deps.server = &client;
+    deps.store = &w.store();
+    ReconcileOptions options;
+    options.ray_address = w.ray().address();
+    options.now_ms = w.clock().NowMs();
+    PassResult r = RunReconcilePass(deps, options);
+    w.ray().Tick();
+    return r;
+  };
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 600", "deadline: 5s\n"), CommitId(1));
+  REQUIRE(pass().outcomes.size() == 1);
+  w.Advance(4s);
+  CHECK(pass().plan.actions.empty());
+  w.Advance(1s);
+  PassResult due = pass();
+  REQUIRE(due.outcomes.size() == 1);
+  CHECK(due.outcomes[0].action.stop_reason == core::StopReason::kDeadline);
+}
+
+TEST_CASE("a head within a minute of the daemon is no warning, and the head's second counts",
+          "[engine]") {
+  FakeRayOptions head;
+  head.clock_offset = -59s;
+  World w(head);
+  w.source().SetFile("jobs/a.yaml", CustomSpec("sleep 36000", "deadline: 10s\n"), CommitId(1));
+  REQUIRE(PassOnDaemonClock(w).warnings.empty());
+  // 9.5 s after the submission the head's Date says 9 s: the deadline waits for the next
+  // second of it, never falls due early.
+  w.Advance(9'500ms);
+  PassResult young = PassOnDaemonClock(w);
+  CHECK(young.warnings.empty());
+  CHECK(young.plan.actions.empty());
+  CHECK(*young.plan.recheck_at_ms - w.clock().NowMs() == 1'000);
+  w.Advance(500ms);
+  CHECK(PassOnDaemonClock(w).outcomes.size() == 1);
+  w.ray().SetClockOffset(-61s);  // the head's clock steps back
+  PassResult skewed = PassOnDaemonClock(w);
+  REQUIRE(skewed.warnings.size() == 1);
+  CHECK_THAT(skewed.warnings[0].message, Catch::StartsWith("the daemon's clock is 1m1s ahead"));
 }
 
 TEST_CASE("the max-stops guard blocks the stops and exits 3 until overridden", "[engine]") {

@@ -378,8 +378,8 @@ TEST_CASE("the last pass's warnings are in the snapshot and counted by kind in r
 
   // Before any pass every kind has its series, at 0.
   const std::string before = metrics.RenderPrometheusText();
-  for (const char* kind :
-       {"invalid_cluster", "invalid_spec", "unreadable_status", "foreign_jobs"}) {
+  for (const char* kind : {"invalid_cluster", "invalid_spec", "unreadable_status", "foreign_jobs",
+                           "driver_log", "gc_finished", "clock_skew"}) {
     CHECK_THAT(before, Catch::Contains("rg_warnings{kind=\"" + std::string(kind) + "\"} 0"));
   }
 

@@ -139,6 +139,62 @@ TEST_CASE("a spec whose id is taken by a foreign run is a conflict naming the ot
   }
 }
 
+TEST_CASE("a disowned job under our id is a conflict naming it: never adopted or stopped") {
+  // Our labels, forged: the pass found it is not the run we render (engine/adoption_check.h).
+  PlanPolicy policy = Policy();
+  policy.owner.disowned.emplace("train-aaaaaaaaaa", "its entrypoint differs");
+  SECTION("attempt 0, SUCCEEDED: not the spec's success") {
+    Plan plan = PlanActions(Desired({Spec("train")}),
+                            {Job("train", RayJobStatus::kSucceeded, kOurRepo)}, {}, policy);
+    CHECK(Describe(plan).empty());
+    REQUIRE(plan.jobs.size() == 1);
+    CHECK(plan.jobs[0].phase == Phase::kConflict);
+    CHECK(plan.jobs[0].submission_id == "train-aaaaaaaaaa");
+    CHECK_THAT(plan.jobs[0].message, Catch::StartsWith("submission id train-aaaaaaaaaa is taken"));
+    CHECK_THAT(plan.jobs[0].message, Catch::Contains("its entrypoint differs"));
+    REQUIRE(plan.unmanaged.size() == 1);
+    CHECK(plan.unmanaged[0].submission_id == "train-aaaaaaaaaa");
+  }
+  SECTION("attempt 0, RUNNING, with the spec removed: not stopped") {
+    Plan plan = PlanActions(Desired({Spec("other")}),
+                            {Job("train", RayJobStatus::kRunning, kOurRepo)}, {}, policy);
+    CHECK(Describe(plan) == "submit other-aaaaaaaaaa;");
+    CHECK(plan.FindJob("train") == nullptr);
+  }
+  SECTION("a retry's id: attempt 0 of ours failed, the planted job holds attempt 1") {
+    PlanPolicy retry = Policy();
+    retry.owner.disowned.emplace("train-aaaaaaaaaa-r1", "its runtime_env differs (working_dir)");
+    Plan plan = PlanActions(Desired({Spec("train", 2)}),
+                            {Job("train", RayJobStatus::kFailed, kOurRepo),
+                             Job("train", RayJobStatus::kSucceeded, kOurRepo, kHash, 1)},
+                            {}, retry);
+    CHECK(Describe(plan).empty());
+    CHECK(plan.jobs.at(0).phase == Phase::kConflict);
+    CHECK(plan.jobs.at(0).submission_id == "train-aaaaaaaaaa-r1");
+    CHECK_THAT(plan.jobs.at(0).message, Catch::Contains("working_dir"));
+  }
+}
+
+TEST_CASE("a job without gitops.repo or gitops.spec-hash is never stopped, whatever it says") {
+  RayJob managed_only;
+  managed_only.type = "SUBMISSION";
+  managed_only.submission_id = "by-hand";
+  managed_only.status = RayJobStatus::kRunning;
+  managed_only.metadata = {{std::string(kMetaManagedBy), std::string(kDefaultInstance)}};
+  RayJob no_hash = Job("gone", RayJobStatus::kRunning, kOurRepo);
+  no_hash.metadata.erase(std::string(kMetaSpecHash));
+  RayJob no_repo = Job("gone2", RayJobStatus::kRunning, kOurRepo);
+  no_repo.metadata.erase(std::string(kMetaRepo));
+  PlanPolicy any_repo = Policy();
+  any_repo.owner.repo.clear();
+  for (const PlanPolicy& policy : {Policy(), any_repo}) {
+    Plan plan = PlanActions(Desired({Spec("mine")}), {managed_only, no_hash, no_repo}, {}, policy);
+    CHECK(Describe(plan) == "submit mine-aaaaaaaaaa;");
+    CHECK(plan.unmanaged.size() == 3);
+    CHECK(plan.foreign.empty());
+  }
+}
+
 TEST_CASE("foreign runs do not count toward the stop guards") {
   std::vector<RayJob> foreign;
   for (int i = 0; i < 6; ++i) {

@@ -36,7 +36,8 @@ inline RayJob Job(const std::string& name, int attempt, RayJobStatus status,
                 {std::string(kMetaName), name},
                 {std::string(kMetaSpecPath), "jobs/" + name + ".yaml"},
                 {std::string(kMetaSpecHash), hash},
-                {std::string(kMetaAttempt), std::to_string(attempt)}};
+                {std::string(kMetaAttempt), std::to_string(attempt)},
+                {std::string(kMetaRepo), "https://git.example/team-a/jobs"}};
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "reconciler/core/render.h"
+#include "reconciler/core/time_format.h"
 #include "tests/unit/planner/plan_fixtures.h"
 
 namespace rg::core {
@@ -312,6 +313,64 @@ TEST_CASE("a run active longer than its deadline is stopped, counted from the su
     Plan unknown_time =
         PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, 10'000)}, {}, {});
     CHECK(Describe(unknown_time).empty());
+  }
+}
+
+// Ray's times are on the head's clock: a deadline is compared with the head's time
+// (PlanPolicy::ray_now_ms, from the Date header of its answers), never with the daemon's.
+TEST_CASE("a deadline is counted on the Ray head's clock, whatever the daemon's says") {
+  const JobSpec spec = WithDeadline(3'600'000);  // deadline: 1h
+  constexpr int64_t kHour = 3'600'000;
+  constexpr int64_t kStart = 1'800'000'000'000;  // the run's start_time, on the head's clock
+  PlanPolicy at;
+  SECTION("the daemon 2 h ahead, the run 10 s old on the head: not exceeded") {
+    at.ray_now_ms = kStart + 10'000;
+    at.now_ms = at.ray_now_ms + 2 * kHour;
+    Plan plan = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, kStart)}, {}, at);
+    CHECK(Describe(plan).empty());
+    CHECK(plan.jobs[0].phase == Phase::kRunning);
+    // Due in 3,590 s of the head's time: on the daemon's clock, 3,590 s from its now.
+    CHECK(plan.recheck_at_ms == at.now_ms + 3'590'000);
+  }
+  SECTION("the daemon 2 h behind, the run past its deadline on the head: exceeded") {
+    at.ray_now_ms = kStart + kHour + 1;
+    at.now_ms = at.ray_now_ms - 2 * kHour;  // before the run's start_time, on its own clock
+    Plan plan = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, kStart)}, {}, at);
+    CHECK(Describe(plan) == "stop a-aaaaaaaaaa;");
+    CHECK(plan.actions[0].stop_reason == StopReason::kDeadline);
+    CHECK(plan.jobs[0].phase == Phase::kDeadlineExceeded);
+    // The stop is sent at the daemon's time: the resend rule and the record use its clock.
+    CHECK_THAT(plan.jobs[0].message,
+               Catch::Contains("stop sent at " + FormatRfc3339Millis(at.now_ms)));
+  }
+  SECTION("the head exactly at the deadline: exceeded; a millisecond before: not yet") {
+    at.now_ms = kStart - 5 * kHour;
+    at.ray_now_ms = kStart + kHour;
+    CHECK(Describe(PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, kStart)}, {},
+                               at)) == "stop a-aaaaaaaaaa;");
+    at.ray_now_ms = kStart + kHour - 1;
+    Plan plan = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, kStart)}, {}, at);
+    CHECK(Describe(plan).empty());
+    CHECK(plan.recheck_at_ms == at.now_ms + 1);
+  }
+  SECTION("the head's time unknown: the daemon's stands in") {
+    at.now_ms = kStart + kHour;
+    CHECK(Describe(PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, kStart)}, {},
+                               at)) == "stop a-aaaaaaaaaa;");
+  }
+  SECTION("a stop sent on the daemon's clock is resent after ten minutes of the daemon's") {
+    at.ray_now_ms = kStart + 2 * kHour;
+    at.now_ms = at.ray_now_ms - 3 * kHour;
+    AttemptRecord sent = Attempt("a", 0, RayJobStatus::kRunning, "deadline");
+    sent.stop_sent_ms = at.now_ms - 60'000;
+    Plan held = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, kStart)},
+                            {{"a", Record("a", {sent})}}, at);
+    CHECK(Describe(held).empty());
+    CHECK(held.jobs[0].phase == Phase::kDeadlineExceeded);
+    sent.stop_sent_ms = at.now_ms - 600'000;
+    Plan again = PlanActions(Desired({spec}), {StartedAt(RayJobStatus::kRunning, kStart)},
+                             {{"a", Record("a", {sent})}}, at);
+    CHECK(Describe(again) == "stop a-aaaaaaaaaa;");
   }
 }
 

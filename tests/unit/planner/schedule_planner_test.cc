@@ -151,6 +151,35 @@ TEST_CASE("a slot held back by forbid is recorded as skipped once it has passed"
   CHECK(skipped.recheck_at_ms == UtcMs(2026, 11, 28, 13, 0));
 }
 
+// A slot is an instant of the daemon's calendar; Ray's end_time is on the head's clock.
+TEST_CASE("slots come on the daemon's clock, and a run's end is set against them on the head's") {
+  JobSpec spec = Scheduled("0 * * * *", Concurrency::kForbid);
+  spec.mutable_lifecycle().schedule->starting_deadline_ms = 600'000;  // 10m
+  constexpr int64_t kHour = 3'600'000;
+  PlanPolicy policy;
+  policy.now_ms = UtcMs(2026, 11, 28, 13, 5);
+  policy.ray_now_ms = policy.now_ms - 2 * kHour;  // the daemon 2 h ahead of the head
+  // The 11:00 run ended at 10:30 on the head's clock: 12:30 on the daemon's, after the 12:00
+  // slot came, which it held back.
+  RayJob earlier = SlotJob("202611281100", 0, RayJobStatus::kSucceeded);
+  earlier.end_time_ms = UtcMs(2026, 11, 28, 10, 30);
+  const Plan plan = PlanActions(Desired({spec}), {earlier}, {}, policy);
+  // The 13:00 slot of the daemon's clock is 5 minutes old: submitted.
+  CHECK(Describe(plan) == "submit a-aaaaaaaaaa-202611281300;");
+  REQUIRE(plan.jobs.at(0).skipped_slots().size() == 1);
+  CHECK(plan.jobs.at(0).skipped_slots()[0].slot_ms == UtcMs(2026, 11, 28, 12, 0));
+  CHECK(plan.jobs.at(0).skipped_slots()[0].reason ==
+        "concurrency forbid: a-aaaaaaaaaa-202611281100 was still active");
+  CHECK(plan.jobs.at(0).next_slot_ms() == UtcMs(2026, 11, 28, 14, 0));
+
+  // Ended at 11:30 on the daemon's clock (09:30 on the head's): before the 12:00 slot, missed.
+  earlier.end_time_ms = UtcMs(2026, 11, 28, 9, 30);
+  const Plan missed = PlanActions(Desired({spec}), {earlier}, {}, policy);
+  REQUIRE(missed.jobs.at(0).skipped_slots().size() == 1);
+  CHECK(missed.jobs.at(0).skipped_slots()[0].reason ==
+        "missed: not started within starting_deadline 10m");
+}
+
 TEST_CASE(
     "a daemon down for a day runs only the latest slot, and only while it is younger than "
     "starting_deadline") {

@@ -32,7 +32,9 @@ core::RayJob OurRun(const std::string& name, const std::string& submission_id) {
   run.type = "SUBMISSION";
   run.submission_id = submission_id;
   run.metadata = {{std::string(core::kMetaManagedBy), "ray-gitops"},
-                  {std::string(core::kMetaName), name}};
+                  {std::string(core::kMetaName), name},
+                  {std::string(core::kMetaSpecHash), "aaaaaaaaaa"},
+                  {std::string(core::kMetaRepo), "https://git.example/team-a/jobs"}};
   return run;
 }
 
@@ -136,6 +138,7 @@ TEST_CASE("a Conflict over an id held by a run not ours records nothing of that 
     x.in.owner.repo = core::RepoIdentity("https://git.example/team-b/jobs");
     held.metadata = {{std::string(core::kMetaManagedBy), "team-b"},
                      {std::string(core::kMetaName), "a"},
+                     {std::string(core::kMetaSpecHash), "aaaaaaaaaa"},
                      {std::string(core::kMetaRepo), "https://git.example/team-a/jobs"}};
   }
   x.in.ray_jobs.emplace(held.submission_id, &held);

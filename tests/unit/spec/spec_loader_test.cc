@@ -206,6 +206,18 @@ TEST_CASE("every cluster.yaml validation error names its field, line and column"
         "\"127.0.0.1:8265\")"}},
       {"address: http://\n",
        {"cluster.yaml:1:10: error: address must be an http:// or https:// URL (got \"http://\")"}},
+      // The password never shows in the error.
+      {"address: http://ray:s3cret-pw@h:8265/x\n",
+       {"cluster.yaml:1:10: error: address must not hold credentials (user:password@): everyone "
+        "who can read the repository would read them; give the Ray token with --ray-token-file "
+        "and a proxy's credentials with --ray-header (got \"http://h:8265/x\")"}},
+      {"address: https://tok3n@h\n",
+       {"cluster.yaml:1:10: error: address must not hold credentials (user:password@): everyone "
+        "who can read the repository would read them; give the Ray token with --ray-token-file "
+        "and a proxy's credentials with --ray-header (got \"https://h\")"}},
+      {"address: http://h:8265/?next=x\n",
+       {"cluster.yaml:1:10: error: address must have no query or fragment (got "
+        "\"http://h:8265/?next=x\")"}},
       {"adress: http://h:1\naddress: http://h:1\n",
        {"cluster.yaml:1:1: error: unknown key \"adress\" (did you mean \"address\"?)"}},
       {"address: http://h:1\nshared_root: private\n",

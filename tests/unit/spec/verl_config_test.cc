@@ -1,12 +1,17 @@
 // Hydra composition of a config folder and the check of a spec's Hydra keys against it: a
-// small synthetic config tree written to a temp dir, and verl 0.9.1's own config (the wheel
-// that scripts/install-deps.sh unpacks).
+// small synthetic config tree written to a temp dir, hostile ones (fan-outs, cycles, entries
+// and links that leave the folder), and verl 0.9.1's own config (the wheel that
+// scripts/install-deps.sh unpacks).
 #include "reconciler/spec/verl_config.h"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -231,6 +236,340 @@ TEST_CASE("a config folder without the workload's config is one error for the wh
         "sft_trainer_engine.yaml: no such config");
 }
 
+// A reader that remembers every path it was asked for.
+struct RecordingReader {
+  ConfigReader read;
+  std::shared_ptr<std::map<std::string, int>> asked =
+      std::make_shared<std::map<std::string, int>>();
+
+  ConfigReader Reader() const {
+    return [read = read, asked = asked](const std::string& path) {
+      ++(*asked)[path];
+      return read(path);
+    };
+  }
+};
+
+// `file`.yaml listing `entry` `count` times, then `own` keys.
+void WriteFanOut(const fs::path& file, const std::string& entry, int count,
+                 const std::string& own) {
+  std::string text = "defaults:\n";
+  for (int i = 1; i <= count; ++i) {
+    std::string item = entry;
+    if (const size_t n = item.find("{n}"); n != std::string::npos) {
+      item.replace(n, 3, std::to_string(i));
+    }
+    text += "  - " + item + "\n";
+  }
+  WriteFile(file, text + own);
+}
+
+TEST_CASE("a defaults list that fans out is read once per file and composed once per package") {
+  const testing::TempDir tmp;
+  WriteFanOut(tmp.dir() / "a.yaml", "b", 120, "top: 1\n");
+  WriteFanOut(tmp.dir() / "b.yaml", "c", 120, "b: 1\n");
+  WriteFanOut(tmp.dir() / "c.yaml", "group: d", 120, "c: 1\n");
+  WriteFile(tmp.dir() / "group/d.yaml", "d: {x: 1}\n");
+  const RecordingReader reader{DirectoryConfigReader(tmp.path())};
+  const auto start = std::chrono::steady_clock::now();
+  const ComposedConfig composed = ComposeHydraConfig(reader.Reader(), "a");
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  WARN("three levels of 120 entries composed in " << ms << " ms");
+  CHECK(ms < 10000);
+  REQUIRE(composed.errors.empty());
+  CHECK(KeyPaths(*composed.config) ==
+        std::vector<std::string>{"b", "c", "group", "group.d", "group.d.x", "top"});
+  CHECK(*reader.asked == std::map<std::string, int>{
+                             {"a.yaml", 1}, {"b.yaml", 1}, {"c.yaml", 1}, {"group/d.yaml", 1}});
+  CHECK(composed.cost.files_read == 4);
+  CHECK(composed.cost.entries == 1 + 3 * 120);
+  CHECK(composed.cost.depth == 4);
+}
+
+TEST_CASE("a fan-out that really is big stops at a bound, at the entry that crossed it") {
+  const testing::TempDir tmp;
+  // Every entry at a package of its own: 120^3 copies of d.yaml.
+  WriteFanOut(tmp.dir() / "a.yaml", "b@b{n}", 120, "top: 1\n");
+  WriteFanOut(tmp.dir() / "b.yaml", "c@c{n}", 120, "b: 1\n");
+  WriteFanOut(tmp.dir() / "c.yaml", "d@d{n}", 120, "c: 1\n");
+  WriteFile(tmp.dir() / "d.yaml", "d: 1\n");
+  const ComposedConfig entries = ComposeHydraConfig(DirectoryConfigReader(tmp.path()), "a");
+  REQUIRE_FALSE(entries.config);
+  REQUIRE(entries.errors.size() == 1);
+  CHECK_THAT(
+      entries.errors[0],
+      Catch::Matches("c\\.yaml:[0-9]+:5: defaults entry \"d@d[0-9]+\": composing follows "
+                     "more than 1000 defaults entries \\(a defaults list that fans out\\?\\)"));
+  CHECK(entries.cost.entries == kMaxDefaultsEntries + 1);
+
+  // Few entries, each large: the keys and values made are bounded too.
+  std::string big;
+  for (int i = 0; i < 5000; ++i) big += "k" + std::to_string(i) + ": " + std::to_string(i) + "\n";
+  WriteFanOut(tmp.dir() / "wide.yaml", "big@p{n}", 60, "");
+  WriteFile(tmp.dir() / "big.yaml", big);
+  const ComposedConfig nodes = ComposeHydraConfig(DirectoryConfigReader(tmp.path()), "wide");
+  REQUIRE(nodes.errors.size() == 1);
+  CHECK_THAT(nodes.errors[0],
+             Catch::Matches("wide\\.yaml:[0-9]+:5: defaults entry \"big@p[0-9]+\": "
+                            "composing makes more than 250000 keys and values or "
+                            "4 MiB of them \\(a defaults list that fans out\\?\\)"));
+  CHECK(nodes.cost.nodes < kMaxComposedNodes + 16);  // stops at once
+}
+
+TEST_CASE("a config folder reads each file once across compositions and keeps each one") {
+  const testing::TempDir tmp;
+  WriteSyntheticTree(tmp.dir());
+  WriteFile(tmp.dir() / "broken.yaml", "defaults:\n  - plain\nkey: [\n");
+  const RecordingReader reader{DirectoryConfigReader(tmp.path())};
+  ConfigFolder folder(reader.Reader());
+  const auto small = folder.Compose("primary");
+  const auto big = folder.Compose("primary", {{"engine", "big"}});
+  REQUIRE(small->config);
+  REQUIRE(big->config);
+  CHECK(folder.Compose("primary") == small);
+  CHECK(small->choices.at("engine") == "small");
+  CHECK(big->choices.at("engine") == "big");
+  for (const auto& [path, count] : *reader.asked) {
+    INFO(path);
+    CHECK(count == 1);
+  }
+  CHECK(reader.asked->contains("actor/big_actor.yaml"));
+  // A broken file is reported by every composition that reaches it, not only the first.
+  const auto first = folder.Compose("broken");
+  const auto again = ConfigFolder(reader.Reader()).Compose("broken");
+  REQUIRE_FALSE(first->errors.empty());
+  CHECK(first->errors == again->errors);
+  CHECK(folder.Compose("broken", {{"x", "y"}})->errors == first->errors);
+}
+
+TEST_CASE("a cycle, a config that lists itself and a chain too deep are errors at the entry") {
+  const testing::TempDir tmp;
+  WriteFile(tmp.dir() / "a.yaml", "defaults:\n  - b\nx: 1\n");
+  WriteFile(tmp.dir() / "b.yaml", "defaults:\n  - _self_\n  - grp@p: a\ny: 1\n");
+  WriteFile(tmp.dir() / "grp/a.yaml", "defaults:\n  - /a\n");
+  const ComposedConfig cycle = ComposeHydraConfig(DirectoryConfigReader(tmp.path()), "a");
+  REQUIRE_FALSE(cycle.errors.empty());
+  CHECK(cycle.errors[0] ==
+        "grp/a.yaml:2:5: defaults entry \"/a\": makes a cycle: a.yaml -> b.yaml -> grp/a.yaml -> "
+        "a.yaml");
+
+  WriteFile(tmp.dir() / "self.yaml", "defaults:\n  - ./self\nx: 1\n");
+  const ComposedConfig self = ComposeHydraConfig(DirectoryConfigReader(tmp.path()), "self");
+  REQUIRE_FALSE(self.errors.empty());
+  CHECK(self.errors[0] ==
+        "self.yaml:2:5: defaults entry \"./self\": makes a cycle: self.yaml -> "
+        "self.yaml");
+
+  for (int i = 0; i < 100; ++i) {
+    WriteFile(tmp.dir() / "chain" / ("c" + std::to_string(i) + ".yaml"),
+              "defaults:\n  - c" + std::to_string(i + 1) + "\n");
+  }
+  const ComposedConfig deep = ComposeHydraConfig(DirectoryConfigReader(tmp.path()), "chain/c0");
+  REQUIRE(deep.errors.size() == 1);
+  CHECK(deep.errors[0] ==
+        "chain/c63.yaml:2:5: defaults entry \"c64\": the defaults lists nest "
+        "more than 64 deep");
+  CHECK(deep.cost.files_read == kMaxDefaultsDepth);
+}
+
+TEST_CASE("a failing entry composed many times keeps the errors few and short") {
+  const testing::TempDir tmp;
+  WriteFanOut(tmp.dir() / "a.yaml", "b@p{n}", 500, "");
+  WriteFile(tmp.dir() / "b.yaml", "defaults:\n  - ../" + std::string(100000, 'x') + "\n");
+  const ComposedConfig composed = ComposeHydraConfig(DirectoryConfigReader(tmp.path()), "a");
+  REQUIRE_FALSE(composed.errors.empty());
+  CHECK(composed.errors.size() <= 20);
+  CHECK(composed.errors[0].starts_with("b.yaml:2:5: defaults entry \"../xxx"));
+  CHECK(composed.errors[0].size() < 100000 + 400);
+  CHECK(composed.errors[0].find("x...\": ") != std::string::npos);
+}
+
+TEST_CASE("a package of more parts than the bound is an error at the entry") {
+  const testing::TempDir tmp;
+  std::string package = "p";
+  for (int i = 0; i < kMaxPackageParts; ++i) package += ".p";
+  WriteFile(tmp.dir() / "a.yaml", "defaults:\n  - b@" + package + "\n");
+  WriteFile(tmp.dir() / "b.yaml", "x: 1\n");
+  const ComposedConfig composed = ComposeHydraConfig(DirectoryConfigReader(tmp.path()), "a");
+  REQUIRE(composed.errors.size() == 1);
+  CHECK(composed.errors[0] ==
+        "a.yaml:2:5: defaults entry \"b@" + package + "\": its package has more than 64 parts");
+}
+
+TEST_CASE("a config merged again from memory is merged as the entries say") {
+  const testing::TempDir tmp;
+  // s, then x replacing s's mapping by a value, then s again: the mapping is back. s also
+  // writes at the top (_global_), which its second merge repeats.
+  WriteFile(tmp.dir() / "a.yaml",
+            "defaults:\n  - s@k\n  - x\n  - s@k\n  - grp@k: s\n  - _self_\nown: 1\n");
+  WriteFile(tmp.dir() / "s.yaml", "defaults:\n  - g\n  - _self_\nm:\n  a: 1\n");
+  WriteFile(tmp.dir() / "g.yaml", "# @package _global_\nglobal: {from_s: 1}\n");
+  WriteFile(tmp.dir() / "x.yaml", "k: 5\nglobal: 7\n");
+  WriteFile(tmp.dir() / "grp/s.yaml", "m:\n  b: 2\n");
+  const RecordingReader reader{DirectoryConfigReader(tmp.path())};
+  const ComposedConfig composed = ComposeHydraConfig(reader.Reader(), "a");
+  REQUIRE(composed.errors.empty());
+  CHECK(KeyPaths(*composed.config) ==
+        std::vector<std::string>{"global", "global.from_s", "k", "k.m", "k.m.a", "k.m.b", "own"});
+  CHECK(reader.asked->at("s.yaml") == 1);
+  CHECK(composed.cost.entries == 6);
+}
+
+TEST_CASE("only paths inside the config folder are inside it") {
+  CHECK(InsideConfigFolder("a.yaml") == "a.yaml");
+  CHECK(InsideConfigFolder("actor/../optim/x.yaml") == "optim/x.yaml");
+  CHECK(InsideConfigFolder("./a//b.yaml") == "a/b.yaml");
+  CHECK_FALSE(InsideConfigFolder(""));
+  CHECK_FALSE(InsideConfigFolder("."));
+  CHECK_FALSE(InsideConfigFolder("a/.."));
+  CHECK_FALSE(InsideConfigFolder("../a.yaml"));
+  CHECK_FALSE(InsideConfigFolder("a/../../b.yaml"));
+  CHECK_FALSE(InsideConfigFolder("/etc/passwd"));
+  CHECK_FALSE(InsideConfigFolder(std::string_view("a\0/../../b", 10)));
+}
+
+// A config folder `cfg` beside a folder `outside` holding a config with a key the spec
+// below sets: a composition that read it would accept the key.
+void WriteOutside(const fs::path& root) {
+  WriteFile(root / "outside/extra.yaml", "# @package _global_\nleaked: 1\n");
+  WriteFile(root / "outside/grp/x.yaml", "# @package _global_\nleaked: 1\n");
+  WriteFile(root / "cfg/grp/x.yaml", "inside: 1\n");
+  WriteFile(root / "cfg/engine/dp.yaml", "engine: dp\n");
+}
+
+TEST_CASE("a defaults entry that leaves the config folder is an error and nothing is read") {
+  struct Case {
+    std::string entry;  // the first entry of top.yaml, before `engine: dp`
+    std::string error;  // top.yaml's first error
+  };
+  const testing::TempDir tmp;
+  WriteOutside(tmp.dir());
+  const std::string outside = (tmp.dir() / "outside").string();
+  const std::string out = " is outside the config folder; nothing is read";
+  const std::string first = "top.yaml:2:5: defaults entry ";
+  const std::vector<Case> cases = {
+      {"../outside/extra", first + "\"../outside/extra\": ../outside/extra.yaml" + out},
+      {"optional ../outside/extra",
+       first + "\"optional ../outside/extra\": ../outside/extra.yaml" + out},
+      {"grp/../../outside/extra",
+       first + "\"grp/../../outside/extra\": ../outside/extra.yaml" + out},
+      {"/" + outside + "/extra",
+       first + "\"/" + outside + "/extra\": " + outside + "/extra.yaml" + out},
+      {"grp: ../../outside/extra",
+       first + "\"grp: ../../outside/extra\": ../outside/extra.yaml" + out},
+      {"../outside/grp@p: x", first + "\"../outside/grp@p: x\": ../outside/grp/x.yaml" + out},
+      // One leading '/' is Hydra's: the config folder's root, where there is no such file.
+      {outside + "/extra", first + "\"" + outside + "/extra\": " + outside.substr(1) +
+                               "/extra.yaml: no such config (a leading / names the config "
+                               "folder, not the file system)"},
+      // An override elsewhere picks the option of a later entry.
+      {"override engine: ../../outside/extra",
+       "top.yaml:3:5: defaults entry \"engine: dp\": ../outside/extra.yaml" + out},
+  };
+  for (const Case& c : cases) {
+    INFO(c.entry);
+    WriteFile(tmp.dir() / "cfg/top.yaml",
+              "defaults:\n  - " + c.entry + "\n  - engine: dp\n  - _self_\nown: 1\n");
+    const RecordingReader reader{DirectoryConfigReader((tmp.dir() / "cfg").string())};
+    const ComposedConfig composed = ComposeHydraConfig(reader.Reader(), "top");
+    REQUIRE_FALSE(composed.errors.empty());
+    CHECK(composed.errors[0] == c.error);
+    for (const auto& [path, count] : *reader.asked) CHECK(InsideConfigFolder(path) == path);
+  }
+  // A group option chosen from outside the defaults lists (a spec's `engine=...`) too.
+  WriteFile(tmp.dir() / "cfg/top.yaml", "defaults:\n  - engine: dp\n");
+  const ComposedConfig chosen =
+      ComposeHydraConfig(DirectoryConfigReader((tmp.dir() / "cfg").string()), "top",
+                         {{"engine", "../../outside/extra"}});
+  REQUIRE_FALSE(chosen.errors.empty());
+  CHECK(chosen.errors[0] == first + "\"engine: dp\": ../outside/extra.yaml" + out);
+}
+
+TEST_CASE("the directory reader reads nothing through a link that leads out of its folder") {
+  const testing::TempDir tmp;
+  WriteOutside(tmp.dir());
+  const fs::path cfg = tmp.dir() / "cfg";
+  fs::create_directory_symlink("../outside/grp", cfg / "linked_group");
+  fs::create_symlink("../outside/extra.yaml", cfg / "linked_file.yaml");
+  fs::create_directory_symlink("grp", cfg / "inside_group");
+  fs::create_symlink("../outside/nothing.yaml", cfg / "dangling.yaml");
+  const ConfigReader read = DirectoryConfigReader(cfg.string());
+  CHECK(read("grp/x.yaml").value() == "inside: 1\n");
+  CHECK(read("inside_group/x.yaml").value() == "inside: 1\n");
+  CHECK(read("linked_group/x.yaml").error().message() ==
+        "linked_group/x.yaml lies behind linked_group, a symbolic link that leads outside the "
+        "config folder; nothing is read through it");
+  CHECK(read("linked_file.yaml").error().message() ==
+        "linked_file.yaml is a symbolic link that leads outside the config folder; nothing is "
+        "read through it");
+  CHECK(read("dangling.yaml").error().IsNotFound());
+  CHECK(read("nothing.yaml").error().IsNotFound());
+  CHECK(read("../outside/extra.yaml").error().message() ==
+        "../outside/extra.yaml is outside the config folder; nothing is read");
+  CHECK(read((tmp.dir() / "outside/extra.yaml").string()).error().IsInvalidInput());
+  // What is not a regular file is not opened (a FIFO would block), a device behind a link is
+  // outside, and no more of a file is read than the YAML parser takes.
+  REQUIRE(::mkfifo((cfg / "fifo.yaml").c_str(), 0600) == 0);
+  CHECK(read("fifo.yaml").error().IsNotFound());
+  fs::create_symlink("/dev/zero", cfg / "zero.yaml");
+  CHECK(read("zero.yaml").error().IsInvalidInput());
+  WriteFile(cfg / "big.yaml", std::string(3 * kMaxSpecFileBytes, '#'));
+  CHECK(read("big.yaml").value().size() == kMaxSpecFileBytes + 1);
+  const ComposedConfig big = ComposeHydraConfig(read, "big");
+  REQUIRE_FALSE(big.errors.empty());
+  CHECK_THAT(big.errors[0], Catch::Contains("big.yaml") && Catch::Contains("too large"));
+
+  // Composed: the error names the entry and the file.
+  WriteFile(cfg / "top.yaml", "defaults:\n  - linked_group: x\n  - linked_file\n");
+  const ComposedConfig composed = ComposeHydraConfig(read, "top");
+  REQUIRE(composed.errors.size() == 2);
+  CHECK(composed.errors[0] ==
+        "top.yaml:2:5: defaults entry \"linked_group: x\": linked_group/x.yaml lies behind "
+        "linked_group, a symbolic link that leads outside the config folder; nothing is read "
+        "through it");
+  CHECK(composed.errors[1] ==
+        "top.yaml:3:5: defaults entry \"linked_file\": linked_file.yaml is a symbolic link that "
+        "leads outside the config folder; nothing is read through it");
+}
+
+TEST_CASE("a config folder under review is read only when it lies inside the repository") {
+  const testing::TempDir tmp;
+  WriteOutside(tmp.dir());
+  fs::create_directories(tmp.dir() / "repo/forks");
+  fs::create_directory_symlink("../../cfg", tmp.dir() / "repo/forks/verl");
+  fs::create_directory_symlink("../cfg", tmp.dir() / "repo/inside");
+  const std::string repo = (tmp.dir() / "repo").string();
+  // The folder as written is in the repository; where its link leads is not.
+  const ConfigReader escaped = DirectoryConfigReader(repo + "/forks/verl", repo);
+  CHECK(escaped("grp/x.yaml").error().message() == "the config folder " + repo +
+                                                       "/forks/verl leads outside the repository " +
+                                                       repo + "; nothing is read");
+  // Without a repository around it (an operator's own verl), the folder is what it leads to.
+  CHECK(DirectoryConfigReader(repo + "/forks/verl")("grp/x.yaml").value() == "inside: 1\n");
+  fs::create_directories(tmp.dir() / "repo/real/grp");
+  WriteFile(tmp.dir() / "repo/real/grp/x.yaml", "real: 1\n");
+  CHECK(DirectoryConfigReader(repo + "/real", repo)("grp/x.yaml").value() == "real: 1\n");
+}
+
+TEST_CASE("a spec's group option outside the config folder is an error at its override") {
+  const testing::TempDir tmp;
+  WriteTrainerTree(tmp.dir() / "cfg");
+  WriteFile(tmp.dir() / "outside.yaml", "# @package _global_\nmodel_engine: dp\n");
+  const std::string text = "workload: ppo\nnnodes: 1\noverrides:\n  - model_engine=../../outside\n";
+  const Parsed<core::JobSpec> spec = LoadJobSpec(text, "jobs/a.yaml");
+  REQUIRE(spec.ok());
+  const RecordingReader reader{DirectoryConfigReader((tmp.dir() / "cfg").string())};
+  const std::vector<VerlKeyProblem> problems =
+      CheckVerlKeys(*spec.value, text, false, reader.Reader());
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].diagnostic.ToString() ==
+        "jobs/a.yaml:4:5: error: option \"../../outside\" of verl's config group \"model_engine\" "
+        "is outside the config folder; nothing is read");
+  for (const auto& [path, count] : *reader.asked) CHECK(InsideConfigFolder(path) == path);
+}
+
 // The keys of the rendered entrypoint, in order ("python3 -m module" left out).
 std::vector<std::string> EntrypointKeys(const std::string& entrypoint) {
   std::istringstream words(entrypoint);
@@ -278,6 +617,26 @@ TEST_CASE("ppo_trainer composes to the keys of verl's own _generated_ppo_trainer
   // `model_engine: dp` at the top, which verl's generator leaves out of its printout.
   CHECK(std::erase(ours, "model_engine") == 1);
   CHECK(ours == KeyPaths(*generated.config));
+}
+
+TEST_CASE("verl's own configs compose far inside the bounds") {
+  ConfigFolder folder(DirectoryConfigReader(VerlDir()));
+  for (const char* name : {"ppo_trainer", "ppo_megatron_trainer", "sft_trainer_engine"}) {
+    for (const char* engine : {"dp", "megatron", "torchtitan", "veomni"}) {
+      INFO(name << " with model_engine=" << engine);
+      const std::map<std::string, std::string> choices =
+          std::string(name) == "sft_trainer_engine"
+              ? std::map<std::string, std::string>{}
+              : std::map<std::string, std::string>{{"model_engine", engine}};
+      const auto composed = folder.Compose(name, choices);
+      REQUIRE(composed->errors.empty());
+      const CompositionCost& cost = composed->cost;
+      CHECK(cost.entries * 20 < kMaxDefaultsEntries);
+      CHECK(cost.depth * 16 <= kMaxDefaultsDepth);
+      CHECK(cost.nodes * 20 < kMaxComposedNodes);
+      CHECK(cost.bytes * 20 < kMaxComposedBytes);
+    }
+  }
 }
 
 TEST_CASE("sft_trainer_engine has messages_key and no prompt_key") {
