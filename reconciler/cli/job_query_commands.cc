@@ -25,6 +25,7 @@
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/pass_runner.h"
 #include "reconciler/cli/ray_client_flags.h"
+#include "reconciler/core/escape.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/job_lookup.h"
 #include "reconciler/core/ray_job.h"
@@ -174,12 +175,13 @@ core::Value JobToJson(const core::RayJob& job) {
 std::string StatusText(const core::RayJob& job) {
   const std::optional<int> attempt = core::AttemptLabel(job);
   std::ostringstream out;
-  out << "name: " << job.Label(core::kMetaName, "-") << "\n"
-      << "submission_id: " << JobKey(job) << "\n"
+  // Values from Ray, one line each (core::EscapeText).
+  out << "name: " << core::EscapeText(job.Label(core::kMetaName, "-")) << "\n"
+      << "submission_id: " << core::EscapeText(JobKey(job)) << "\n"
       << "attempt: " << (attempt ? std::to_string(*attempt) : "-") << "\n"
       << "status: " << core::RayJobStatusName(job.status) << "\n"
-      << "message: " << ShownMessage(job.message) << "\n"
-      << "error_type: " << job.error_type.value_or("-") << "\n"
+      << "message: " << core::EscapeText(ShownMessage(job.message)) << "\n"
+      << "error_type: " << core::EscapeText(job.error_type.value_or("-")) << "\n"
       << "start_time: " << FormatTime(job.start_time_ms) << "\n"
       << "end_time: " << FormatTime(job.end_time_ms) << "\n"
       << "driver_exit_code: "

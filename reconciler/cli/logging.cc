@@ -8,6 +8,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "reconciler/core/escape.h"
 #include "reconciler/core/time_format.h"
 
 namespace rg::cli {
@@ -18,6 +19,20 @@ bool g_json_logs = false;
 // The secrets every log line is redacted with; grows as passes learn the desired state's.
 std::mutex g_log_secrets_mu;
 core::Redactor g_log_secrets;
+
+// Each line of `text` as EscapeText shows it: a message of ours keeps its line breaks, and no
+// value in it reaches the terminal raw.
+std::string EscapeLines(std::string_view text) {
+  std::string out;
+  for (size_t from = 0; from <= text.size();) {
+    const size_t eol = text.find('\n', from);
+    out += core::EscapeText(text.substr(from, eol == std::string_view::npos ? eol : eol - from));
+    if (eol == std::string_view::npos) break;
+    out += '\n';
+    from = eol + 1;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -63,17 +78,21 @@ void LogEvent(std::string_view level, std::string_view message,
     for (const auto& [k, v] : safe_fields) j[k] = v;
     line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
-    line = safe_message;
+    // A log line is one line: a value in it cannot start another or reach the terminal raw.
+    line = core::EscapeText(safe_message);
     for (const auto& [k, v] : safe_fields) {
       line += " " + k + "=";
-      line += v.find_first_of(" \t\"") == std::string::npos ? v : nlohmann::json(v).dump();
+      line += core::EscapeText(
+          v.find_first_of(" \t\"") == std::string::npos
+              ? v
+              : nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
   }
   spdlog::log(lvl, "{}", line);
 }
 
 void Report(std::string_view message) {
-  std::cerr << "ray-gitops: " << RedactForOutput(message) << "\n";
+  std::cerr << "ray-gitops: " << EscapeLines(RedactForOutput(message)) << "\n";
 }
 
 int Fail(std::string_view message) {

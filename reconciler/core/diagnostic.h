@@ -12,7 +12,8 @@ struct Diagnostic {
   int column = 0;    // 1-based; 0 when unknown
   std::string message;
 
-  // "path:line:col: error: message" (line and column left out when 0).
+  // "path:line:col: error: message" (line and column left out when 0), one line: the path and
+  // the message, which may quote a value, are shown as EscapeText shows them.
   std::string ToString() const;
   friend bool operator==(const Diagnostic&, const Diagnostic&) = default;
 };

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "reconciler/core/status_markdown.h"
+#include "reconciler/core/escape.h"
+#include "reconciler/core/markdown.h"
 #include "reconciler/core/text_table.h"
 #include "reconciler/core/time_format.h"
 #include "reconciler/core/value.h"
@@ -94,12 +95,6 @@ std::string Summary(const Plan& plan) {
   return s;
 }
 
-std::string OneLine(std::string_view text) {
-  std::string out;
-  for (char c : text) out += (c == '\n' || c == '\r') ? ' ' : c;
-  return out;
-}
-
 const JobSpec* FindSpec(const DesiredState& desired, std::string_view path) {
   for (const JobSpec& s : desired.jobs) {
     if (s.path == path) return &s;
@@ -173,18 +168,18 @@ std::string FormatPlanText(const PlanView& view) {
   const std::vector<Row> rows = Rows(plan);
   std::string out;
   if (!view.commit.empty()) {
-    out += "Plan for " + view.commit + ": " + Summary(plan) + "\n";
+    out += EscapedLine("Plan for " + view.commit + ": " + Summary(plan));
   } else {
-    out += "Plan: " + Summary(plan) + "\n";
+    out += EscapedLine("Plan: " + Summary(plan));
   }
-  if (plan.blocked) out += "BLOCKED: " + plan.blocked_reason + "\n";
-  if (!view.ledger_note.empty()) out += "Note: " + view.ledger_note + "\n";
-  for (const std::string& notice : OwnershipNotices(plan)) out += notice + "\n";
-  for (const Diagnostic& d : view.desired->AllDiagnostics()) out += d.ToString() + "\n";
+  if (plan.blocked) out += EscapedLine("BLOCKED: " + plan.blocked_reason);
+  if (!view.ledger_note.empty()) out += EscapedLine("Note: " + view.ledger_note);
+  for (const std::string& notice : OwnershipNotices(plan)) out += EscapedLine(notice);
+  for (const Diagnostic& d : view.desired->AllDiagnostics()) out += EscapedLine(d.ToString());
   if (rows.empty()) return out + "No jobs.\n";
   std::vector<TextRow> table = {{"ACTION", "NAME", "SUBMISSION_ID", "PHASE", "REASON"}};
   for (const Row& r : rows) {
-    table.push_back({r.action, r.name, r.submission_id, r.phase, OneLine(r.reason)});
+    table.push_back({r.action, r.name, r.submission_id, r.phase, r.reason});
   }
   AppendTextTable(table, out);
   const PlanActionIndex acts(plan);
@@ -192,9 +187,9 @@ std::string FormatPlanText(const PlanView& view) {
     const JobPlan* jp = plan.FindJob(name);
     const std::string text = JobChangesText(change, "  ");
     if (jp == nullptr || text.empty()) continue;
-    out += "\n" + acts.JobActionName(*jp) + " ";
-    out += name;
-    out += ":\n" + text;
+    out += "\n";
+    out += EscapedLine(acts.JobActionName(*jp) + " " + name + ":");
+    out += text;
   }
   for (const ClusterDiff& c : view.cluster_changes) out += "\n" + ClusterChangesText(c);
   return out;
@@ -205,15 +200,19 @@ namespace {
 std::string MarkdownHeader(const PlanView& view) {
   const Plan& plan = *view.plan;
   std::string out = "### ray-gitops plan";
-  if (!view.commit.empty()) out += " for `" + view.commit.substr(0, 12) + "`";
-  out += "\n\n**" + Summary(plan) + ".**\n\n";
-  if (plan.blocked) out += "> **Blocked:** " + OneLine(plan.blocked_reason) + "\n\n";
-  if (!view.ledger_note.empty()) out += "> **Note:** " + OneLine(view.ledger_note) + "\n\n";
-  for (const std::string& notice : OwnershipNotices(plan)) out += "> " + OneLine(notice) + "\n\n";
+  if (!view.commit.empty()) out += " for " + MarkdownCode(view.commit.substr(0, 12));
+  out += "\n\n**" + EscapeMarkdownText(Summary(plan)) + ".**\n\n";
+  if (plan.blocked) out += "> **Blocked:** " + EscapeMarkdownText(plan.blocked_reason) + "\n\n";
+  if (!view.ledger_note.empty()) {
+    out += "> **Note:** " + EscapeMarkdownText(view.ledger_note) + "\n\n";
+  }
+  for (const std::string& notice : OwnershipNotices(plan)) {
+    out += "> " + EscapeMarkdownText(notice) + "\n\n";
+  }
   const Diagnostics diagnostics = view.desired->AllDiagnostics();
   if (!diagnostics.empty()) {
     out += "Invalid files (their jobs are frozen: nothing is submitted or stopped):\n\n";
-    for (const Diagnostic& d : diagnostics) out += "- `" + OneLine(d.ToString()) + "`\n";
+    for (const Diagnostic& d : diagnostics) out += "- " + MarkdownCode(d.ToString()) + "\n";
     out += "\n";
   }
   return out;
@@ -224,9 +223,9 @@ std::string MarkdownTable(const Plan& plan) {
   if (rows.empty()) return "";
   std::string out = "| action | job | submission id | phase | reason |\n|---|---|---|---|---|\n";
   for (const Row& r : rows) {
-    out += "| " + r.action + " | " + EscapeMarkdownCell(r.name) + " | `" +
-           EscapeMarkdownCell(r.submission_id) + "` | " + r.phase + " | " +
-           EscapeMarkdownCell(r.reason) + " |\n";
+    out += "| " + r.action + " | " + EscapeMarkdownText(r.name) + " | " +
+           MarkdownCodeCell(r.submission_id) + " | " + r.phase + " | " +
+           EscapeMarkdownText(r.reason) + " |\n";
   }
   return out + "\n";
 }
@@ -239,17 +238,18 @@ std::string MarkdownSubmitCause(const PlanView& view, const PlanActionIndex& act
   if (jp == nullptr) return "";
   std::string out;
   if (!jp->renamed_from.empty()) {
-    out += "Renamed from `" + jp->renamed_from + "` (`" + jp->renamed_from_path +
-           "`): the content is the same, but the name is part of the submission id, so this "
-           "starts a new run. Pin `name: " +
-           jp->renamed_from + "` in the spec to keep the run.\n\n";
+    out += "Renamed from " + MarkdownCode(jp->renamed_from) + " (" +
+           MarkdownCode(jp->renamed_from_path) +
+           "): the content is the same, but the name is part of the submission id, so this "
+           "starts a new run. Pin " +
+           MarkdownCode("name: " + jp->renamed_from) + " in the spec to keep the run.\n\n";
   }
   if (jp->spec_changed) {
-    out += "Spec changed: hash `" + jp->previous_spec_hash + "` -> `";
     const JobSpec* spec = FindSpec(*view.desired, submit.spec_path);
-    out += (spec != nullptr ? spec->spec_hash : std::string("?")) + "`.";
+    out += "Spec changed: hash " + MarkdownCode(jp->previous_spec_hash) + " -> " +
+           MarkdownCode(spec != nullptr ? spec->spec_hash : std::string("?")) + ".";
     for (const Action* s : acts.Stops(submit.name)) {
-      out += " The old run `" + s->submission_id + "` is stopped first.";
+      out += " The old run " + MarkdownCode(s->submission_id) + " is stopped first.";
     }
     out += "\n\n";
   }
@@ -270,9 +270,10 @@ std::string MarkdownSubmitChanges(const PlanView& view, const Action& submit) {
 
 std::string MarkdownSubmitDetails(const PlanView& view, const PlanActionIndex& acts,
                                   const Action& submit) {
-  return "<details><summary>submit <code>" + submit.submission_id + "</code> (" + submit.spec_path +
-         ")</summary>\n\n" + MarkdownSubmitCause(view, acts, submit) +
-         MarkdownSubmitChanges(view, submit) + "</details>\n\n";
+  return "<details><summary>submit <code>" + EscapeHtml(submit.submission_id) + "</code> (<code>" +
+         EscapeHtml(submit.spec_path) + "</code>)</summary>\n\n" +
+         MarkdownSubmitCause(view, acts, submit) + MarkdownSubmitChanges(view, submit) +
+         "</details>\n\n";
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 #include <array>
 #include <utility>
 
+#include "reconciler/core/escape.h"
+#include "reconciler/core/markdown.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/value.h"
 
 namespace rg::core {
 namespace {
@@ -59,7 +62,14 @@ std::string FirstLineOfMessage(std::string_view message) {
 void Redactor::Add(std::string_view secret) {
   secret = Trim(secret);
   if (secret.size() < kMinSecretLength) return;
-  secrets_.emplace(secret);
+  if (!secrets_.emplace(secret).second) return;
+  patterns_.emplace(secret);
+  // Outputs are redacted after they are formatted: a secret shown escaped is still the secret.
+  std::string json = ToPrettyJson(Value(std::string(secret)));  // "..."
+  json = json.substr(1, json.size() - 2);
+  for (std::string form : {EscapeText(secret), EscapeMarkdownText(secret), json}) {
+    if (form.size() >= kMinSecretLength) patterns_.insert(std::move(form));
+  }
 }
 
 void Redactor::AddEnvVars(const StringMap& env) {
@@ -84,7 +94,7 @@ std::string Redactor::Apply(std::string_view text) const {
 }
 
 void Redactor::ApplyInPlace(std::string& text) const {
-  for (const std::string& secret : secrets_) {
+  for (const std::string& secret : patterns_) {
     size_t pos = text.find(secret);
     if (pos == std::string::npos) continue;
     std::string out;

@@ -36,8 +36,9 @@ std::string FirstLineOfMessage(std::string_view message);
 // replaced whole. Copyable; const methods are safe to call from several threads.
 class Redactor {
  public:
-  // Adds one secret value; values shorter than kMinSecretLength and surrounding whitespace
-  // (a token file's newline) are ignored.
+  // Adds one secret value, and the forms it takes when a format escapes it (EscapeText,
+  // EscapeMarkdownText, a JSON string of ToPrettyJson); values shorter than kMinSecretLength
+  // and surrounding whitespace (a token file's newline) are ignored.
   void Add(std::string_view secret);
   // Adds the value of every secret-named variable (IsSecretEnvName) of `env`.
   void AddEnvVars(const StringMap& env);
@@ -67,6 +68,8 @@ class Redactor {
     }
   };
   std::set<std::string, LongestFirst> secrets_;
+  // What Apply replaces: each secret and the escaped forms of it that differ from it.
+  std::set<std::string, LongestFirst> patterns_;
 };
 
 // A status record as it may be written: every message cut to its first line and redacted,

@@ -4,11 +4,11 @@
 #include <map>
 #include <optional>
 
+#include "reconciler/core/escape.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/markdown.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
-#include "reconciler/core/status_markdown.h"
 #include "reconciler/core/text_table.h"
 
 namespace rg::core {
@@ -380,34 +380,37 @@ std::string ClusterNote(const ClusterDiff& c) {
 
 std::string JobChangesText(const JobDiff& d, std::string_view indent) {
   const std::string in(indent);
+  const std::string item = in + "  ";
   std::string out;
-  for (const Diagnostic& diag : d.diagnostics) out += in + diag.ToString() + "\n";
+  for (const Diagnostic& diag : d.diagnostics) out += EscapedLine(diag.ToString(), in);
   if (!d.fields.empty()) {
     out += in + "fields:\n";
-    for (const FieldChange& f : d.fields) out += in + "  " + FormatFieldChange(f) + "\n";
+    for (const FieldChange& f : d.fields) out += EscapedLine(FormatFieldChange(f), item);
   }
   const std::vector<DiffLine> rendered = RenderedChanges(d);
   if (HasChanges(rendered)) {
     out += in + "rendered submission:\n";
-    for (const DiffLine& l : rendered) out += in + "  " + l.op + " " + l.text + "\n";
+    for (const DiffLine& l : rendered) {
+      out += EscapedLine(std::string(1, l.op) + " " + l.text, item);
+    }
   }
-  if (!d.render_error.empty()) out += in + d.render_error + "\n";
+  if (!d.render_error.empty()) out += EscapedLine(d.render_error, in);
   return out;
 }
 
 std::string ClusterChangesText(const ClusterDiff& c) {
   if (c.fields.empty() && c.diagnostics.empty()) return "";
-  std::string out = c.path + (c.fields.empty() ? "" : " changed") +
-                    (c.since.empty() ? "" : " since " + c.since) + ":\n";
-  for (const Diagnostic& diag : c.diagnostics) out += "  " + diag.ToString() + "\n";
-  for (const FieldChange& f : c.fields) out += "  " + FormatFieldChange(f) + "\n";
-  if (!c.reached.empty()) out += "  " + ClusterNote(c) + "\n";
+  std::string out = EscapedLine(c.path + (c.fields.empty() ? "" : " changed") +
+                                (c.since.empty() ? "" : " since " + c.since) + ":");
+  for (const Diagnostic& diag : c.diagnostics) out += EscapedLine(diag.ToString(), "  ");
+  for (const FieldChange& f : c.fields) out += EscapedLine(FormatFieldChange(f), "  ");
+  if (!c.reached.empty()) out += EscapedLine(ClusterNote(c), "  ");
   return out;
 }
 
 std::string FormatDiffText(const StateDiff& diff) {
   std::string out =
-      "Diff " + diff.base_label + " -> " + diff.head_label + ": " + Summary(diff) + "\n";
+      EscapedLine("Diff " + diff.base_label + " -> " + diff.head_label + ": " + Summary(diff));
   std::vector<TextRow> table = {{"ACTION", "NAME", "SUBMISSION_ID", "SPEC", "REASON"}};
   for (const JobDiff& j : diff.jobs) {
     if (!Notable(j)) continue;
@@ -418,7 +421,7 @@ std::string FormatDiffText(const StateDiff& diff) {
   for (const JobDiff& j : diff.jobs) {
     const std::string changes = JobChangesText(j, "  ");
     if (changes.empty()) continue;
-    out += "\n" + std::string(DiffActionName(j.action)) + " " + j.name + ":\n" + changes;
+    out += "\n" + EscapedLine(std::string(DiffActionName(j.action)) + " " + j.name + ":") + changes;
   }
   if (const std::string c = ClusterChangesText(diff.cluster); !c.empty()) out += "\n" + c;
   return out;
@@ -426,65 +429,58 @@ std::string FormatDiffText(const StateDiff& diff) {
 
 // ---- Markdown ----
 
+// Markdown (markdown.h): every value is escaped text, a code span, or, in the <summary> of
+// an HTML block, EscapeHtml; the lines of a code block are EscapeText's, each value on one.
+
 std::string JobChangesMarkdown(const JobDiff& d) {
   std::string out;
   if (!d.diagnostics.empty()) {
     std::string text;
-    for (const Diagnostic& diag : d.diagnostics) text += diag.ToString() + "\n";
+    for (const Diagnostic& diag : d.diagnostics) text += EscapedLine(diag.ToString());
     out += CodeBlock(text, "text") + "\n";
   }
   if (!d.fields.empty()) {
     out += "Fields:\n\n";
-    for (const FieldChange& f : d.fields) {
-      const std::string line = FormatFieldChange(f);
-      if (line.find('`') == std::string::npos) {
-        out += "- `" + line + "`\n";
-      } else {  // a longer run of backticks around it, padded so that none touches the edge
-        const std::string fence(CodeFence(line).size() - 2, '`');
-        out += "- " + fence + " ";
-        out += line;
-        out += " " + fence + "\n";
-      }
-    }
+    for (const FieldChange& f : d.fields) out += "- " + MarkdownCode(FormatFieldChange(f)) + "\n";
     out += "\n";
   }
   const std::vector<DiffLine> rendered = RenderedChanges(d);
   if (HasChanges(rendered)) {
     std::string text;
-    for (const DiffLine& l : rendered) text += std::string(1, l.op) + " " + l.text + "\n";
+    for (const DiffLine& l : rendered) text += EscapedLine(std::string(1, l.op) + " " + l.text);
     out += "Rendered submission:\n\n" + CodeBlock(text, "diff") + "\n";
   }
-  if (!d.render_error.empty()) out += "> " + EscapeMarkdownCell(d.render_error) + "\n\n";
+  if (!d.render_error.empty()) out += "> " + EscapeMarkdownText(d.render_error) + "\n\n";
   return out;
 }
 
 std::string ClusterChangesMarkdown(const ClusterDiff& c) {
   if (c.fields.empty() && c.diagnostics.empty()) return "";
   std::string body;
-  for (const Diagnostic& diag : c.diagnostics) body += diag.ToString() + "\n";
-  for (const FieldChange& f : c.fields) body += FormatFieldChange(f) + "\n";
-  std::string out = "<details><summary><code>" + EscapeMarkdownCell(c.path) + "</code> changed";
-  if (!c.since.empty()) out += " since <code>" + EscapeMarkdownCell(c.since) + "</code>";
+  for (const Diagnostic& diag : c.diagnostics) body += EscapedLine(diag.ToString());
+  for (const FieldChange& f : c.fields) body += EscapedLine(FormatFieldChange(f));
+  std::string out = "<details><summary><code>" + EscapeHtml(c.path) + "</code> changed";
+  if (!c.since.empty()) out += " since <code>" + EscapeHtml(c.since) + "</code>";
   if (!c.reached.empty()) {
     out += ": " + Plural(static_cast<int>(c.reached.size()), "job", "jobs") + " reached";
   }
   out += "</summary>\n\n" + CodeBlock(body, "text") + "\n";
-  if (!c.reached.empty()) out += EscapeMarkdownCell(ClusterNote(c)) + "\n\n";
+  if (!c.reached.empty()) out += EscapeMarkdownText(ClusterNote(c)) + "\n\n";
   return out + "</details>\n\n";
 }
 
 std::string FormatDiffMarkdown(const StateDiff& diff) {
-  std::string out = "### ray-gitops diff `" + EscapeMarkdownCell(diff.base_label) + "` → `" +
-                    EscapeMarkdownCell(diff.head_label) + "`\n\n";
+  std::string out = "### ray-gitops diff " + MarkdownCode(diff.base_label) + " → " +
+                    MarkdownCode(diff.head_label) + "\n\n";
   out += std::string(diff.RunsChange() ? "**Runs change:** " : "**No effect on runs:** ") +
-         Summary(diff) + ".\n\n";
+         EscapeMarkdownText(Summary(diff)) + ".\n\n";
   std::string table;
   for (const JobDiff& j : diff.jobs) {
     if (!Notable(j)) continue;
-    table += "| " + std::string(DiffActionName(j.action)) + " | " + EscapeMarkdownCell(j.name) +
-             " | `" + EscapeMarkdownCell(IdChange(j)) + "` | " +
-             EscapeMarkdownCell(j.head_path.empty() ? j.base_path : j.head_path) + " | " +
-             EscapeMarkdownCell(j.reason) + " |\n";
+    table += "| " + std::string(DiffActionName(j.action)) + " | " + EscapeMarkdownText(j.name) +
+             " | " + MarkdownCodeCell(IdChange(j)) + " | " +
+             EscapeMarkdownText(j.head_path.empty() ? j.base_path : j.head_path) + " | " +
+             EscapeMarkdownText(j.reason) + " |\n";
   }
   if (!table.empty()) {
     out +=
@@ -494,7 +490,7 @@ std::string FormatDiffMarkdown(const StateDiff& diff) {
     const std::string changes = JobChangesMarkdown(j);
     if (changes.empty()) continue;
     out += "<details><summary>" + std::string(DiffActionName(j.action)) + " <code>" +
-           EscapeMarkdownCell(j.name) + "</code></summary>\n\n" + changes + "</details>\n\n";
+           EscapeHtml(j.name) + "</code></summary>\n\n" + changes + "</details>\n\n";
   }
   return out + ClusterChangesMarkdown(diff.cluster);
 }

@@ -6,49 +6,11 @@
 #include <map>
 #include <utility>
 
+#include "reconciler/core/markdown.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/time_format.h"
 
 namespace rg::core {
-
-std::string EscapeMarkdownCell(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  bool pending_space = false;
-  for (char c : text) {
-    if (c == '\n' || c == '\r') {
-      pending_space = !out.empty();
-      continue;
-    }
-    if (pending_space) {
-      if (out.back() != ' ') out += ' ';
-      pending_space = false;
-    }
-    if (c == '|') out += '\\';
-    out += c;
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  size_t start = out.find_first_not_of(' ');
-  return start == std::string::npos ? std::string() : out.substr(start);
-}
-
-std::string EscapeMarkdownText(std::string_view text) {
-  const std::string cell = EscapeMarkdownCell(text);  // '|' already escaped
-  constexpr std::string_view kMarkup = "\\`*_[]<>~&!";
-  std::string out;
-  out.reserve(cell.size());
-  for (size_t i = 0; i < cell.size(); ++i) {
-    const char c = cell[i];
-    const bool escaped_pipe = c == '\\' && i + 1 < cell.size() && cell[i + 1] == '|';
-    if (!escaped_pipe && kMarkup.find(c) != std::string_view::npos) out += '\\';
-    if (c == '\t') {
-      out += ' ';
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 namespace {
 
@@ -122,11 +84,6 @@ std::string CountsLine(const StatusMarkdownRows& rows) {
   return out;
 }
 
-std::string Code(std::string_view text) {
-  if (text.empty()) return "";
-  return "`" + EscapeMarkdownCell(text) + "`";
-}
-
 // The first validation error (and how many more), else Ray's message; at most kMessageCells
 // bytes, cut on a UTF-8 character boundary.
 std::string ShortMessage(const StatusRecord& r) {
@@ -154,7 +111,7 @@ std::string CodeLink(const StatusRecord& r, const StatusMarkdownHeader& header) 
   const RunCode& code = r.code.get();
   const std::string web = RepositoryWebUrl(header.repo_url);
   if (web.empty() || code.commit.empty() || code.folder.empty()) {
-    return code.tree.empty() ? "" : "code " + Code(code.tree.substr(0, 12));
+    return code.tree.empty() ? "" : "code " + MarkdownCodeCell(code.tree.substr(0, 12));
   }
   return Link("code",
               web + "/tree/" + EncodeUrl(code.commit, true) + "/" + EncodeUrl(code.folder, true));
@@ -171,10 +128,14 @@ std::string HeaderLines(const StatusMarkdownHeader& header) {
   std::string out = "Written by ray-gitops on every change; do not edit by hand. ";
   out += "The per-job files are under `status/`.\n\n";
   std::string facts;
-  if (!header.repo_url.empty()) facts += "- Repository: " + Code(header.repo_url) + "\n";
-  if (!header.watched_branch.empty()) facts += "- Branch: " + Code(header.watched_branch) + "\n";
-  if (!header.spec_commit.empty()) facts += "- Spec commit: " + Code(header.spec_commit) + "\n";
-  if (!header.instance.empty()) facts += "- Instance: " + Code(header.instance) + "\n";
+  if (!header.repo_url.empty()) facts += "- Repository: " + MarkdownCode(header.repo_url) + "\n";
+  if (!header.watched_branch.empty()) {
+    facts += "- Branch: " + MarkdownCode(header.watched_branch) + "\n";
+  }
+  if (!header.spec_commit.empty()) {
+    facts += "- Spec commit: " + MarkdownCode(header.spec_commit) + "\n";
+  }
+  if (!header.instance.empty()) facts += "- Instance: " + MarkdownCode(header.instance) + "\n";
   return facts.empty() ? out : out + facts + "\n";
 }
 
@@ -209,7 +170,7 @@ StatusMarkdownRow StatusMarkdownRowOf(const StatusRecord& r, const StatusMarkdow
   std::string out = "| " + (spec.empty() ? name : Link(name, spec));
   out += " | " + EscapeMarkdownText(PhaseLabel(r.phase, r.message));
   out += " | " + (r.attempt ? std::to_string(*r.attempt) : std::string());
-  out += " | " + Code(r.submission_id);
+  out += " | " + MarkdownCodeCell(r.submission_id);
   out += " | " + SinceCell(r);
   out += " | " + ShortMessage(r);
   out += " | " + LinksCell(r, header);

@@ -31,8 +31,9 @@ struct StatusMarkdownHeader {
 // start time), MESSAGE (the first validation error, else Ray's message, cut to 80
 // characters) and LINKS (the status file, status/<name>.yaml, relative: it is on the same
 // branch; and the run in the Ray dashboard, the record's dashboard_url). Cell text is
-// escaped (EscapeMarkdownText) and URLs percent-encoded, so nothing in a record can break the
-// table or add markup. The output depends only on the arguments.
+// escaped (EscapeMarkdownText, MarkdownCodeCell: markdown.h) and URLs percent-encoded, so
+// nothing in a record can break the table or add markup. The output depends only on the
+// arguments.
 // It is AssembleStatusMarkdown of the ledger's rows (StatusMarkdownRowOf).
 std::string RenderStatusMarkdown(const Ledger& ledger, const StatusMarkdownHeader& header = {});
 
@@ -113,12 +114,5 @@ std::string SpecLink(const StatusRecord& record, const StatusMarkdownHeader& hea
 
 // The web address of a repository from its clone URL (see SpecLink), or "" for a local one.
 std::string RepositoryWebUrl(std::string_view repo_url);
-
-// A table cell: '|' escaped as '\|', CR/LF as single spaces, surrounding spaces trimmed.
-std::string EscapeMarkdownCell(std::string_view text);
-
-// A table cell of free text: as EscapeMarkdownCell, and every character that Markdown or
-// HTML would read as markup (\ ` * _ [ ] < > ~ & !) escaped with a backslash.
-std::string EscapeMarkdownText(std::string_view text);
 
 }  // namespace rg::core

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "reconciler/core/escape.h"
+
 namespace rg::core {
 
 std::string FormatTextTable(const std::vector<TextRow>& rows) {
@@ -11,6 +13,18 @@ std::string FormatTextTable(const std::vector<TextRow>& rows) {
 }
 
 void AppendTextTable(const std::vector<TextRow>& rows, std::string& out) {
+  // Rare: a cell whose value needs escaping. The table is then made from escaped copies.
+  const bool needs_escape = std::ranges::any_of(rows, [](const TextRow& row) {
+    return std::ranges::any_of(row, [](const std::string& cell) { return NeedsTextEscape(cell); });
+  });
+  if (needs_escape) {
+    std::vector<TextRow> escaped = rows;
+    for (TextRow& row : escaped) {
+      for (std::string& cell : row) cell = EscapeText(cell);
+    }
+    AppendTextTable(escaped, out);
+    return;
+  }
   std::vector<size_t> widths;
   for (const TextRow& row : rows) {
     if (widths.size() < row.size()) widths.resize(row.size(), 0);

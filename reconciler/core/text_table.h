@@ -9,8 +9,8 @@ namespace rg::core {
 
 using TextRow = std::vector<std::string>;
 
-// REQUIRES: every row has the same number of cells. Cells are printed as given (callers keep
-// them on one line).
+// REQUIRES: every row has the same number of cells. Each cell is printed as EscapeText shows it
+// (escape.h): a value cannot break a row, move the cursor or colour the terminal.
 std::string FormatTextTable(const std::vector<TextRow>& rows);
 // As FormatTextTable, appended to `out`, which grows once, by the table's exact size (a plan of
 // 50,000 rows is about 37 MB of text: grown by doubling, it held up to twice that while copied).

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "reconciler/core/escape.h"
+
 namespace rg::core {
 
 Value& Value::operator[](const std::string& key) {
@@ -20,9 +22,42 @@ const Value* Value::Find(std::string_view key) const {
 
 namespace {
 
-void AppendEscaped(std::string& out, const std::string& s) {
+constexpr std::string_view kJsonHex = "0123456789abcdef";
+
+void AppendUnicodeEscape(std::string& out, uint32_t code_point) {
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) {
+    out += kJsonHex[(code_point >> static_cast<unsigned>(shift)) & 0xFU];
+  }
+}
+
+// Output JSON (ToPrettyJson) is read on terminals too: DEL, the C1 controls and the bidi and
+// line controls that EscapeText escapes are \u escapes (the same string to a JSON reader), and
+// a byte that is not valid UTF-8 is U+FFFD (JSON holds only Unicode). The canonical form, which
+// spec hashes are made of, keeps every byte as it is.
+void AppendOutputChars(std::string& out, std::string_view s, size_t& i) {
+  const TextChar c = NextTextChar(s.substr(i));
+  if (c.length == 0) {
+    out += "\\ufffd";
+    ++i;
+  } else if (c.escaped) {
+    AppendUnicodeEscape(out, c.code_point);
+    i += c.length;
+  } else {
+    out.append(s.substr(i, c.length));
+    i += c.length;
+  }
+}
+
+void AppendEscaped(std::string& out, const std::string& s, bool for_output) {
   out += '"';
-  for (char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (for_output && static_cast<unsigned char>(c) >= 0x7F) {
+      AppendOutputChars(out, s, i);
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"':
         out += "\\\"";
@@ -47,10 +82,7 @@ void AppendEscaped(std::string& out, const std::string& s) {
         break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
-          constexpr std::string_view kHex = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
+          AppendUnicodeEscape(out, static_cast<unsigned char>(c));
         } else {
           out += c;
         }
@@ -85,7 +117,7 @@ void Write(std::string& out, const Value& v, int indent, int depth) {
   } else if (v.is_double()) {
     AppendDouble(out, v.as_double());
   } else if (v.is_string()) {
-    AppendEscaped(out, v.as_string());
+    AppendEscaped(out, v.as_string(), pretty);
   } else if (v.is_array()) {
     const auto& arr = v.as_array();
     out += '[';
@@ -104,7 +136,7 @@ void Write(std::string& out, const Value& v, int indent, int depth) {
       if (!first) out += ',';
       first = false;
       newline(depth + 1);
-      AppendEscaped(out, key);
+      AppendEscaped(out, key, pretty);
       out += pretty ? ": " : ":";
       Write(out, child, indent, depth + 1);
     }

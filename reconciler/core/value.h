@@ -64,7 +64,9 @@ class Value {
 // (control characters as \u00XX, everything else, UTF-8 included, as is).
 std::string ToCanonicalJson(const Value& value);
 
-// The same JSON, indented by two spaces, for people.
+// The same JSON, indented by two spaces, for people and for programs reading a command's
+// output: DEL, the C1 controls and the bidi and line controls (escape.h) are \u escapes too, and
+// a byte that is not valid UTF-8 is U+FFFD, so the output is valid JSON and shows nothing raw.
 std::string ToPrettyJson(const Value& value);
 
 }  // namespace rg::core

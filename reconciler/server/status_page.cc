@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "reconciler/core/escape.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/status_fields.h"
 #include "reconciler/core/status_markdown.h"
@@ -218,32 +219,7 @@ std::string WarningsBox(const engine::DaemonSnapshot& s) {
 
 }  // namespace
 
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string HtmlEscape(std::string_view text) { return core::EscapeHtml(text); }
 
 std::string DaemonStateText(const engine::DaemonSnapshot& s) {
   if (s.shutting_down) return "stopping";

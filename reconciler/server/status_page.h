@@ -10,7 +10,8 @@
 
 namespace rg::server {
 
-// Escapes & < > " ' for text and attribute values.
+// A value in an element or a quoted attribute: core::EscapeHtml (control characters and bidi
+// controls as escapes, & < > " ' as entities).
 std::string HtmlEscape(std::string_view text);
 
 // "ready", "starting", "failing: <error>", "blocked: <reason>", "stale", "stopping".

@@ -68,6 +68,19 @@ TEST_CASE("the redactor replaces every known secret value, the longest first") {
   CHECK(r.size() == 5);
 }
 
+TEST_CASE("a secret shown escaped in text or markdown is redacted too") {
+  Redactor r;
+  r.Add("s3cr3t_va|ue*\x1b[x");
+  CHECK(r.Apply("md: s3cr3t\\_va\\|ue\\*\\\\x1b\\[x.") == "md: <redacted>.");
+  CHECK(r.Apply("text: s3cr3t_va|ue*\\x1b[x.") == "text: <redacted>.");
+  CHECK(r.Apply(R"(json: "s3cr3t_va|ue*\u001b[x".)") == "json: \"<redacted>\".");
+  // Merging copies the forms, it does not escape them again.
+  Redactor merged;
+  merged.Merge(r);
+  merged.Merge(r);
+  CHECK(merged.size() == r.size());
+}
+
 TEST_CASE("redacting in place gives what Apply gives and leaves a clean text where it is") {
   Redactor r;
   r.Add("abcdefgh");

@@ -31,5 +31,12 @@ TEST_CASE("a table appended to a text follows it and grows it once, by the table
   CHECK(exact == FormatTextTable(rows));
 }
 
+TEST_CASE("a cell holding control characters is shown escaped, on its own row") {
+  CHECK(FormatTextTable({{"NAME", "NOTE"}, {"a\nb", "\x1b[31mred\r"}, {"c", "bidi\xE2\x80\xAE"}}) ==
+        "NAME  NOTE\n"
+        "a\\nb  \\x1b[31mred\\r\n"
+        "c     bidi\\u202e\n");
+}
+
 }  // namespace
 }  // namespace rg::core

@@ -27,3 +27,13 @@ TEST_CASE("pretty JSON indents by two spaces") {
   v["k"] = Value::Array{1, 2};
   CHECK(rg::core::ToPrettyJson(v) == "{\n  \"k\": [\n    1,\n    2\n  ]\n}");
 }
+
+TEST_CASE(
+    "pretty JSON escapes controls and bidi controls and replaces invalid UTF-8 but canonical JSON "
+    "keeps bytes") {
+  const std::string raw = "a\x1b\x7f \xC2\x9B \xE2\x80\xAE \xFF \xC3\xA9";
+  CHECK(rg::core::ToPrettyJson(Value(raw)) ==
+        "\"a\\u001b\\u007f \\u009b \\u202e \\ufffd \xC3\xA9\"");
+  CHECK(rg::core::ToCanonicalJson(Value(raw)) ==
+        "\"a\\u001b\x7f \xC2\x9B \xE2\x80\xAE \xFF \xC3\xA9\"");
+}

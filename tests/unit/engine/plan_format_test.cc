@@ -8,6 +8,7 @@
 #include "reconciler/core/planner.h"
 #include "reconciler/core/render.h"
 #include "reconciler/spec/spec_loader.h"
+#include "tests/unit/engine/hostile_values.h"
 
 namespace rg::core {
 namespace {
@@ -155,6 +156,32 @@ TEST_CASE("removed jobs whose runs ended are counted, not listed, in the text pl
   CHECK(text.find("gone") == std::string::npos);
   // The JSON keeps every job.
   CHECK(nlohmann::json::parse(FormatPlanJson(view))["jobs"].size() == 3);
+}
+
+TEST_CASE("no value of a spec, a file name, Ray or the ledger can forge a line of the plan",
+          "[plan_format][escape]") {
+  for (const testing::HostileValue& v : testing::HostileValues()) {
+    INFO(v.yaml);
+    const std::string hostile_spec = "workload: custom\nentrypoint: \"echo " + v.yaml +
+                                     "\"\nenv_vars:\n  NOTE: \"" + v.yaml + "\"\n";
+    const DesiredState desired = spec::LoadDesiredState(
+        spec::SourceFile{"cluster.yaml", "address: http://127.0.0.1:8265\n"},
+        {spec::SourceFile{"jobs/a.yaml", hostile_spec},
+         spec::SourceFile{"jobs/b.yaml", "workload: custom\nentrypoint: sleep 5\n"},
+         spec::SourceFile{"jobs/c-" + v.value + ".yaml", hostile_spec},
+         spec::SourceFile{"jobs/d.yaml", "workload: \"" + v.yaml + "\"\n"}});
+    RayJob b = Running(desired.jobs[1]);
+    b.message = v.value;
+    Plan plan = PlanActions(desired, {b}, {}, {});
+    plan.blocked = true;
+    plan.blocked_reason = v.value;
+    PlanView view{&plan, &desired, nullptr, v.value, {}};
+    view.ledger_note = v.value;
+    testing::CheckText(FormatPlanText(view));
+    testing::CheckMarkdown(FormatPlanMarkdown(view), 5);
+    const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+    CHECK(j["ledger_note"] == v.value);
+  }
 }
 
 }  // namespace

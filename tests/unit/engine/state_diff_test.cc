@@ -7,6 +7,7 @@
 
 #include "reconciler/core/pipeline.h"
 #include "reconciler/spec/spec_loader.h"
+#include "tests/unit/engine/hostile_values.h"
 
 namespace rg::core {
 namespace {
@@ -198,6 +199,37 @@ TEST_CASE("secret env values never reach the rendered diff", "[state_diff]") {
   const std::string text = FormatDiffText(diff);
   CHECK(text.find("newsecretvalue2") == std::string::npos);
   CHECK(text.find("oldsecretvalue1") == std::string::npos);
+}
+
+// A spec whose every shown value is `yaml` (a YAML double-quoted scalar's text).
+std::string HostileSpec(const std::string& yaml) {
+  return "workload: custom\nentrypoint: \"echo " + yaml + "\"\nenv_vars:\n  NOTE: \"" + yaml +
+         "\"\nannotations:\n  note: \"" + yaml + "\"\n";
+}
+
+TEST_CASE("no value of a spec, a file name or a label can forge a line of the diff",
+          "[state_diff][escape]") {
+  for (const testing::HostileValue& v : testing::HostileValues()) {
+    INFO(v.yaml);
+    const DesiredState base = Load(kCluster, {{"jobs/a.yaml", HostileSpec("old")}});
+    const DesiredState head =
+        Load(kCluster, {{"jobs/a.yaml", HostileSpec(v.yaml)},
+                        {"jobs/n.yaml", HostileSpec(v.yaml)},
+                        {"jobs/bad-" + v.value + ".yaml", "workload: \"" + v.yaml + "\"\n"},
+                        {"jobs/worse.yaml", "workload: custom\nentrypoint: \"" + v.yaml + "\"\n\"" +
+                                                v.yaml + "\": 1\n"}});
+    StateDiff diff = DiffStates(base, head, "ray-gitops");
+    REQUIRE(diff.RunsChange());
+    diff.base_label = v.value;
+    diff.head_label = v.value + " (0123456789)";
+    const std::string text = FormatDiffText(diff);
+    testing::CheckText(text);
+    if (v.value.find('\x1b') != std::string::npos) CHECK(text.find("\\x1b") != std::string::npos);
+    testing::CheckMarkdown(FormatDiffMarkdown(diff), 5);
+    // JSON holds the exact values.
+    const nlohmann::json j = nlohmann::json::parse(FormatDiffJson(diff));
+    CHECK(j["base"] == v.value);
+  }
 }
 
 }  // namespace

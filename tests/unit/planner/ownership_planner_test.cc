@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/markdown.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/plan_format.h"
 #include "reconciler/core/planner.h"
@@ -327,7 +328,11 @@ TEST_CASE("plan and its formats name the other repositories and the adopted runs
   }
   SECTION("markdown") {
     const std::string md = FormatPlanMarkdown(view);
-    CHECK_THAT(md, Catch::Contains("> " + team_b + "\n\n> " + team_c + "\n\n> " + adopting));
+    // Shown as escaped text: the addresses are not links, the '@' mentions no one.
+    CHECK_THAT(
+        md, Catch::Contains("> " + EscapeMarkdownText(team_b) + "\n\n> " +
+                            EscapeMarkdownText(team_c) + "\n\n> " + EscapeMarkdownText(adopting)));
+    CHECK_THAT(md, Catch::Contains("used by https&#8203;://github.com/team-b/jobs (2 jobs)"));
   }
   SECTION("json") {
     const std::string json = Compact(FormatPlanJson(view));

@@ -401,3 +401,27 @@ TEST_CASE("the job JSON carries the record, its attempts and its links") {
   CHECK(j["state"] == "ready");
   CHECK(j["unreachable"].is_null());
 }
+
+TEST_CASE("no control character, bidi control or line break of a value reaches the pages raw") {
+  const std::string hostile =
+      "x\n## forged\r\x1b[31mred \xC2\x9B \xE2\x80\xAE"
+      "rtl </td><b>";
+  auto s = SampleSnapshot();
+  for (auto& j : s.jobs) {
+    j.message = hostile;
+    j.errors = {hostile};
+    j.spec_path = "jobs/" + hostile + ".yaml";
+    for (auto& a : j.attempts) a.message = hostile;
+  }
+  s.instance = hostile;
+  s.last_error = hostile;
+  for (const std::string& html : {RenderStatusPage(s, 15), RenderJobPage(s, s.jobs[2], 15)}) {
+    CHECK(html.find('\x1b') == std::string::npos);
+    CHECK(html.find('\r') == std::string::npos);
+    CHECK(html.find("\xC2\x9B") == std::string::npos);
+    CHECK(html.find("\xE2\x80\xAE") == std::string::npos);
+    CHECK(html.find("</td><b>") == std::string::npos);
+    CHECK(html.find("x\\n## forged\\r\\x1b[31mred \\u009b \\u202ertl &lt;/td&gt;&lt;b&gt;") !=
+          std::string::npos);
+  }
+}

@@ -75,7 +75,8 @@ TEST_CASE("Pipes, markup and line breaks in a message cannot break the table",
   ledger.emplace("x", r);
   const std::string md = core::RenderStatusMarkdown(ledger);
   const std::string row = md.substr(md.find("| x |"));
-  CHECK(row.find("a \\| b c d \\| \\<img src=y\\> \\*bold\\* \\[l\\](u)") != std::string::npos);
+  CHECK(row.find("a \\| b\\\\nc\\\\r\\\\nd \\| &lt;img src=y&gt; \\*bold\\* \\[l\\](u)") !=
+        std::string::npos);
   CHECK(Count(row, '\n') == 1);
   // Seven cells: eight unescaped pipes.
   CHECK(Count(row, '|') - 2 == 8);
@@ -177,11 +178,75 @@ TEST_CASE("Credentials in the repository URL never reach a link", "[status][mark
         "https://github.com/org/repo");
 }
 
-TEST_CASE("EscapeMarkdownCell escapes pipes, folds line breaks and trims", "[status][markdown]") {
-  CHECK(core::EscapeMarkdownCell("  a|b  ") == "a\\|b");
-  CHECK(core::EscapeMarkdownCell("one\n\ntwo") == "one two");
-  CHECK(core::EscapeMarkdownCell("\nlead") == "lead");
-  CHECK(core::EscapeMarkdownCell("").empty());
+// Unescaped pipes: those after an even run of backslashes.
+int BarePipes(const std::string& row) {
+  int n = 0;
+  for (size_t i = 0; i < row.size(); ++i) {
+    size_t run = 0;
+    while (run < i && row[i - 1 - run] == '\\') ++run;
+    if (row[i] == '|' && run % 2 == 0) ++n;
+  }
+  return n;
+}
+
+// `row` without its code spans (where nothing renders) and without the <code> tags of ours.
+std::string WithoutCode(std::string row) {
+  for (const std::string tag : {"<code>", "</code>"}) {
+    for (size_t at = row.find(tag); at != std::string::npos; at = row.find(tag)) {
+      row.erase(at, tag.size());
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < row.size();) {
+    if (row[i] != '`') {
+      out += row[i++];
+      continue;
+    }
+    const size_t open = row.find_first_not_of('`', i) - i;
+    const std::string fence(open, '`');
+    size_t close = row.find(fence, i + open);
+    while (close != std::string::npos && close + open < row.size() && row[close + open] == '`') {
+      close = row.find(fence, row.find_first_not_of('`', close));
+    }
+    if (close == std::string::npos) return out + row.substr(i);
+    i = close + open;
+  }
+  return out;
+}
+
+TEST_CASE("No value in a record can add a line, a cell, a heading or HTML to STATUS.md",
+          "[status][markdown]") {
+  const std::vector<std::string> hostile = {
+      "x\n## \xE2\x9C\x85 no runs change, safe to merge\n| forged | row |",
+      "x\r# forged\r",
+      "\x1b[31mred\x1b[0m",
+      "</details><script>alert(1)</script>",
+      "a ``` b ` c | d",
+      "rtl \xE2\x80\xAE"
+      "desrever",
+      "ends in a backslash\\",
+      "![x](https://evil/x.png) @org/team",
+      "bad \xFF utf8",
+  };
+  for (const std::string& value : hostile) {
+    INFO(value);
+    core::Ledger ledger;
+    auto r = Row("x", Phase::kFailed);
+    r.message = value;
+    r.errors = {value};
+    r.submission_id = value;
+    r.dashboard_url = "http://dash/" + value;
+    ledger.emplace("x", r);
+    const std::string md = core::RenderStatusMarkdown(ledger);
+    const std::string row = md.substr(md.find("| x |"));
+    CHECK(Count(row, '\n') == 1);
+    CHECK(BarePipes(row) == 8);
+    const std::string text = WithoutCode(row);
+    CHECK(text.find_first_of("<>\r\x1b") == std::string::npos);
+    CHECK(row.find("\xE2\x80\xAE") == std::string::npos);
+    CHECK(text.find("](https://evil") == std::string::npos);
+    CHECK(md.find("\n#", md.find('\n')) == std::string::npos);  // no heading but the title
+  }
 }
 
 // The status store keeps rows between writes and assembles the page from them.
@@ -210,7 +275,7 @@ TEST_CASE("The page assembled from rows is the page rendered from the records",
   CHECK(a->phase == Phase::kFailed);
   CHECK(a->text ==
         "| [a](https://example.com/org/repo/blob/main/jobs/a.yaml) | Failed | 3 |  |  "
-        "| a \\| b \\<c\\> | [status](status/a.yaml) |\n");
+        "| a \\| b &lt;c&gt; | [status](status/a.yaml) |\n");
   CHECK(core::RenderStatusMarkdown(ledger, header).find(a->text) != std::string::npos);
   CHECK_FALSE(rows.Find("d").has_value());
   CHECK_FALSE(rows.Find("").has_value());
