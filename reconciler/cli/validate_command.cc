@@ -141,14 +141,11 @@ std::string RepositoryAround(const std::string& dir, const std::string& repo) {
   return !relative.empty() && *relative.begin() != ".." ? repo : "";
 }
 
-// verl's config of a spec's code folder: verl/trainer/config in the working tree (read no
-// further than that folder), or in code_ref's tree.
+// verl's config of a spec's code folder: verl/trainer/config as the zip would hold it, from the
+// working tree (no link followed, an export-ignored one included: a file behind one is not
+// there) or from code_ref's tree.
 spec::ConfigReader CodeConfigReader(const core::JobSpec& job, const ValidateOptions& options) {
   static constexpr std::string_view kConfig = "verl/trainer/config";
-  if (!job.code().ref) {
-    const fs::path dir = fs::path(options.repo) / job.code().folder / kConfig;
-    return spec::DirectoryConfigReader(dir.string(), options.repo);
-  }
   adapters::CodeFileReader code = adapters::CodeFileReaderOnDisk(job, options.repo);
   return [code](const std::string& path) -> core::Result<std::string> {
     std::optional<std::string> text = code(std::string(kConfig) + "/" + path);
