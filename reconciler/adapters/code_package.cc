@@ -134,7 +134,7 @@ core::Error LinkOnPath(const std::string& at, const std::string& folder) {
 
 // A file's bytes while the zip reads them: a string of its own, or the blob libgit2 read (not
 // copied: a file is held once).
-struct FileBytes {
+struct CodeFileBytes {
   std::string owned;
   git::Blob blob;
   std::string_view view() const {
@@ -149,7 +149,7 @@ struct CodeFile {
   std::string path;  // relative to the folder
   bool executable = false;
   uint64_t size = 0;
-  std::function<core::Result<FileBytes>()> read;  // its bytes, exactly `size` of them
+  std::function<core::Result<CodeFileBytes>()> read;  // its bytes, exactly `size` of them
 };
 
 // The five largest of `sizes` (path, size), largest first, ties by path.
@@ -186,7 +186,7 @@ CodeFolderInfo Summarise(std::string tree_id, const std::vector<CodeFile>& files
 // what went wrong.
 struct EntrySource {
   const CodeFile* file = nullptr;
-  FileBytes bytes;
+  CodeFileBytes bytes;
   std::string_view data;  // bytes.view()
   size_t offset = 0;
   zip_error_t error{};
@@ -227,7 +227,7 @@ zip_int64_t EntryCallback(void* state, void* data, zip_uint64_t len, zip_source_
       // Let go of, not cleared: a cleared string keeps its buffer, and the zip would then hold
       // every file's bytes until it is closed.
       s.data = {};
-      s.bytes = FileBytes();
+      s.bytes = CodeFileBytes();
       return 0;
     case ZIP_SOURCE_STAT: {
       auto* st = static_cast<zip_stat_t*>(data);
@@ -577,13 +577,13 @@ core::Status WalkEntry(TreeWalk& w, const git_tree_entry* entry, const std::stri
       git_repository* repo = w.repo;
       std::string shown = w.display_prefix + path;
       w.files.push_back({path, mode == GIT_FILEMODE_BLOB_EXECUTABLE, size,
-                         [repo, oid, shown]() -> core::Result<FileBytes> {
+                         [repo, oid, shown]() -> core::Result<CodeFileBytes> {
                            git_blob* raw = nullptr;
                            if (git_blob_lookup(&raw, repo, &oid) != 0) {
                              git_error_clear();
                              return core::Error::NotFound("cannot read " + shown);
                            }
-                           FileBytes bytes;
+                           CodeFileBytes bytes;
                            bytes.blob.reset(raw);
                            return bytes;
                          }});
@@ -1277,10 +1277,10 @@ core::Status HashFile(DiskWalk& w, const std::string& rel, const DiskNode& node,
   if (!node.archived) return core::OkStatus();
   git_repository* repo = w.repo;
   w.files.push_back({rel, node.executable, size,
-                     [repo, workdir = w.workdir, repo_path]() -> core::Result<FileBytes> {
+                     [repo, workdir = w.workdir, repo_path]() -> core::Result<CodeFileBytes> {
                        auto bytes = ReadDiskFile(repo, workdir, repo_path);
                        if (!bytes.ok()) return bytes.error();
-                       return FileBytes{std::move(bytes).value(), {}};
+                       return CodeFileBytes{std::move(bytes).value(), {}};
                      }});
   return core::OkStatus();
 }

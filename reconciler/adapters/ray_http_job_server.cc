@@ -478,6 +478,39 @@ class RayHttpJobServer::Impl {
     return res;
   }
 
+  void Configure(httplib::Client& client, std::chrono::milliseconds read_timeout) const {
+    client.set_connection_timeout(options_.connect_timeout);
+    client.set_read_timeout(read_timeout);
+    client.set_write_timeout(read_timeout);
+    client.set_keep_alive(false);
+    // The token and headers go only to the address the operator chose: a redirect to another
+    // host would carry them there, so none is followed (a 3xx is an error like any other).
+    client.set_follow_location(false);
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    if (!options_.ca_file.empty()) client.set_ca_cert_path(options_.ca_file);
+    if (options_.insecure) client.enable_server_certificate_verification(false);
+#endif
+  }
+
+  httplib::Result Dispatch(httplib::Client& client, const std::string& method,
+                           const std::string& full_path, const httplib::Headers& headers,
+                           std::string_view body, ray_http::BodyStream* stream) {
+    if (method == "GET") return GetBody(client, full_path, headers, stream);
+    if (method == "DELETE") return client.Delete(full_path, headers);
+    if (method == "PUT") {
+      // Sent from `body` as it is: given as a pointer, httplib would copy it into the request
+      // first (a code package: up to 100 MiB).
+      return client.Put(
+          full_path, headers, body.size(),
+          [body](size_t offset, size_t length, httplib::DataSink& sink) {
+            return sink.write(body.data() + offset, std::min(length, kPutChunkBytes));
+          },
+          kZipType);
+    }
+    const std::string_view json_body = body.empty() ? std::string_view("{}") : body;
+    return client.Post(full_path, headers, json_body.data(), json_body.size(), kJsonType);
+  }
+
   // One request, no retry. With a stream, the body of a GET's 2xx answer goes to it as it
   // arrives (Begin, then Write), not into the exchange.
   Exchange Send(const std::string& method, const std::string& path, std::string_view body,
@@ -493,17 +526,7 @@ class RayHttpJobServer::Impl {
       ex.transport = httplib::Error::Connection;
       return ex;
     }
-    client.set_connection_timeout(options_.connect_timeout);
-    client.set_read_timeout(read_timeout);
-    client.set_write_timeout(read_timeout);
-    client.set_keep_alive(false);
-    // The token and headers go only to the address the operator chose: a redirect to another
-    // host would carry them there, so none is followed (a 3xx is an error like any other).
-    client.set_follow_location(false);
-#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-    if (!options_.ca_file.empty()) client.set_ca_cert_path(options_.ca_file);
-    if (options_.insecure) client.enable_server_certificate_verification(false);
-#endif
+    Configure(client, read_timeout);
     const httplib::Headers headers = RequestHeaders();
     const std::string full_path = split_.prefix + path;
     const std::chrono::milliseconds budget = options_.connect_timeout + read_timeout;
@@ -513,24 +536,7 @@ class RayHttpJobServer::Impl {
       ex.cut = "abandoned (shutting down)";
       return ex;
     }
-    httplib::Result res(nullptr, httplib::Error::Unknown);
-    if (method == "GET") {
-      res = GetBody(client, full_path, headers, stream);
-    } else if (method == "DELETE") {
-      res = client.Delete(full_path, headers);
-    } else if (method == "PUT") {
-      // Sent from `body` as it is: given as a pointer, httplib would copy it into the request
-      // first (a code package: up to 100 MiB).
-      res = client.Put(
-          full_path, headers, body.size(),
-          [body](size_t offset, size_t length, httplib::DataSink& sink) {
-            return sink.write(body.data() + offset, std::min(length, kPutChunkBytes));
-          },
-          kZipType);
-    } else {
-      const std::string_view json_body = body.empty() ? std::string_view("{}") : body;
-      res = client.Post(full_path, headers, json_body.data(), json_body.size(), kJsonType);
-    }
+    httplib::Result res = Dispatch(client, method, full_path, headers, body, stream);
     std::string cut = calls.Leave(&client, budget);
     if (!res) {
       ex.transport = res.error();

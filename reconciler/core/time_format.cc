@@ -29,12 +29,12 @@ std::string Format(int64_t epoch_ms, bool millis) {
 }
 
 // RFC 7231's names, Sunday first (std::chrono::weekday's c_encoding).
-constexpr std::array<std::string_view, 7> kDayNames = {"Sun", "Mon", "Tue", "Wed",
-                                                       "Thu", "Fri", "Sat"};
+constexpr std::array<std::string_view, 7> kHttpDayNames = {"Sun", "Mon", "Tue", "Wed",
+                                                           "Thu", "Fri", "Sat"};
 constexpr std::array<std::string_view, 7> kLongDayNames = {
     "Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
-constexpr std::array<std::string_view, 12> kMonthNames = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+constexpr std::array<std::string_view, 12> kHttpMonthNames = {
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 template <size_t N>
 std::optional<unsigned> IndexOf(const std::array<std::string_view, N>& names,
@@ -93,9 +93,9 @@ std::optional<int64_t> ParseImfFixdate(std::string_view t) {
     return std::nullopt;
   }
   HttpDateFields f;
-  f.weekday = IndexOf(kDayNames, t.substr(0, 3));
+  f.weekday = IndexOf(kHttpDayNames, t.substr(0, 3));
   f.day = Digits(t, 5, 2);
-  f.month = IndexOf(kMonthNames, t.substr(8, 3));
+  f.month = IndexOf(kHttpMonthNames, t.substr(8, 3));
   f.year = Digits(t, 12, 4);
   if (!ReadTimeOfDay(t, 17, f)) return std::nullopt;
   return EpochMsOf(f);
@@ -113,7 +113,7 @@ std::optional<int64_t> ParseRfc850Date(std::string_view t) {
   HttpDateFields f;
   f.weekday = IndexOf(kLongDayNames, t.substr(0, comma));
   f.day = Digits(rest, 0, 2);
-  f.month = IndexOf(kMonthNames, rest.substr(3, 3));
+  f.month = IndexOf(kHttpMonthNames, rest.substr(3, 3));
   if (std::optional<int> yy = Digits(rest, 7, 2)) f.year = *yy < 70 ? 2000 + *yy : 1900 + *yy;
   if (!ReadTimeOfDay(rest, 10, f)) return std::nullopt;
   return EpochMsOf(f);
@@ -125,8 +125,8 @@ std::optional<int64_t> ParseAsctimeDate(std::string_view t) {
     return std::nullopt;
   }
   HttpDateFields f;
-  f.weekday = IndexOf(kDayNames, t.substr(0, 3));
-  f.month = IndexOf(kMonthNames, t.substr(4, 3));
+  f.weekday = IndexOf(kHttpDayNames, t.substr(0, 3));
+  f.month = IndexOf(kHttpMonthNames, t.substr(4, 3));
   f.day = t[8] == ' ' ? Digits(t, 9, 1) : Digits(t, 8, 2);
   f.year = Digits(t, 20, 4);
   if (!ReadTimeOfDay(t, 11, f)) return std::nullopt;
@@ -189,8 +189,8 @@ std::string FormatHttpDate(int64_t epoch_ms) {
   const hh_mm_ss hms{floor<seconds>(tp) - day};
   std::array<char, 40> buf{};
   std::snprintf(buf.data(), buf.size(), "%.3s, %02u %.3s %04d %02d:%02d:%02d GMT",
-                kDayNames[weekday{day}.c_encoding()].data(), static_cast<unsigned>(ymd.day()),
-                kMonthNames[static_cast<unsigned>(ymd.month()) - 1].data(),
+                kHttpDayNames[weekday{day}.c_encoding()].data(), static_cast<unsigned>(ymd.day()),
+                kHttpMonthNames[static_cast<unsigned>(ymd.month()) - 1].data(),
                 static_cast<int>(ymd.year()), static_cast<int>(hms.hours().count()),
                 static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()));
   return buf.data();
