@@ -12,10 +12,6 @@
 namespace rg::engine {
 namespace {
 
-constexpr std::string_view kNoRecord =
-    "ray-gitops has no record of it, and it claims no current spec's run, so nothing shows it "
-    "is ours";
-
 // A job of ours by its labels that the ledger's record of its name does not know.
 bool UnknownToLedger(const core::RayJob& job, const core::Ledger& ledger) {
   auto it = ledger.find(job.LabelView(core::kMetaName));
@@ -101,8 +97,7 @@ std::string CheckOne(ports::JobServer& server, const core::RayJob& listed,
 UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredSnapshot& snapshot,
                                  const std::vector<core::RayJob>& observed,
                                  const core::Ledger& ledger, const core::Plan& plan,
-                                 const core::Ownership& owner, const PackageOwners& packages,
-                                 bool ledger_read) {
+                                 const core::Ownership& owner, const PackageOwners& packages) {
   UnknownRunCheck out;
   std::vector<const core::RayJob*> unknown;
   for (const core::RayJob& job : observed) {
@@ -116,10 +111,10 @@ UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredS
     if (row != nullptr && (row->frozen || row->phase == core::Phase::kInvalid)) continue;
     auto it = specs.find(job->LabelView(core::kMetaName));
     if (it == specs.end() || !it->second->IsCurrentHash(job->LabelView(core::kMetaSpecHash))) {
-      // It claims an older version or a removed spec, which cannot be rendered: nothing shows
-      // it is ours, so it is never stopped, recorded or deleted. Without a ledger nothing is
-      // ever known, and its labels are all there is.
-      if (ledger_read) out.disowned.insert_or_assign(job->submission_id, kNoRecord);
+      // It claims an older version or a removed spec, which cannot be rendered: its full labels
+      // are all there is. The planner stops it while active (a replaced or removed run is not
+      // left running: a run whose status commit was lost must not run beside its successor),
+      // and it is never recorded, adopted or deleted, since nothing proves it is ours.
       continue;
     }
     ++out.checked;

@@ -38,13 +38,11 @@ struct UnknownRunCheck {
 // its package is (`packages`). A job that cannot be rendered or read back is disowned too (it
 // is checked again by the next pass); one Ray no longer has is neither. Jobs of frozen or
 // invalid rows are not checked: nothing is done to them anyway. A job unknown to the ledger
-// that claims an older version of a spec, or a removed spec, cannot be rendered: it is disowned
-// (never stopped, recorded or deleted) when `ledger_read`; a pass without a ledger (no status
-// store) has only the labels of such a job to go by.
+// that claims an older version of a spec, or a removed spec, cannot be rendered: it is neither
+// proven nor disowned (the planner stops it while active; it is never recorded).
 UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredSnapshot& snapshot,
                                  const std::vector<core::RayJob>& observed,
                                  const core::Ledger& ledger, const core::Plan& plan,
-                                 const core::Ownership& owner, const PackageOwners& packages,
-                                 bool ledger_read);
+                                 const core::Ownership& owner, const PackageOwners& packages);
 
 }  // namespace rg::engine

@@ -547,9 +547,8 @@ UnknownRunCheck PlanCheckingUnknownRuns(const ReconcileDeps& deps,
                                         const PassInputs& in, const PackageOwners& packages,
                                         core::PlanPolicy& policy, PassResult& result) {
   result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, policy);
-  UnknownRunCheck checked =
-      CheckUnknownRuns(*deps.server, snapshot, in.observed, in.ledger, result.plan, policy.owner,
-                       packages, /*ledger_read=*/deps.store != nullptr);
+  UnknownRunCheck checked = CheckUnknownRuns(*deps.server, snapshot, in.observed, in.ledger,
+                                             result.plan, policy.owner, packages);
   if (!checked.disowned.empty()) {
     policy.owner.disowned = std::move(checked.disowned);
     result.plan = core::PlanActions(snapshot.state, in.observed, in.ledger, policy);

@@ -214,7 +214,9 @@ TEST_CASE("A job planted between the listing and the submit is refused on the du
 }
 
 TEST_CASE("A job the ledger does not know that claims an older version or a removed spec") {
-  // Nothing can render it, so nothing shows it is ours: it is never stopped or recorded.
+  // Nothing can render it: its full labels are all there is. It is stopped while active (a
+  // run whose status commit was lost must not run beside its successor); the stop is recorded
+  // as a replaced attempt, never as the spec's run.
   World w;
   core::Value older = Render(*w.source, kSpecPath);
   older["submission_id"] = "train-ffffffffff";
@@ -229,16 +231,26 @@ TEST_CASE("A job the ledger does not know that claims an older version or a remo
     Plant(w.ray(), running);
     REQUIRE(w.ray().SetStatus(IdOf(running), RayJobStatus::kRunning));
   }
+  PassResult first = w.Pass();
+  CHECK(first.plan.CountActions(core::ActionKind::kStop) == 2);
+  CHECK(w.ray().RequestCount(testing::kRouteStop) == 2);
+  for (const char* id : {"train-ffffffffff", "gone-ffffffffff"}) {
+    REQUIRE(w.ray().SetStatus(id, RayJobStatus::kStopped));
+  }
   for (int pass = 0; pass < 2; ++pass) {
     PassResult r = w.Pass();
     CHECK(r.plan.CountActions(core::ActionKind::kStop) == 0);
-    CHECK(r.plan.FindJob("gone") == nullptr);
     const core::StatusRecord& rec = w.Record("train");
     INFO(rec.message);
-    REQUIRE(rec.attempts.size() == 1);  // our own run of the current spec only
-    CHECK(rec.attempts[0].submission_id != "train-ffffffffff");
+    CHECK(rec.submission_id != "train-ffffffffff");  // the spec's run is still our own
+    CHECK(rec.phase != Phase::kStopped);
+    for (const core::AttemptRecord& a : rec.attempts) {
+      if (a.submission_id != "train-ffffffffff") continue;
+      CHECK(a.status == RayJobStatus::kStopped);
+      CHECK(a.stop_reason != core::StopReason::kNone);  // ray-gitops stopped it: never rerun
+    }
   }
-  CHECK_FALSE(Stopped(w.ray()));
+  CHECK(w.ray().RequestCount(testing::kRouteStop) == 2);
 }
 
 TEST_CASE("A lost run of a job with after is checked against its upstream's successful run") {
