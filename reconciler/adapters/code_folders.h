@@ -3,9 +3,9 @@
 // spec with `code` gets its folder's Git tree id, the commit the tree came from, and its size;
 // a folder that is missing, has a symlink or a submodule on its path or inside it, or whose
 // files or zip are over cluster.yaml's code_max_bytes (the files are sized before any is read)
-// makes its spec invalid, with the error at `code` (or `code_ref`). Runs where the Git objects are: after a commit is read (the Git source), or on
-// a working tree (render, validate, diff). Results are kept by tree id, so a pass over a tree
-// seen before reads nothing again.
+// makes its spec invalid, with the error at `code` (or `code_ref`). Runs where the Git objects are:
+// after a commit is read (the Git source), or on a working tree (render, validate, diff). Results
+// are kept by tree id, so a pass over a tree seen before reads nothing again.
 
 #include <functional>
 #include <map>
