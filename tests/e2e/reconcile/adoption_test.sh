@@ -77,6 +77,22 @@ post "$RG_TMP/hand2.json"
 rg_wait_status "$hand_running" RUNNING
 rg_wait_status "$hand_no_hash" SUCCEEDED
 
+# ended_past_gc ID: job ID ended longer ago than sync_'s --gc-finished-after (1s), on the clock
+# its end_time is on (this machine's, for the heads these tests start).
+ended_past_gc() {
+  rg_api_get "/api/jobs/$1" | "$RG_PY" -c '
+import json, sys, time
+end = json.load(sys.stdin).get("end_time") or 0
+sys.exit(0 if end and time.time() * 1000 - end > 1000 else 1)'
+}
+# So that every sync below would delete it, were it ours.
+waited=0
+until ended_past_gc "$hand_no_hash"; do
+  waited=$((waited + 1))
+  [ "$waited" -lt 100 ] || rg_fail "$hand_no_hash: no end_time older than 1s after 20s"
+  sleep 0.2
+done
+
 for pass in 1 2; do
   sync_
   record=$(dmn_status_file train) || rg_fail "pass $pass: no status file for train"
@@ -93,6 +109,5 @@ sys.exit(1 if sys.argv[1] in ids else 0)' "$id" || rg_fail "pass $pass: the plan
   [ "$(rg_status_of "$id")" = SUCCEEDED ] || rg_fail "pass $pass: the planted job is gone or changed"
   [ "$(rg_status_of "$hand_running")" = RUNNING ] || rg_fail "pass $pass: the hand job was stopped"
   [ "$(rg_status_of "$hand_no_hash")" = SUCCEEDED ] || rg_fail "pass $pass: the hand job without a spec hash was deleted"
-  sleep 2  # past --gc-finished-after
 done
 echo "ok: a planted job is a Conflict, never adopted, stopped or submitted over; hand jobs are left alone"
