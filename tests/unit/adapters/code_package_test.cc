@@ -342,6 +342,13 @@ TEST_CASE("export-ignore leaves files and folders out as git archive does", "[co
   CHECK(names == from_git);
 }
 
+// `info` is a refusal of the input, with exactly `message`.
+void CheckRefused(const core::Result<CodeFolderInfo>& info, const std::string& message) {
+  REQUIRE_FALSE(info.ok());
+  CHECK(info.error().IsInvalidInput());
+  CHECK(info.error().message() == message);
+}
+
 TEST_CASE("symlinks, submodules, missing folders and files are refused with their paths",
           "[code_package]") {
   Person p;
@@ -357,10 +364,7 @@ TEST_CASE("symlinks, submodules, missing folders and files are refused with thei
   OpenRepo r(p.path());
   const auto expect_error = [&](const std::string& folder, const std::string& message) {
     INFO(folder);
-    const auto info = InspectCodeFolder(r.repo, commit, folder);
-    REQUIRE_FALSE(info.ok());
-    CHECK(info.error().IsInvalidInput());
-    CHECK(info.error().message() == message);
+    CheckRefused(InspectCodeFolder(r.repo, commit, folder), message);
   };
   expect_error("src/trainer", "src/trainer/link is a symlink; code folders hold files only");
   expect_error("src/tool", "src/tool/vendor is a submodule; code folders hold files only");
@@ -453,10 +457,7 @@ TEST_CASE("a working tree's symlinks, nested repositories and non-folders are re
   WriteDiskFile(dir / "src/notes.md", "x");
   const auto expect_error = [&](const std::string& folder, const std::string& message) {
     INFO(folder);
-    const auto info = InspectCodeFolderOnDisk(nullptr, dir.string(), folder);
-    REQUIRE_FALSE(info.ok());
-    CHECK(info.error().IsInvalidInput());
-    CHECK(info.error().message() == message);
+    CheckRefused(InspectCodeFolderOnDisk(nullptr, dir.string(), folder), message);
   };
   expect_error("src/trainer", "src/trainer/link is a symlink; code folders hold files only");
   expect_error("src/tool", "src/tool/vendor is a submodule; code folders hold files only");
@@ -549,10 +550,7 @@ TEST_CASE("a symlink anywhere on a code folder's path is named, at every depth, 
   OpenRepo r(p.path());
   const auto expect_error = [&](const std::string& folder, const std::string& message) {
     INFO(folder);
-    const auto info = InspectCodeFolder(r.repo, commit, folder);
-    REQUIRE_FALSE(info.ok());
-    CHECK(info.error().IsInvalidInput());
-    CHECK(info.error().message() == message);
+    CheckRefused(InspectCodeFolder(r.repo, commit, folder), message);
   };
   const std::string never =
       "; a code folder is read inside the repository only, never through a link";
