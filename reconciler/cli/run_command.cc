@@ -25,6 +25,7 @@
 #include "reconciler/adapters/git_status_store.h"
 #include "reconciler/adapters/git_transport.h"
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/adapters/ssh_host_keys.h"
 #include "reconciler/adapters/system_clock.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/heap.h"
@@ -597,6 +598,12 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
     LogEvent("error", handles.error().ToString());
     return engine::kExitError;
   }
+  // An SSH remote whose host the known_hosts file does not hold: every pass would be refused.
+  if (std::optional<core::Error> unknown =
+          adapters::CheckKnownHostBeforeStart(handles->workspace->remote_url())) {
+    LogEvent("error", unknown->ToString());
+    return engine::kExitError;
+  }
   adapters::SystemClock clock;
   core::MetricsRegistry metrics;
   engine::InstrumentedDesiredStateSource source(*handles->source, metrics, clock);
@@ -663,6 +670,7 @@ void AddRunCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
   CLI::Option* max_stops = AddPassFlags(cmd, &flags->pass, " per pass");
   cmd->callback([&global, flags, exit_code, max_stops]() {
     flags->pass.max_stops_given = max_stops->count() > 0;
+    PrepareGitSsh(global, &flags->repo);
     *exit_code = RunDaemon(global, *flags);
   });
 }
