@@ -40,7 +40,9 @@ struct State {
   std::map<std::string, std::string> lines;   // host name -> the private home's line
   std::map<std::string, std::string> forced;  // host name -> key type to prefer
   std::set<std::string> warned;               // digests of file contents already warned of
-  std::string written;                        // the private file's content as last written
+  // The private file's content as this process last wrote it; nullopt before its first write
+  // (the file may still hold an earlier process's lines).
+  std::optional<std::string> written;
 };
 
 State& Global() {
@@ -115,7 +117,7 @@ void WritePrivateFile(State& state) {
   for (const auto& [name, line] : state.lines) content += line + "\n";
   const std::string path = PrivateKnownHostsPath(state.config.private_home);
   std::error_code ec;
-  if (content == state.written && fs::exists(path, ec)) return;
+  if (state.written == content && fs::exists(path, ec)) return;
   fs::create_directories(fs::path(path).parent_path(), ec);
   fs::permissions(fs::path(path).parent_path(), fs::perms::owner_all, ec);
   const std::string temp = path + ".tmp-" + std::to_string(::getpid());
@@ -224,7 +226,7 @@ void ConfigureSshHostKeys(SshHostKeyConfig config) {
   }
   state.config = std::move(config);
   state.configured = true;
-  state.written.clear();
+  state.written.reset();
 }
 
 SshHostKeyConfig CurrentSshHostKeyConfig() {
