@@ -555,6 +555,25 @@ class NetworkTimer {
 
 }  // namespace
 
+namespace {
+
+// A mirror: the remote's refs under the same names. libgit2 1.5's local transport (a path or
+// file://) looks up every remote ref name in the clone with git_revparse_single to hide what
+// the clone already has; a name the clone lacks goes on to the `git describe` pattern, whose
+// match data leaks when the name holds "-g" (refs/heads/ray-gitops/status does). With the same
+// names in the clone every lookup succeeds, nothing leaks, and a fetch sends only new objects
+// instead of the whole history. Remote repositories get their branches only (not refs/pull/*
+// and the like; `only_branch` alone when given); their transports negotiate without that
+// lookup.
+std::string MirrorRefspec(const std::string& url, const std::string& only_branch) {
+  if (LocalPath(url).has_value()) return "+refs/*:refs/*";
+  if (only_branch.empty()) return "+refs/heads/*:refs/heads/*";
+  const std::string ref = GitWorkspace::TrackingRef(only_branch);
+  return "+" + ref + ":" + ref;
+}
+
+}  // namespace
+
 core::Status GitWorkspace::Fetch() {
   const NetworkTimer timer(network_us_);
   if (in_place_) {  // read where it is: nothing to bring up to date
@@ -582,18 +601,7 @@ core::Status GitWorkspace::Fetch() {
   opts.callbacks.certificate_check = CheckCertificate;
   opts.callbacks.transfer_progress = StopIfCancelled;
   opts.callbacks.sideband_progress = StopIfCancelledOnMessage;
-  // A mirror: the remote's refs under the same names. libgit2 1.5's local transport (a path
-  // or file://) looks up every remote ref name in the clone with git_revparse_single to hide
-  // what the clone already has; a name the clone lacks goes on to the `git describe` pattern,
-  // whose match data leaks when the name holds "-g" (refs/heads/ray-gitops/status does). With
-  // the same names in the clone every lookup succeeds, nothing leaks, and a fetch sends only
-  // new objects instead of the whole history. Remote repositories get their branches only
-  // (not refs/pull/* and the like); their transports negotiate without that lookup.
-  const bool local = LocalPath(url_).has_value();
-  std::string spec = local ? "+refs/*:refs/*" : "+refs/heads/*:refs/heads/*";
-  if (!local && !options_.only_branch.empty()) {
-    spec = "+" + TrackingRef(options_.only_branch) + ":" + TrackingRef(options_.only_branch);
-  }
+  std::string spec = MirrorRefspec(url_, options_.only_branch);
   std::array<char*, 1> specs = {const_cast<char*>(spec.c_str())};
   const git_strarray refspecs{specs.data(), specs.size()};
   SshHostKeyCheck ssh(remote_url_);

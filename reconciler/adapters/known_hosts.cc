@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace rg::adapters {
 namespace {
@@ -144,7 +145,7 @@ std::string ParseLine(std::string_view line, KnownHostsEntry* entry) {
   return "";
 }
 
-std::string Where(const KnownHostsFile& file, const std::vector<const KnownHostsEntry*>& lines) {
+std::string LinesOf(const KnownHostsFile& file, const std::vector<const KnownHostsEntry*>& lines) {
   return file.path + (lines.size() == 1 ? " line " : " lines ") + LineList(lines);
 }
 
@@ -280,7 +281,10 @@ KnownHostsFile ParseKnownHosts(std::string_view text, const std::string& path) {
     KnownHostsEntry entry;
     entry.line = number;
     if (std::string why = ParseLine(line.substr(first), &entry); !why.empty()) {
-      file.warnings.push_back(path + ":" + std::to_string(number) + ": " + why);
+      std::string warning = path;
+      warning += ":" + std::to_string(number) + ": ";
+      warning += why;
+      file.warnings.push_back(std::move(warning));
       file.skipped_lines.push_back(number);
       continue;
     }
@@ -349,7 +353,7 @@ std::string HostKeyRefusal(const KnownHostsFile& file, std::string_view host, in
       return "";
     case HostKeyVerdict::kRevoked:
       return "SSH host key REVOKED: " + name + " offered " + offered + ", which " +
-             Where(file, check.lines) +
+             LinesOf(file, check.lines) +
              " marks @revoked; nothing was fetched or sent. Do not trust this key: ask the Git "
              "host's operators which key the server should present.";
     case HostKeyVerdict::kNotInFile:
@@ -380,7 +384,7 @@ std::string HostKeyRefusal(const KnownHostsFile& file, std::string_view host, in
         old_keys += (old_keys.empty() ? "" : ", ") + e->key.Fingerprint();
       }
       return "SSH host key CHANGED for " + name + ": the server offered " + offered + ", but " +
-             Where(file, check.lines) + " holds " + key.type + " " + old_keys +
+             LinesOf(file, check.lines) + " holds " + key.type + " " + old_keys +
              ". Someone may be intercepting the connection (man-in-the-middle), or the host's key "
              "was replaced; nothing was fetched or sent. Check the new fingerprint against the "
              "ones the Git host publishes; only if it is theirs, replace the old line (`ssh-keygen "

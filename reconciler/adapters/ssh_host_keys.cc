@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 
 // The key types whose line is copied into the private home, most preferred first. libgit2
 // turns the line's type into libssh2's only host key method (see the header for RSA).
-constexpr const char* kPreferredTypes[] = {
+constexpr std::array<const char*, 4> kPreferredTypes = {
     "ssh-ed25519",
     "ecdsa-sha2-nistp256",
     "ecdsa-sha2-nistp384",
@@ -33,7 +34,7 @@ constexpr const char* kPreferredTypes[] = {
 };
 
 // The process's configuration and what it wrote into the private home.
-struct State {
+struct HostKeyState {
   std::mutex mu;
   bool configured = false;
   SshHostKeyConfig config;
@@ -45,8 +46,8 @@ struct State {
   std::optional<std::string> written;
 };
 
-State& Global() {
-  static auto* const state = new State();  // never destroyed: used until the process ends
+HostKeyState& Global() {
+  static auto* const state = new HostKeyState();  // never destroyed: used until the process ends
   return *state;
 }
 
@@ -111,7 +112,7 @@ std::string PrivateKnownHostsPath(const std::string& home) {
 
 // Rewrites the private home's known_hosts from state.lines when it changed: a new file renamed
 // over the old one, so that a connection reads one or the other, whole.
-void WritePrivateFile(State& state) {
+void WritePrivateFile(HostKeyState& state) {
   if (state.config.private_home.empty()) return;
   std::string content;
   for (const auto& [name, line] : state.lines) content += line + "\n";
@@ -139,13 +140,17 @@ std::string PreferenceLine(const std::vector<const KnownHostsEntry*>& entries,
   order.insert(order.end(), std::begin(kPreferredTypes), std::end(kPreferredTypes));
   for (const std::string& type : order) {
     for (const KnownHostsEntry* e : entries) {
-      if (!e->revoked && e->key.type == type) return name + " " + type + " " + e->key.Base64();
+      if (e->revoked || e->key.type != type) continue;
+      std::string line = name;
+      line += " " + type + " ";
+      line += e->key.Base64();
+      return line;
     }
   }
   return "";
 }
 
-void WarnOnce(State& state, const KnownHostsFile& file) {
+void WarnOnce(HostKeyState& state, const KnownHostsFile& file) {
   if (file.warnings.empty() || !state.config.warn) return;
   std::string all;
   for (const std::string& w : file.warnings) all += w + "\n";
@@ -216,7 +221,7 @@ SshHostKeyConfig KnownHostsFromEnvironment(const std::string& flag) {
 
 void ConfigureSshHostKeys(SshHostKeyConfig config) {
   git::EnsureLibraryInitialised();  // finds the global git configuration from the real HOME
-  State& state = Global();
+  HostKeyState& state = Global();
   std::lock_guard<std::mutex> lock(state.mu);
   if (!config.private_home.empty()) {
     std::error_code ec;
@@ -230,7 +235,7 @@ void ConfigureSshHostKeys(SshHostKeyConfig config) {
 }
 
 SshHostKeyConfig CurrentSshHostKeyConfig() {
-  State& state = Global();
+  HostKeyState& state = Global();
   std::lock_guard<std::mutex> lock(state.mu);
   if (!state.configured) {
     state.config = KnownHostsFromEnvironment("");
@@ -282,7 +287,7 @@ void SshHostKeyCheck::Prepare() {
   refusal_.reset();
   file_ = config_.known_hosts_file.empty() ? KnownHostsFile{}
                                            : ReadKnownHosts(config_.known_hosts_file);
-  State& state = Global();
+  HostKeyState& state = Global();
   std::lock_guard<std::mutex> lock(state.mu);
   WarnOnce(state, file_);
   const std::string name = KnownHostsName(remote_->host, remote_->port);
@@ -337,7 +342,7 @@ std::optional<core::Error> SshHostKeyCheck::ExplainFailure(const std::string& me
       continue;
     }
     // The file holds this key of the server's: ask for its type next time.
-    State& state = Global();
+    HostKeyState& state = Global();
     std::lock_guard<std::mutex> lock(state.mu);
     if (state.forced[name] == k.type) return std::nullopt;
     state.forced[name] = k.type;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -21,7 +22,7 @@ namespace {
 
 // The host key methods offered in each handshake, one key type each. RSA keys are one type
 // whichever signature the server makes with them.
-constexpr const char* kScanMethods[] = {
+constexpr std::array<const char*, 5> kScanMethods = {
     "ssh-ed25519",
     "ecdsa-sha2-nistp256",
     "ecdsa-sha2-nistp384",
@@ -53,7 +54,7 @@ class Socket {
 };
 
 // Connects `sock` to one address within `timeout`; the reason when it cannot.
-std::string ConnectOne(Socket& sock, const addrinfo& ai, std::chrono::milliseconds timeout) {
+std::string ConnectScanSocket(Socket& sock, const addrinfo& ai, std::chrono::milliseconds timeout) {
   sock.reset(::socket(ai.ai_family, ai.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai.ai_protocol));
   if (sock.fd() < 0) return std::strerror(errno);
   if (::connect(sock.fd(), ai.ai_addr, ai.ai_addrlen) != 0) {
@@ -88,14 +89,14 @@ std::string Connect(Socket& sock, const std::string& host, int port,
   }
   std::string why = "no address";
   for (const addrinfo* ai = info; ai != nullptr; ai = ai->ai_next) {
-    why = ConnectOne(sock, *ai, timeout);
+    why = ConnectScanSocket(sock, *ai, timeout);
     if (why.empty()) break;
   }
   ::freeaddrinfo(info);
   return why.empty() ? "" : "cannot connect to " + host + ":" + service + ": " + why;
 }
 
-std::string LastError(LIBSSH2_SESSION* session) {
+std::string Libssh2Error(LIBSSH2_SESSION* session) {
   char* message = nullptr;
   int len = 0;
   libssh2_session_last_error(session, &message, &len, 0);
@@ -115,7 +116,7 @@ std::optional<SshHostKey> Handshake(int fd, const char* methods, const GitTransp
   std::optional<SshHostKey> key;
   if (libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, methods) != 0 ||
       libssh2_session_handshake(session, fd) != 0) {
-    *why = LastError(session);
+    *why = Libssh2Error(session);
   } else {
     size_t len = 0;
     int type = 0;

@@ -17,7 +17,7 @@
 namespace rg::cli {
 namespace {
 
-int Scan(const std::string& target) {
+int ScanHost(const std::string& target) {
   const std::optional<adapters::SshRemote> remote = adapters::ParseHostPort(target);
   if (!remote) {
     std::cerr << "error: known-hosts scan takes HOST or HOST:PORT (or [HOST]:PORT), got \""
@@ -50,7 +50,7 @@ void AddKnownHostsCommand(CLI::App& app, const GlobalOptions& /*global*/, int* e
       "print HOST's SSH keys as known_hosts lines with their fingerprints (writes no file)");
   auto target = std::make_shared<std::string>();
   scan->add_option("host", *target, "HOST or HOST:PORT (default port 22)")->required();
-  scan->callback([target, exit_code]() { *exit_code = Scan(*target); });
+  scan->callback([target, exit_code]() { *exit_code = ScanHost(*target); });
 }
 
 }  // namespace rg::cli

@@ -577,6 +577,18 @@ void LogStarted(const RunFlags& flags, const Timings& timings, const engine::Loo
             {"allocator", std::string(AllocatorName())}});
 }
 
+// The repository, opened for the daemon's passes. An SSH remote whose host the known_hosts file
+// does not name is refused here, before the first pass: every pass would be.
+core::Result<RepoHandles> OpenDaemonRepo(const RepoOptions& repo) {
+  core::Result<RepoHandles> handles = OpenRepo(repo);
+  if (!handles.ok()) return handles;
+  if (std::optional<core::Error> unknown =
+          adapters::CheckKnownHostBeforeStart(handles->workspace->remote_url())) {
+    return *unknown;
+  }
+  return handles;
+}
+
 int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   ConfigureLogging(global);
   const std::optional<Timings> timings = ParseTimings(flags);
@@ -593,15 +605,9 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   ShutdownWatch watch;
   ApplyGitTimeout(*timings);
 
-  core::Result<RepoHandles> handles = OpenRepo(flags.repo);
+  core::Result<RepoHandles> handles = OpenDaemonRepo(flags.repo);
   if (!handles.ok()) {
     LogEvent("error", handles.error().ToString());
-    return engine::kExitError;
-  }
-  // An SSH remote whose host the known_hosts file does not hold: every pass would be refused.
-  if (std::optional<core::Error> unknown =
-          adapters::CheckKnownHostBeforeStart(handles->workspace->remote_url())) {
-    LogEvent("error", unknown->ToString());
     return engine::kExitError;
   }
   adapters::SystemClock clock;

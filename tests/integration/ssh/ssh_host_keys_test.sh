@@ -161,6 +161,33 @@ timeout 60 "$bin" --known-hosts "$work/empty" run --repo "$(url all)" --git-ssh-
 echo $? >"$work/run.rc"
 refused run "is not in the known_hosts file" "$(fp all ed25519)" "$(fp all ecdsa)"
 
+# --- a running daemon whose host key changes: the pass fails with the message, in its log ---
+cp "$work/plain" "$work/daemon-known-hosts"
+"$bin" --known-hosts "$work/daemon-known-hosts" run --repo "$(url all)" --git-ssh-key "$key" \
+  --cache-dir "$work/cache-daemon" --listen 127.0.0.1:0 --interval 1s --no-artifacts \
+  >"$work/daemon.log" 2>&1 &
+daemon_pid=$!
+background_pids+=("$daemon_pid")
+# wait_for SECONDS PATTERN: the daemon's log shows PATTERN within SECONDS.
+wait_for() {
+  local i
+  for i in $(seq 1 $(($1 * 10))); do
+    grep -qF -- "$2" "$work/daemon.log" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+wait_for 60 "result=ok" || fail "the daemon never passed: $(cat "$work/daemon.log")"
+cp "$work/changed" "$work/daemon-known-hosts"
+wait_for 30 "SSH host key CHANGED for $(name all)" ||
+  fail "the daemon's log does not show the changed key: $(cat "$work/daemon.log")"
+grep -qF "$(fp all ed25519)" "$work/daemon.log" || fail "the daemon's log lacks the new fingerprint"
+port=$(grep -o ' port=[0-9]*' "$work/daemon.log" | head -1 | cut -d= -f2)
+curl -s "http://127.0.0.1:$port/api/v1/status" | grep -q "CHANGED" ||
+  fail "/api/v1/status does not show the refusal: $(curl -s "http://127.0.0.1:$port/api/v1/status")"
+kill "$daemon_pid"
+wait "$daemon_pid" 2>/dev/null
+
 # --- known-hosts scan prints what ssh-keyscan and ssh-keygen -lf print (for the types libssh2
 # can read: its 1.10 cannot take an RSA key signed with SHA-2, and OpenSSH no longer signs with
 # SHA-1) ---
