@@ -331,7 +331,10 @@ int SshHostKeyCheck::OnCertificate(git_cert* cert) {
 std::optional<core::Error> SshHostKeyCheck::ExplainFailure(const std::string& message,
                                                            bool* retry) {
   *retry = false;
-  if (!remote_ || key_seen_ || message.find("SSH session") == std::string::npos) {
+  // libssh2's words when no host key type of ours is one the server has; a server that does
+  // not answer ("Failed getting banner"), or a cut connection, is not explained by a scan.
+  if (!remote_ || key_seen_ ||
+      message.find("Unable to exchange encryption keys") == std::string::npos) {
     return std::nullopt;
   }
   const SshKeyScan scan = ScanSshHostKeys(remote_->host, remote_->port);

@@ -104,19 +104,25 @@ std::string Libssh2Error(LIBSSH2_SESSION* session) {
 }
 
 // One handshake offering only `methods`: the key the server proved it holds, or the reason.
-std::optional<SshHostKey> Handshake(int fd, const char* methods, const GitTransportLimits& limits,
-                                    std::string* why) {
+// *silent: the server did not answer in time or closed the connection (no other key type will
+// do better).
+std::optional<SshHostKey> Handshake(int fd, const char* methods, std::chrono::milliseconds wait,
+                                    std::string* why, bool* silent) {
   LIBSSH2_SESSION* session = libssh2_session_init();
   if (session == nullptr) {
     *why = "cannot start an SSH session";
     return std::nullopt;
   }
   libssh2_session_set_blocking(session, 1);
-  libssh2_session_set_timeout(session, static_cast<long>(limits.io_timeout.count()));
+  libssh2_session_set_timeout(session, static_cast<long>(wait.count()));
   std::optional<SshHostKey> key;
-  if (libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, methods) != 0 ||
-      libssh2_session_handshake(session, fd) != 0) {
+  int rc = libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, methods);
+  if (rc == 0) rc = libssh2_session_handshake(session, fd);
+  if (rc != 0) {
     *why = Libssh2Error(session);
+    *silent = rc == LIBSSH2_ERROR_TIMEOUT || rc == LIBSSH2_ERROR_BANNER_RECV ||
+              rc == LIBSSH2_ERROR_SOCKET_RECV || rc == LIBSSH2_ERROR_SOCKET_DISCONNECT ||
+              rc == LIBSSH2_ERROR_SOCKET_SEND;
   } else {
     size_t len = 0;
     int type = 0;
@@ -134,6 +140,8 @@ std::optional<SshHostKey> Handshake(int fd, const char* methods, const GitTransp
 SshKeyScan ScanSshHostKeys(const std::string& host, int port) {
   InitLibssh2();
   const GitTransportLimits limits = CurrentGitTransportLimits();
+  // Each handshake is bounded as a Git transfer's reads are, and by its whole-transfer limit.
+  const std::chrono::milliseconds wait = std::min(limits.io_timeout, limits.transfer_timeout);
   SshKeyScan scan;
   std::string last_why;
   for (const char* methods : kScanMethods) {
@@ -144,9 +152,11 @@ SshKeyScan ScanSshHostKeys(const std::string& host, int port) {
       return scan;
     }
     std::string why;
-    std::optional<SshHostKey> key = Handshake(sock.fd(), methods, limits, &why);
+    bool silent = false;
+    std::optional<SshHostKey> key = Handshake(sock.fd(), methods, wait, &why, &silent);
     if (!key) {
       last_why = why;
+      if (silent) break;
       continue;
     }
     const bool seen = std::any_of(scan.keys.begin(), scan.keys.end(),

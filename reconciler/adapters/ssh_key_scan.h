@@ -2,8 +2,9 @@
 // Reads an SSH server's host keys, as `ssh-keyscan` does: one handshake per key type
 // (ssh-ed25519, ecdsa-sha2-nistp256/384/521, RSA), each ended right after the server proved it
 // holds the key (no authentication, nothing else sent). libssh2 does the handshakes. Each
-// connection has the Git transport's connect timeout and its I/O timeout for every wait
-// (git_transport.h, CurrentGitTransportLimits). Nothing is written anywhere. Thread-safe.
+// connection has the Git transport's connect timeout, and each handshake its I/O timeout or its
+// transfer timeout, whichever is shorter (git_transport.h, CurrentGitTransportLimits); a server
+// that does not answer ends the scan. Nothing is written anywhere. Thread-safe.
 
 #include <string>
 #include <vector>
