@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libgit2-dev libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev
   catch2 libcli11-dev libssl-dev chromium libfyaml-dev clang libclang-rt-14-dev
-  clang-tidy libjemalloc-dev zlib1g-dev lld tzdata libzip-dev
+  clang-tidy libjemalloc-dev zlib1g-dev lld tzdata libzip-dev libssh2-1-dev openssh-server
 )
 
 need_apt=()
@@ -23,7 +23,23 @@ if ((${#need_apt[@]})); then
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   $SUDO apt-get update -qq
+  # openssh-server is here for the tests' own sshd (tests/integration/ssh), which they start on
+  # a loopback port and stop themselves: its postinst must not leave a system sshd on port 22.
+  # invoke-rc.d and deb-systemd-invoke start nothing while policy-rc.d exits 101.
+  policy_added=""
+  if [[ " ${need_apt[*]} " == *" openssh-server "* && ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+    $SUDO chmod 755 /usr/sbin/policy-rc.d
+    policy_added=yes
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
+  if [[ -n $policy_added ]]; then
+    $SUDO rm -f /usr/sbin/policy-rc.d
+    # Nor at the next boot.
+    if [[ -d /run/systemd/system ]]; then
+      $SUDO systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
+    fi
+  fi
 fi
 
 # The Python side: venvs outside the checkout, cached between runs. The pinned Ray is the

@@ -16,6 +16,7 @@
 #include "reconciler/adapters/git_common.h"
 #include "reconciler/adapters/git_pack_writer.h"
 #include "reconciler/adapters/git_transport.h"
+#include "reconciler/adapters/ssh_host_keys.h"
 #include "reconciler/core/identity.h"
 #include "reconciler/core/render.h"
 
@@ -105,6 +106,7 @@ struct CallbackState {
   std::string rejection;    // set by the push status callback
   uint64_t generation = 0;  // GitCancelGeneration() when the transfer began
   bool cancelled = false;
+  SshHostKeyCheck* ssh = nullptr;  // the transfer's host key check
 };
 
 // Progress callbacks: a non-zero answer makes libgit2 abandon the transfer. This is how a
@@ -161,6 +163,27 @@ int AcquireCredentials(git_credential** out, const char* /*url*/, const char* us
   }
   if ((allowed & GIT_CREDENTIAL_USERNAME) != 0) return git_credential_username_new(out, user);
   return GIT_PASSTHROUGH;
+}
+
+// Every certificate of a transfer: SSH host keys are checked against the known_hosts file
+// (ssh_host_keys.h), TLS certificates go on to libgit2's own check.
+int CheckCertificate(git_cert* cert, int /*valid*/, const char* /*host*/, void* payload) {
+  auto* state = static_cast<CallbackState*>(payload);
+  if (state->ssh == nullptr) return GIT_PASSTHROUGH;
+  return state->ssh->OnCertificate(cert);
+}
+
+// After a transfer that failed with `error`: the SSH host key refusal, or the explanation of an
+// SSH handshake that failed before the key was checked (ssh_host_keys.h), prefixed as `error`
+// is; nullopt when the failure is another one. *retry: see SshHostKeyCheck::ExplainFailure.
+std::optional<core::Error> SshRefusal(SshHostKeyCheck& ssh, const core::Error& error,
+                                      const std::string& what, bool* retry) {
+  *retry = false;
+  if (ssh.refusal()) return core::Error::Unauthorized(what + ": " + ssh.refusal()->message());
+  if (std::optional<core::Error> explained = ssh.ExplainFailure(error.message(), retry)) {
+    return core::Error::Unauthorized(what + ": " + explained->message());
+  }
+  return std::nullopt;
 }
 
 int RecordPushStatus(const char* refname, const char* status, void* payload) {
@@ -532,6 +555,25 @@ class NetworkTimer {
 
 }  // namespace
 
+namespace {
+
+// A mirror: the remote's refs under the same names. libgit2 1.5's local transport (a path or
+// file://) looks up every remote ref name in the clone with git_revparse_single to hide what
+// the clone already has; a name the clone lacks goes on to the `git describe` pattern, whose
+// match data leaks when the name holds "-g" (refs/heads/ray-gitops/status does). With the same
+// names in the clone every lookup succeeds, nothing leaks, and a fetch sends only new objects
+// instead of the whole history. Remote repositories get their branches only (not refs/pull/*
+// and the like; `only_branch` alone when given); their transports negotiate without that
+// lookup.
+std::string MirrorRefspec(const std::string& url, const std::string& only_branch) {
+  if (LocalPath(url).has_value()) return "+refs/*:refs/*";
+  if (only_branch.empty()) return "+refs/heads/*:refs/heads/*";
+  const std::string ref = GitWorkspace::TrackingRef(only_branch);
+  return "+" + ref + ":" + ref;
+}
+
+}  // namespace
+
 core::Status GitWorkspace::Fetch() {
   const NetworkTimer timer(network_us_);
   if (in_place_) {  // read where it is: nothing to bring up to date
@@ -551,33 +593,33 @@ core::Status GitWorkspace::Fetch() {
       return core::Error::Transient(compacted.error().message());
     }
   }
-  CallbackState state{&options_, 0, {}, GitCancelGeneration()};
   git_fetch_options opts{};
   git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
   opts.prune = GIT_FETCH_PRUNE;
   opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_ALL;
   opts.callbacks.credentials = AcquireCredentials;
+  opts.callbacks.certificate_check = CheckCertificate;
   opts.callbacks.transfer_progress = StopIfCancelled;
   opts.callbacks.sideband_progress = StopIfCancelledOnMessage;
-  opts.callbacks.payload = &state;
-  // A mirror: the remote's refs under the same names. libgit2 1.5's local transport (a path
-  // or file://) looks up every remote ref name in the clone with git_revparse_single to hide
-  // what the clone already has; a name the clone lacks goes on to the `git describe` pattern,
-  // whose match data leaks when the name holds "-g" (refs/heads/ray-gitops/status does). With
-  // the same names in the clone every lookup succeeds, nothing leaks, and a fetch sends only
-  // new objects instead of the whole history. Remote repositories get their branches only
-  // (not refs/pull/* and the like); their transports negotiate without that lookup.
-  const bool local = LocalPath(url_).has_value();
-  std::string spec = local ? "+refs/*:refs/*" : "+refs/heads/*:refs/heads/*";
-  if (!local && !options_.only_branch.empty()) {
-    spec = "+" + TrackingRef(options_.only_branch) + ":" + TrackingRef(options_.only_branch);
-  }
+  std::string spec = MirrorRefspec(url_, options_.only_branch);
   std::array<char*, 1> specs = {const_cast<char*>(spec.c_str())};
   const git_strarray refspecs{specs.data(), specs.size()};
-  const int rc = git_remote_fetch(remote_, &refspecs, &opts, "ray-gitops fetch");
-  if (rc != 0) {
+  SshHostKeyCheck ssh(remote_url_);
+  // A second attempt only when the first one's SSH handshake asked for a key type the server
+  // lacks while the file holds another key of the server's (SshHostKeyCheck::ExplainFailure).
+  for (int attempt = 0;; ++attempt) {
+    ssh.Prepare();
+    CallbackState state{&options_, 0, {}, GitCancelGeneration(), false, &ssh};
+    opts.callbacks.payload = &state;
+    const int rc = git_remote_fetch(remote_, &refspecs, &opts, "ray-gitops fetch");
+    if (rc == 0) break;
     core::Error e = git::LastError(rc, "cannot fetch " + url_);
     if (state.cancelled) return core::Error::Transient("cannot fetch " + url_ + ": cancelled");
+    bool retry = false;
+    if (std::optional<core::Error> refused = SshRefusal(ssh, e, "cannot fetch " + url_, &retry)) {
+      return *refused;
+    }
+    if (retry && attempt == 0) continue;
     if (e.IsUnauthorized()) return e;
     return core::Error::Transient(e.message());
   }
@@ -604,10 +646,13 @@ core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::
   git::Reference outgoing(raw_ref);
   if (rc != 0) return git::LastError(rc, "cannot prepare the push");
 
-  CallbackState state{&options_, 0, {}, GitCancelGeneration()};
+  SshHostKeyCheck ssh(remote_url_);
+  ssh.Prepare();
+  CallbackState state{&options_, 0, {}, GitCancelGeneration(), false, &ssh};
   git_push_options opts{};
   git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
   opts.callbacks.credentials = AcquireCredentials;
+  opts.callbacks.certificate_check = CheckCertificate;
   opts.callbacks.push_transfer_progress = StopPushIfCancelled;
   opts.callbacks.push_update_reference = RecordPushStatus;
   opts.callbacks.payload = &state;
@@ -621,12 +666,17 @@ core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::
   // A local remote reports a held lock as GIT_ELOCKED or as the ref's rejection.
   if ((rc == GIT_ELOCKED || (rc == 0 && !state.rejection.empty())) &&
       !RemoveStaleRefLock(remote_url_, branch).empty()) {
-    state = CallbackState{&options_, 0, {}, GitCancelGeneration()};
+    state = CallbackState{&options_, 0, {}, GitCancelGeneration(), false, &ssh};
     opts.callbacks.payload = &state;
     rc = git_remote_push(remote_, &refspecs, &opts);
   }
   if (rc != 0) {
     core::Error e = git::LastError(rc, "cannot push " + branch + " to " + url_);
+    bool retry = false;
+    if (std::optional<core::Error> refused =
+            SshRefusal(ssh, e, "cannot push " + branch + " to " + url_, &retry)) {
+      return *refused;
+    }
     if (e.IsConflict() || e.IsUnauthorized()) return e;
     return core::Error::Transient(e.message());
   }

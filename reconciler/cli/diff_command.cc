@@ -171,7 +171,10 @@ void AddDiffCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) 
   AddRepoOptions(cmd, &flags->repo, /*with_ref=*/false, /*with_artifacts=*/false);
   cmd->add_option("-o,--format", flags->format, "text, markdown or json")
       ->check(CLI::IsMember({"text", "markdown", "json"}));
-  cmd->callback([&global, flags, exit_code]() { *exit_code = RunDiff(global, *flags); });
+  cmd->callback([&global, flags, exit_code]() {
+    PrepareGitSsh(global, &flags->repo);
+    *exit_code = RunDiff(global, *flags);
+  });
 }
 
 }  // namespace rg::cli

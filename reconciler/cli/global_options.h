@@ -18,6 +18,9 @@ struct GlobalOptions {
   bool ray_insecure = false;             // --ray-insecure
   std::string log_format = "text";       // --log-format text|json
   std::string log_level = "info";        // --log-level
+  // --known-hosts: the SSH known_hosts file (else RAY_GITOPS_KNOWN_HOSTS, else
+  // $HOME/.ssh/known_hosts; adapters/ssh_host_keys.h).
+  std::string known_hosts;
 };
 
 // Each Add*Command registers a subcommand whose callback stores its exit status in
@@ -33,6 +36,8 @@ void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 void AddDiffCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 void AddSyncCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 void AddHistoryCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
+// `known-hosts scan HOST[:PORT]`: a host's SSH keys as known_hosts lines with fingerprints.
+void AddKnownHostsCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 // The daemon: reconcile passes on a timer and on triggers, the HTTP endpoints.
 void AddRunCommand(CLI::App& app, const GlobalOptions& global, int* exit_code);
 

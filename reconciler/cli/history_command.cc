@@ -193,7 +193,10 @@ void AddHistoryCommand(CLI::App& app, const GlobalOptions& global, int* exit_cod
   cmd->add_option("-o,--format", flags->format, "text or json (default text)")
       ->check(CLI::IsMember({"text", "json"}));
   AddRepoOptions(cmd, &flags->repo, /*with_ref=*/false, /*with_artifacts=*/false);
-  cmd->callback([&global, flags, exit_code]() { *exit_code = RunHistory(global, *flags); });
+  cmd->callback([&global, flags, exit_code]() {
+    PrepareGitSsh(global, &flags->repo);
+    *exit_code = RunHistory(global, *flags);
+  });
 }
 
 }  // namespace rg::cli

@@ -25,6 +25,9 @@ int Main(int argc, char** argv) {
   app.add_option("--ray-ca-file", global.ray_ca_file, "CA bundle for an https:// Ray address");
   app.add_flag("--ray-insecure", global.ray_insecure,
                "do not verify the Ray server's TLS certificate");
+  app.add_option("--known-hosts", global.known_hosts,
+                 "SSH known_hosts file the Git host's key is checked against (else "
+                 "RAY_GITOPS_KNOWN_HOSTS, else ~/.ssh/known_hosts)");
   app.add_option("--log-format", global.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error")
@@ -40,6 +43,7 @@ int Main(int argc, char** argv) {
   rg::cli::AddSyncCommand(app, global, &exit_code);
   rg::cli::AddHistoryCommand(app, global, &exit_code);
   rg::cli::AddRunCommand(app, global, &exit_code);
+  rg::cli::AddKnownHostsCommand(app, global, &exit_code);
 
   // Before any command runs: every command but the daemon runs once and exits; the daemon sets
   // it for each full pass (cli/heap.h).

@@ -13,6 +13,7 @@
 
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/adapters/ssh_host_keys.h"
 #include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/prefetched_list.h"
@@ -88,10 +89,14 @@ namespace {
 
 // A one-shot pass whose Ray address the flags give lists Ray while it loads the commit
 // (prefetched_list.h); null when the address comes from the cluster file, or for the daemon.
+// Nor over SSH: a host key the known_hosts file refuses stops the command before anything is
+// sent to Ray (adapters/ssh_host_keys.h).
 std::unique_ptr<PrefetchedListServer> StartEarlyListing(const GlobalOptions& global,
+                                                        const RepoOptions& repo,
                                                         const engine::ReconcileOptions& options,
                                                         const PassWiring& wiring) {
   if (!options.overlap_reads || wiring.decorate || options.digest_key) return nullptr;
+  if (adapters::ParseSshRemote(adapters::NormaliseRepoUrl(repo.repo))) return nullptr;
   core::Result<adapters::RayClientOptions> known =
       ResolveRay(global, "", AddressTrust::kOperator);  // the flags and the environment only
   if (!known.ok()) return nullptr;  // the pass resolves it again and reports what is wrong
@@ -159,7 +164,7 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
                                     ports::DesiredStateSource& repo_source,
                                     ports::StatusStore* store, engine::ReconcileOptions options,
                                     const PassWiring& wiring) {
-  std::unique_ptr<PrefetchedListServer> early = StartEarlyListing(global, options, wiring);
+  std::unique_ptr<PrefetchedListServer> early = StartEarlyListing(global, repo, options, wiring);
   core::Result<ports::DesiredSnapshot> loaded = repo_source.Load(options.ref);
   if (!loaded.ok()) {
     return core::Error(loaded.error().kind(), "cannot read " + options.ref + " of " + repo.repo +

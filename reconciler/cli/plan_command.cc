@@ -104,7 +104,10 @@ void AddPlanCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) 
   AddPreviousRepoOption(cmd, &flags->repo);
   cmd->add_option("-o,--format", flags->format, "text, markdown or json")
       ->check(CLI::IsMember({"text", "markdown", "json"}));
-  cmd->callback([&global, flags, exit_code]() { *exit_code = RunPlan(global, *flags); });
+  cmd->callback([&global, flags, exit_code]() {
+    PrepareGitSsh(global, &flags->repo);
+    *exit_code = RunPlan(global, *flags);
+  });
 }
 
 }  // namespace rg::cli

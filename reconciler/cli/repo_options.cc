@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 
+#include "reconciler/adapters/ssh_host_keys.h"
 #include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/core/duration.h"
@@ -85,6 +87,14 @@ std::string RepoCredentialProblem(std::string_view repo, std::string_view flag) 
          "the process list, shell history and CI logs); give " +
          std::string(flag) + " " + stripped +
          (flag == "--repo" ? " and put the token in a file named by --git-token-file" : "");
+}
+
+void PrepareGitSsh(const GlobalOptions& global, RepoOptions* repo) {
+  if (repo->cache_dir.empty()) repo->cache_dir = adapters::DefaultGitCacheDir();
+  adapters::SshHostKeyConfig config = adapters::KnownHostsFromEnvironment(global.known_hosts);
+  config.private_home = (std::filesystem::path(repo->cache_dir) / "ssh-home").string();
+  config.warn = [](const std::string& line) { LogEvent("warn", "known_hosts: " + line); };
+  adapters::ConfigureSshHostKeys(std::move(config));
 }
 
 void AddPreviousRepoOption(CLI::App* cmd, RepoOptions* o) {

@@ -14,6 +14,7 @@
 #include "reconciler/adapters/git_status_store.h"
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/parse_cache.h"
+#include "reconciler/cli/global_options.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/result.h"
 #include "reconciler/engine/reconcile_pass.h"
@@ -55,6 +56,12 @@ struct RepoOptions {
   // recorded under them are ours (docs/operations.md, "One cluster, several teams").
   std::vector<std::string> previous_repos;
 };
+
+// For every command that may reach a Git remote, first thing, before any thread starts: the
+// default cache directory resolved from the real HOME into `repo`, then the SSH host key
+// check configured (adapters/ssh_host_keys.h: --known-hosts, and libgit2's private HOME under
+// the cache directory).
+void PrepareGitSsh(const GlobalOptions& global, RepoOptions* repo);
 
 // Registers the repository flags on `cmd`. `with_ref` adds --ref; `with_artifacts` adds
 // --artifacts-root and --no-artifacts.

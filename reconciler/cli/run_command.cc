@@ -25,6 +25,7 @@
 #include "reconciler/adapters/git_status_store.h"
 #include "reconciler/adapters/git_transport.h"
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/adapters/ssh_host_keys.h"
 #include "reconciler/adapters/system_clock.h"
 #include "reconciler/cli/global_options.h"
 #include "reconciler/cli/heap.h"
@@ -576,6 +577,18 @@ void LogStarted(const RunFlags& flags, const Timings& timings, const engine::Loo
             {"allocator", std::string(AllocatorName())}});
 }
 
+// The repository, opened for the daemon's passes. An SSH remote whose host the known_hosts file
+// does not name is refused here, before the first pass: every pass would be.
+core::Result<RepoHandles> OpenDaemonRepo(const RepoOptions& repo) {
+  core::Result<RepoHandles> handles = OpenRepo(repo);
+  if (!handles.ok()) return handles;
+  if (std::optional<core::Error> unknown =
+          adapters::CheckKnownHostBeforeStart(handles->workspace->remote_url())) {
+    return *unknown;
+  }
+  return handles;
+}
+
 int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   ConfigureLogging(global);
   const std::optional<Timings> timings = ParseTimings(flags);
@@ -592,7 +605,7 @@ int RunDaemon(const GlobalOptions& global, RunFlags flags) {
   ShutdownWatch watch;
   ApplyGitTimeout(*timings);
 
-  core::Result<RepoHandles> handles = OpenRepo(flags.repo);
+  core::Result<RepoHandles> handles = OpenDaemonRepo(flags.repo);
   if (!handles.ok()) {
     LogEvent("error", handles.error().ToString());
     return engine::kExitError;
@@ -663,6 +676,7 @@ void AddRunCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) {
   CLI::Option* max_stops = AddPassFlags(cmd, &flags->pass, " per pass");
   cmd->callback([&global, flags, exit_code, max_stops]() {
     flags->pass.max_stops_given = max_stops->count() > 0;
+    PrepareGitSsh(global, &flags->repo);
     *exit_code = RunDaemon(global, *flags);
   });
 }

@@ -60,6 +60,7 @@ void AddSyncCommand(CLI::App& app, const GlobalOptions& global, int* exit_code) 
   CLI::Option* max_stops = AddPassFlags(cmd, &flags->pass, "");
   cmd->callback([&global, flags, exit_code, max_stops]() {
     flags->pass.max_stops_given = max_stops->count() > 0;
+    PrepareGitSsh(global, &flags->repo);
     *exit_code = RunSync(global, *flags);
   });
 }

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -513,6 +514,9 @@ class FakeRayServer::Impl {
       std::lock_guard lock(mu_);
       latency = latency_;
       ++counts_[route];
+      if (!options_.request_log.empty()) {
+        std::ofstream(options_.request_log, std::ios::app) << req.method << " " << req.path << "\n";
+      }
       auto& headers = last_headers_[route];
       headers.clear();
       for (const auto& [name, value] : req.headers) headers[Lower(name)] = value;

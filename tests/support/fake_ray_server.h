@@ -78,6 +78,9 @@ struct FakeRayOptions {
   std::chrono::milliseconds clock_offset{0};
   // False: no socket, no thread; only Respond reaches the head (address() then names port 0).
   bool listen = true;
+  // When set, every request received is appended to this file as "<METHOD> <path>" on a line,
+  // as it arrives (a script checks that nothing reached the head).
+  std::string request_log;
 };
 
 // A head whose jobs move only on `clock`: with a FakeClock the test never advances, a

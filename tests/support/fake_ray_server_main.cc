@@ -2,7 +2,9 @@
 // benchmarks. Prints the port on the first line of stdout, then serves until SIGINT/SIGTERM.
 //   fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N]
 //                   [--record-submits FILE] [--start-now] [--latency-ms N]
-//                   [--clock-offset-ms N]
+//                   [--clock-offset-ms N] [--record-requests FILE]
+//
+// --record-requests FILE: every request is appended to FILE as "<METHOD> <path>" as it arrives.
 //
 // --clock-offset-ms N: the head's clock is N ms ahead of the system's (behind when negative):
 // its jobs' times and the Date header of its answers, as a head whose clock is off.
@@ -40,7 +42,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: fake-ray-server [--token TOKEN] [--ray-version X.Y.Z] [--hold-submit-ms N] "
-    "[--record-submits FILE] [--start-now] [--latency-ms N] [--clock-offset-ms N]\n";
+    "[--record-submits FILE] [--start-now] [--latency-ms N] [--clock-offset-ms N] "
+    "[--record-requests FILE]\n";
 
 // A flag's value as milliseconds (a whole number, 0 or more); nullopt when it is not one.
 std::optional<std::chrono::milliseconds> Milliseconds(const std::string& value) {
@@ -91,6 +94,8 @@ int main(int argc, char** argv) {
       options.clock_offset = behind ? -*ms : *ms;
     } else if (arg == "--start-now") {
       options.start_delay = std::chrono::milliseconds(0);
+    } else if (arg == "--record-requests" && i + 1 < argc) {
+      options.request_log = argv[++i];
     } else if (arg == "--record-submits" && i + 1 < argc) {
       record_submits = argv[++i];
     } else if ((arg == "--hold-submit-ms" || arg == "--latency-ms") && i + 1 < argc) {
