@@ -109,9 +109,13 @@ std::string SecretValueProblem(std::string_view value) {
   if (value.find('\0') != std::string_view::npos) {
     return "holds a NUL byte, which an environment variable cannot hold";
   }
-  if (value.size() < core::kMinSecretLength) {
+  // Surrounding whitespace is not counted: the redactor matches the value without it.
+  const size_t first = value.find_first_not_of(" \t\r\n\f");
+  const size_t last = value.find_last_not_of(" \t\r\n\f");
+  if (first == std::string_view::npos || last - first + 1 < core::kMinSecretLength) {
     return "is shorter than " + std::to_string(core::kMinSecretLength) +
-           " bytes, too short to be redacted safely from what ray-gitops writes";
+           " bytes (surrounding whitespace not counted), too short to be redacted safely from "
+           "what ray-gitops writes";
   }
   for (size_t i = value.find('$'); i != std::string_view::npos; i = value.find('$', i + 1)) {
     if (i + 1 == value.size()) break;

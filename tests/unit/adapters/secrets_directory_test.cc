@@ -102,6 +102,7 @@ TEST_CASE("values that cannot be sent or redacted are refused without being show
       {"", "is empty"},
       {"\n", "is empty"},
       {"zqx1234\n", "shorter than 8 bytes"},
+      {"   zqx1234  \n", "shorter than 8 bytes"},
       {std::string("abc\0defghij", 11), "NUL byte"},
       {"zqx$HOMEsuffix", "'$' followed by"},
       {"zqx${X}suffix", "'$' followed by"},
