@@ -36,6 +36,29 @@ namespace {
 
 constexpr size_t kMaxNamedKeys = 4;
 
+// A secret's placeholder ("<secret:REFERENCE>", core::SecretPlaceholder): what a render without
+// values holds where the run was sent the value, which may have been rotated since.
+bool IsSecretPlaceholder(const Value& v) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.as_string();
+  return s.starts_with("<secret:") && s.ends_with(">");
+}
+
+// SameJson, where a secret's placeholder in `ours` stands for any string in `theirs`.
+bool SameRendered(const Value& ours, const Value& theirs) {
+  if (IsSecretPlaceholder(ours)) return theirs.is_string();
+  if (ours.is_object() && theirs.is_object()) {
+    const Value::Object& x = ours.as_object();
+    const Value::Object& y = theirs.as_object();
+    if (x.size() != y.size()) return false;
+    for (auto i = x.begin(), j = y.begin(); i != x.end(); ++i, ++j) {
+      if (i->first != j->first || !SameRendered(i->second, j->second)) return false;
+    }
+    return true;
+  }
+  return SameJson(ours, theirs);
+}
+
 // The keys of our render (`ours`, an object) whose values differ in `theirs`, as dotted paths
 // one object deep ("env_vars.HF_TOKEN"), and how many keys only `theirs` has.
 void DifferingKeys(const Value& ours, const Value& theirs, std::vector<std::string>& names,
@@ -45,7 +68,7 @@ void DifferingKeys(const Value& ours, const Value& theirs, std::vector<std::stri
   const Value::Object& other = theirs.is_object() ? theirs.as_object() : empty;
   for (const auto& [key, value] : mine) {
     auto it = other.find(key);
-    if (it != other.end() && SameJson(value, it->second)) continue;
+    if (it != other.end() && SameRendered(value, it->second)) continue;
     if (it != other.end() && value.is_object() && it->second.is_object()) {
       std::vector<std::string> inner;
       size_t inner_extra = 0;
@@ -110,7 +133,7 @@ std::string RenderMismatch(const RayJob& job, const Value& body) {
   }
   // Ray drops a null runtime_env before it stores the job, and echoes null for none.
   const Value& runtime_env = Field(body, "runtime_env");
-  if (!SameJson(runtime_env, job.runtime_env.get())) {
+  if (!SameRendered(runtime_env, job.runtime_env.get())) {
     what.push_back(DescribeRuntimeEnvDifference(runtime_env, job.runtime_env.get()));
   }
   const Value& metadata = Field(body, "metadata");

@@ -21,7 +21,9 @@ bool SameJson(const Value& a, const Value& b);
 // working_dir)", "its submission id is not ...", joined by "; ". Empty when the job is that
 // render. Values are never shown (the render may hold secret values, the job anything); only
 // the keys of the render that differ are named, at most a few. REQUIRES: `job` was read by a
-// GET (its runtime_env is known).
+// GET (its runtime_env is known). A secret's placeholder in `body` ("<secret:REFERENCE>": the
+// render without values) matches any string: a run sent a value that was rotated since is still
+// that render.
 std::string RenderMismatch(const RayJob& job, const Value& body);
 
 }  // namespace rg::core

@@ -88,6 +88,22 @@ TEST_CASE("RenderMismatch: a runtime_env that differs names the keys of the rend
   CHECK_THAT(what, !Catch::Contains("evil"));
 }
 
+TEST_CASE("RenderMismatch: a secret's placeholder stands for any value the run was sent") {
+  Value sent = Body();
+  sent["runtime_env"]["env_vars"]["WANDB_API_KEY"] = "wandb-value-before-rotation";
+  const RayJob job = Echo(sent);
+  Value shown = Body();
+  shown["runtime_env"]["env_vars"]["WANDB_API_KEY"] = "<secret:wandb-key>";
+  CHECK(RenderMismatch(job, shown).empty());
+  // Only a string, and only where the placeholder is: the other keys still count.
+  shown["runtime_env"]["env_vars"]["HF_TOKEN"] = "another-token-value";
+  CHECK(RenderMismatch(job, shown) == "its runtime_env differs (env_vars.HF_TOKEN)");
+  Value missing = Body();
+  missing["runtime_env"]["env_vars"]["WANDB_API_KEY"] = "<secret:wandb-key>";
+  missing["runtime_env"]["env_vars"]["OTHER"] = "<secret:other>";
+  CHECK_FALSE(RenderMismatch(job, missing).empty());
+}
+
 TEST_CASE("RenderMismatch: no runtime_env where the render has one differs") {
   const Value body = Body();
   RayJob job = Echo(body);
