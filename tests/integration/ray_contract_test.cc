@@ -553,7 +553,7 @@ TEST_CASE("contract: with token auth a missing or wrong token is unauthorized",
 // the token nor the configured headers, and reads a head with token auth as closed, one
 // without as open to anyone who reaches it.
 TEST_CASE("contract: the credentials probe reads the job list with no token and no header",
-          "[contract][auth]") {
+          "[contract][probe]") {
   const Target& target = TheTarget();
   RayClientOptions options = target.options;
   options.headers.emplace("X-Probe-Check", "never-sent");
