@@ -18,6 +18,9 @@ struct GlobalOptions {
   bool ray_insecure = false;             // --ray-insecure
   std::string log_format = "text";       // --log-format text|json
   std::string log_level = "info";        // --log-level
+  // --secrets-dir (else $CREDENTIALS_DIRECTORY): job secrets' values, read by `sync` and the
+  // daemon at every pass (adapters/secrets_directory.h).
+  std::string secrets_dir;
 };
 
 // Each Add*Command registers a subcommand whose callback stores its exit status in

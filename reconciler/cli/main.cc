@@ -25,6 +25,9 @@ int Main(int argc, char** argv) {
   app.add_option("--ray-ca-file", global.ray_ca_file, "CA bundle for an https:// Ray address");
   app.add_flag("--ray-insecure", global.ray_insecure,
                "do not verify the Ray server's TLS certificate");
+  app.add_option("--secrets-dir", global.secrets_dir,
+                 "directory of job secrets, one file per reference, read by sync and run at "
+                 "every pass (else $CREDENTIALS_DIRECTORY)");
   app.add_option("--log-format", global.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error")

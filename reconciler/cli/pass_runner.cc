@@ -13,6 +13,7 @@
 
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/adapters/secrets_directory.h"
 #include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
 #include "reconciler/cli/prefetched_list.h"
@@ -191,7 +192,10 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   }
   LoadedSnapshotSource source(std::move(loaded_snapshot), repo_source);
   CompleteOptions(repo, ray_options, options);
+  // Named afresh for every pass, and read by it: an updated file needs no restart.
+  adapters::SecretsDirectory secrets(adapters::SecretsDirFromFlagOrEnv(global.secrets_dir));
   engine::ReconcileDeps deps;
+  if (!options.dry_run) deps.secrets = &secrets;
   deps.source = &source;
   deps.server = server.get();
   deps.server_factory = make_server;
@@ -241,7 +245,9 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
     return sink.get();
   };
   CompleteOptions(repo, *ray, options);
+  adapters::SecretsDirectory secrets(adapters::SecretsDirFromFlagOrEnv(global.secrets_dir));
   engine::ReconcileDeps deps;
+  deps.secrets = &secrets;  // a narrow pass is never a dry run
   deps.source = &source;
   deps.server = server.get();
   deps.server_factory = make_server;

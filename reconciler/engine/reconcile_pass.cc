@@ -19,6 +19,7 @@
 #include "reconciler/engine/adoption_check.h"
 #include "reconciler/engine/finished_runs.h"
 #include "reconciler/engine/head_clock.h"
+#include "reconciler/engine/job_secrets.h"
 #include "reconciler/engine/pass_memo.h"
 #include "reconciler/engine/pass_steps.h"
 #include "reconciler/engine/status_commit.h"
@@ -202,6 +203,10 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     AddError(result, core::Error::InvalidInput("the cluster file is invalid; nothing was done"));
     return std::nullopt;
   }
+  // Before Ray's messages are read: a value a driver printed is redacted from them too. A dry
+  // run (`plan`) reads no value.
+  in.secret_values = std::make_shared<PassSecretValues>(options.dry_run ? nullptr : deps.secrets);
+  if (!options.dry_run) RedactDeclaredSecrets(in.snapshot.state, *in.secret_values, result.redactor);
   if (options.digest_key) deps.server->DigestListsWith(*options.digest_key);
   ports::LedgerScope scope;
   scope.instance = options.policy.owner.instance;
@@ -357,10 +362,18 @@ constexpr size_t kListedPerRunReadAgain = 16;
 
 // Step 5: the plan's actions, then Ray's view after them (for the records; the view from
 // before the actions stays in `ray_jobs` when the second listing fails).
+// What the submits send: the specs, and the secrets' values they deliver.
+struct SubmitInputs {
+  const ports::DesiredSnapshot& snapshot;
+  const SubmitSecrets& secrets;
+};
+
 void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
-                     const ports::DesiredSnapshot& snapshot, const NameSet* only,
+                     const SubmitInputs& inputs, const NameSet* only,
                      const PackageOwners& packages, PassResult& result, ObservedJobs& ray_jobs) {
+  const ports::DesiredSnapshot& snapshot = inputs.snapshot;
   ApplyOptions apply;
+  apply.secrets = &inputs.secrets;
   apply.owner = options.policy.owner;
   apply.parallelism = options.parallelism;
   apply.ray_address = options.ray_address;
@@ -585,10 +598,41 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   return finish();
 }
 
+namespace {
+
+// The warning of a job frozen by its secrets.
+void AddSecretWarnings(const std::map<std::string, core::Diagnostic, std::less<>>& frozen,
+                       PassResult& result) {
+  for (const auto& [name, d] : frozen) {
+    result.warnings.push_back(
+        {std::string(kWarnSecret), d.path + ": job " + name + ": " + OneLine(d.message)});
+    result.diagnostics.push_back(d);
+  }
+}
+
+// Step 4, continued: the secrets the plan's submits deliver (engine/job_secrets.h). A job whose
+// submission cannot have them is frozen, and the plan made again without it (which may free
+// another to submit: a sweep's next point).
+UnknownRunCheck PlanWithSecrets(const ReconcileDeps& deps, const ReconcileOptions& options,
+                                PassInputs& in, SubmitSecrets& secrets,
+                                const PackageOwners& packages, core::PlanPolicy& policy,
+                                PassResult& result) {
+  UnknownRunCheck checked =
+      PlanCheckingUnknownRuns(deps, in.snapshot, in, packages, policy, result);
+  if (options.dry_run) return checked;  // `plan` reads no value
+  for (;;) {
+    const auto frozen = secrets.Gather(result.plan, in.snapshot.state);
+    if (frozen.empty()) return checked;
+    FreezeForSecrets(frozen, in.snapshot.state);
+    AddSecretWarnings(frozen, result);
+    checked = PlanCheckingUnknownRuns(deps, in.snapshot, in, packages, policy, result);
+  }
+}
+
+}  // namespace
+
 void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
                      PassResult& result) {
-  result.snapshot = std::make_shared<const ports::DesiredSnapshot>(std::move(in.snapshot));
-  const ports::DesiredSnapshot& snapshot = *result.snapshot;
   const NameSet* only = in.only ? &*in.only : nullptr;
 
   // 4. Plan.
@@ -603,9 +647,20 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
   // A spec whose code moved: its messages list the files (only such specs ask).
   if (deps.source != nullptr) planned.policy.code_changes = ports::CodeChangeListerOf(*deps.source);
-  PassPackages packages(deps, snapshot.state, in);
-  const UnknownRunCheck checked =
-      PlanCheckingUnknownRuns(deps, snapshot, in, packages.owners(), planned.policy, result);
+  PassPackages packages(deps, in.snapshot.state, in);
+  if (!in.secret_values) {
+    in.secret_values = std::make_shared<PassSecretValues>(options.dry_run ? nullptr : deps.secrets);
+  }
+  SubmitSecrets secrets(*in.secret_values, *deps.server,
+                        core::StripUrlCredentials(options.ray_address));
+  const UnknownRunCheck checked = PlanWithSecrets(deps, options, in, secrets, packages.owners(),
+                                                  planned.policy, result);
+  result.snapshot = std::make_shared<const ports::DesiredSnapshot>(std::move(in.snapshot));
+  const ports::DesiredSnapshot& snapshot = *result.snapshot;
+  // A narrow pass read no value before it planned: its jobs' values are redacted from here on.
+  if (only != nullptr && !options.dry_run) {
+    RedactDeclaredSecrets(snapshot.state, *in.secret_values, result.redactor);
+  }
   result.planned = true;
   result.blocked = result.plan.blocked;
   // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
@@ -625,7 +680,7 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
   ObservedJobs ray_jobs(std::move(in.observed));
   if (!options.dry_run && !result.plan.actions.empty()) {
-    ApplyAndObserve(deps, planned, snapshot, only, packages.owners(), result, ray_jobs);
+    ApplyAndObserve(deps, planned, {snapshot, secrets}, only, packages.owners(), result, ray_jobs);
   }
 
   // Runs that ended: from the ledger as read, before Record lets go of it.

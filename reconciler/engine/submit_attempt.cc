@@ -62,16 +62,36 @@ core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::st
       owner.instance + "'; not adopting it");
 }
 
+// A submission as sent, and as every record shows it: the same body, but with each secret's
+// value as its placeholder (core::SecretPlaceholder), which adoption takes for any value.
+struct RenderedBodies {
+  core::Value sent;
+  core::Value shown;
+};
+
+// The bodies of `spec` for `context`: rendered twice when the context delivers values.
+core::Result<RenderedBodies> RenderBodies(const core::JobSpec& spec, const core::RayConfig& cluster,
+                                          const core::RenderContext& context) {
+  core::Result<core::Value> sent = core::RenderSubmission(spec, cluster, context);
+  if (!sent.ok()) return sent.error();
+  if (context.secret_values == nullptr) return RenderedBodies{*sent, std::move(*sent)};
+  core::RenderContext shown_context = context;
+  shown_context.secret_values = nullptr;
+  core::Result<core::Value> shown = core::RenderSubmission(spec, cluster, shown_context);
+  if (!shown.ok()) return shown.error();
+  return RenderedBodies{std::move(*sent), std::move(*shown)};
+}
+
 // What a duplicate id means: the daemon's run of the same spec (adopted when it is ours), or
 // a one-off run that exists already (never adopted).
 enum class OnDuplicate { kAdopt, kRefuse };
 
 core::Result<SubmitAttemptResult> SendAndRecord(
     ports::JobServer& server, ports::ArtifactSink* artifacts, const core::JobSpec& spec,
-    core::Value body, int attempt, const core::RenderContext& context,
+    RenderedBodies bodies, int attempt, const core::RenderContext& context,
     const SubmitArtifactInputs& inputs, OnDuplicate on_duplicate, const core::Ownership& owner) {
   SubmitAttemptResult result;
-  result.body = std::move(body);
+  result.body = std::move(bodies.shown);
   result.submission_id = SubmissionIdOf(result.body, spec, attempt);
 
   std::string cluster_status;
@@ -87,7 +107,8 @@ core::Result<SubmitAttemptResult> SendAndRecord(
   }
 
   std::string ray_answer;
-  core::Result<std::string> submitted = server.Submit(result.body);
+  core::Result<std::string> submitted = server.Submit(bodies.sent);
+  bodies.sent = core::Value();  // the values go no further
   if (submitted.ok()) {
     ray_answer = "accepted: submission_id " + *submitted;
   } else if (submitted.error().IsConflict() && on_duplicate == OnDuplicate::kRefuse) {
@@ -165,13 +186,13 @@ core::Result<SubmitAttemptResult> SubmitAttempt(
   if (!spec.pipeline().after.empty() && !context.upstream_runs) {
     return core::Error::InvalidInput(spec.path + " has after, and no upstream run was given");
   }
-  core::Result<core::Value> body = core::RenderSubmission(spec, cluster, context);
-  if (!body.ok()) return body.error();
+  core::Result<RenderedBodies> bodies = RenderBodies(spec, cluster, context);
+  if (!bodies.ok()) return bodies.error();
   core::Ownership from_context;
   from_context.instance = context.instance;
   from_context.repo = core::RepoIdentity(context.repo_url);
-  return SendAndRecord(server, artifacts, spec, std::move(*body), context.attempt, context, inputs,
-                       OnDuplicate::kAdopt, owner != nullptr ? *owner : from_context);
+  return SendAndRecord(server, artifacts, spec, std::move(*bodies), context.attempt, context,
+                       inputs, OnDuplicate::kAdopt, owner != nullptr ? *owner : from_context);
 }
 
 core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
@@ -197,12 +218,14 @@ core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
     }
     one_off.upstream_runs.emplace();
   }
-  core::Result<core::Value> body = core::RenderSubmission(pinned, cluster, one_off);
-  if (!body.ok()) return body.error();
-  core::Value::Object& metadata = (*body)["metadata"].as_object();
-  metadata.erase(std::string(core::kMetaManagedBy));
-  metadata[std::string(core::kMetaSubmittedBy)] = std::string(core::kSubmittedByCli);
-  return SendAndRecord(server, artifacts, pinned, std::move(*body), one_off.attempt, one_off,
+  core::Result<RenderedBodies> bodies = RenderBodies(pinned, cluster, one_off);
+  if (!bodies.ok()) return bodies.error();
+  for (core::Value* body : {&bodies->sent, &bodies->shown}) {
+    core::Value::Object& metadata = (*body)["metadata"].as_object();
+    metadata.erase(std::string(core::kMetaManagedBy));
+    metadata[std::string(core::kMetaSubmittedBy)] = std::string(core::kSubmittedByCli);
+  }
+  return SendAndRecord(server, artifacts, pinned, std::move(*bodies), one_off.attempt, one_off,
                        inputs, OnDuplicate::kRefuse, core::Ownership{});
 }
 
