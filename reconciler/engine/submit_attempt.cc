@@ -69,9 +69,19 @@ struct RenderedBodies {
   core::Value shown;
 };
 
-// The bodies of `spec` for `context`: rendered twice when the context delivers values.
+// The bodies of `spec` for `context`: rendered twice when the context delivers values. A spec
+// whose secrets go with env delivery is never sent without its values (a placeholder would
+// reach the run as its value).
 core::Result<RenderedBodies> RenderBodies(const core::JobSpec& spec, const core::RayConfig& cluster,
                                           const core::RenderContext& context) {
+  if (context.secret_values == nullptr && cluster.secret_delivery == core::SecretDelivery::kEnv &&
+      !core::EffectiveSecrets(spec, cluster).empty()) {
+    return core::Error::InvalidInput(
+        spec.path +
+        " has secrets to deliver with secret_delivery: env, and no values were read: only `sync` "
+        "and the daemon read the secrets directory (let them submit it, or use "
+        "secret_delivery: node)");
+  }
   core::Result<core::Value> sent = core::RenderSubmission(spec, cluster, context);
   if (!sent.ok()) return sent.error();
   if (context.secret_values == nullptr) return RenderedBodies{*sent, std::move(*sent)};

@@ -199,7 +199,7 @@ TEST_CASE("an unreadable file or a FIFO is refused, not waited on", "[secrets_di
   }
 }
 
-TEST_CASE("--secrets-dir wins over CREDENTIALS_DIRECTORY", "[secrets_dir]") {
+TEST_CASE("the --secrets-dir flag wins over CREDENTIALS_DIRECTORY", "[secrets_dir]") {
   ::setenv("CREDENTIALS_DIRECTORY", "/run/credentials/x", 1);  // NOLINT(concurrency-mt-unsafe)
   CHECK(SecretsDirFromFlagOrEnv("/flag") == "/flag");
   CHECK(SecretsDirFromFlagOrEnv("") == "/run/credentials/x");

@@ -178,7 +178,7 @@ TEST_CASE("a job frozen by its secrets keeps its running run, even when replaced
   CHECK(w.ray().SubmitBodies().size() == 1);
 }
 
-TEST_CASE("a rotated value restarts nothing; plan and jobs without secrets read nothing",
+TEST_CASE("a rotated value restarts nothing, and plan and jobs without secrets read nothing",
           "[job_secrets]") {
   World w;
   w.SetSpec("jobs/plain.yaml", "workload: custom\nentrypoint: sleep 600\n");
