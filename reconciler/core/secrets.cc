@@ -32,6 +32,15 @@ std::string NodeSecretVariable(std::string_view name) {
   return out;
 }
 
+bool IsSecretStandIn(std::string_view name, std::string_view value) {
+  constexpr std::string_view kOpen = "<secret:";
+  if (value.starts_with(kOpen) && value.ends_with('>')) {
+    return IsSecretReference(value.substr(kOpen.size(), value.size() - kOpen.size() - 1));
+  }
+  return value.size() == name.size() + 3 && value.starts_with("${") && value.ends_with('}') &&
+         value.substr(2, name.size()) == name;
+}
+
 StringMap EffectiveSecrets(const JobSpec& spec, const RayConfig& cluster) {
   StringMap out = cluster.secrets;
   for (const auto& [name, reference] : spec.secrets()) out.insert_or_assign(name, reference);

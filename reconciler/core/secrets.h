@@ -34,6 +34,11 @@ std::string SecretPlaceholder(std::string_view reference);
 // "${NAME}": what node delivery sends, for Ray to expand on the node.
 std::string NodeSecretVariable(std::string_view name);
 
+// True when `value` under the env var `name` holds no value but stands for a secret: a
+// SecretPlaceholder of a valid reference, or NodeSecretVariable(name). Safe to show anywhere,
+// and what a reviewer needs to see (RedactSecrets keeps it).
+bool IsSecretStandIn(std::string_view name, std::string_view value);
+
 // The secrets one job gets: cluster.yaml's, then the job's own (the job wins per name);
 // name -> reference.
 StringMap EffectiveSecrets(const JobSpec& spec, const RayConfig& cluster);

@@ -229,3 +229,40 @@ TEST_CASE("credential shapes: ordinary values are not taken for tokens") {
     CHECK_FALSE(rg::core::CredentialKind(name, value).has_value());
   }
 }
+
+TEST_CASE("RedactSecrets keeps what stands for a secret and hides any value") {
+  JobSpec spec = JobWithSecrets();
+  spec.env_vars = {{"API_TOKEN", "a-literal-value"}, {"OTHER_KEY", "${WANDB_API_KEY}"}};
+  for (const SecretDelivery delivery : {SecretDelivery::kEnv, SecretDelivery::kNode}) {
+    const auto body =
+        rg::core::RenderSubmission(spec, ClusterWithSecrets(delivery), RenderContext{});
+    REQUIRE(body.ok());
+    const Value shown = rg::core::RedactSecrets(*body);
+    const bool node = delivery == SecretDelivery::kNode;
+    CHECK(EnvVar(shown, "WANDB_API_KEY") == (node ? "${WANDB_API_KEY}" : "<secret:wandb-key>"));
+    CHECK(EnvVar(shown, "HF_TOKEN") == (node ? "${HF_TOKEN}" : "<secret:hf-read>"));
+    CHECK(EnvVar(shown, "API_TOKEN") == "<redacted>");
+    CHECK(EnvVar(shown, "OTHER_KEY") == "<redacted>");  // another variable's expansion
+  }
+  const SecretValues values{{"wandb-key", "0123456789abcdef"},
+                            {"hf-read", "hf_value_read"},
+                            {"slack", "xoxb-slack-value"}};
+  RenderContext context;
+  context.secret_values = &values;
+  const auto sent =
+      rg::core::RenderSubmission(spec, ClusterWithSecrets(SecretDelivery::kEnv), context);
+  REQUIRE(sent.ok());
+  CHECK(EnvVar(rg::core::RedactSecrets(*sent), "WANDB_API_KEY") == "<redacted>");
+}
+
+TEST_CASE("IsSecretStandIn: a placeholder of a valid reference, or the variable's own ${NAME}") {
+  CHECK(rg::core::IsSecretStandIn("X", "<secret:wandb-key>"));
+  CHECK(rg::core::IsSecretStandIn("HF_TOKEN", "${HF_TOKEN}"));
+  CHECK_FALSE(rg::core::IsSecretStandIn("HF_TOKEN", "${OTHER}"));
+  CHECK_FALSE(rg::core::IsSecretStandIn("HF_TOKEN", "$HF_TOKEN"));
+  CHECK_FALSE(rg::core::IsSecretStandIn("HF_TOKEN", "${HF_TOKEN}x"));
+  CHECK_FALSE(rg::core::IsSecretStandIn("X", "<secret:a/b>"));
+  CHECK_FALSE(rg::core::IsSecretStandIn("X", "<secret:>"));
+  CHECK_FALSE(rg::core::IsSecretStandIn("X", "<secret:value with spaces>"));
+  CHECK_FALSE(rg::core::IsSecretStandIn("X", "x<secret:a>"));
+}
