@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/core/desired_state.h"
 #include "reconciler/core/spec_model.h"
 
 namespace rg::core {
@@ -45,6 +46,19 @@ StringMap EffectiveSecrets(const JobSpec& spec, const RayConfig& cluster) {
   StringMap out = cluster.secrets;
   for (const auto& [name, reference] : spec.secrets()) out.insert_or_assign(name, reference);
   return out;
+}
+
+std::vector<std::string> NodeSecretNames(const DesiredState& desired) {
+  std::vector<std::string> names;
+  if (!desired.cluster || desired.cluster->secret_delivery != SecretDelivery::kNode) return names;
+  StringMap all;
+  for (const JobSpec& spec : desired.jobs) {
+    for (const auto& [name, reference] : EffectiveSecrets(spec, *desired.cluster)) {
+      all.insert_or_assign(name, reference);
+    }
+  }
+  for (const auto& [name, reference] : all) names.emplace_back(name);
+  return names;
 }
 
 namespace {
