@@ -1,5 +1,7 @@
 #include "reconciler/core/adoption.h"
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "reconciler/core/render.h"
@@ -36,29 +38,6 @@ namespace {
 
 constexpr size_t kMaxNamedKeys = 4;
 
-// A secret's placeholder ("<secret:REFERENCE>", core::SecretPlaceholder): what a render without
-// values holds where the run was sent the value, which may have been rotated since.
-bool IsSecretPlaceholder(const Value& v) {
-  if (!v.is_string()) return false;
-  const std::string& s = v.as_string();
-  return s.starts_with("<secret:") && s.ends_with(">");
-}
-
-// SameJson, where a secret's placeholder in `ours` stands for any string in `theirs`.
-bool SameRendered(const Value& ours, const Value& theirs) {
-  if (IsSecretPlaceholder(ours)) return theirs.is_string();
-  if (ours.is_object() && theirs.is_object()) {
-    const Value::Object& x = ours.as_object();
-    const Value::Object& y = theirs.as_object();
-    if (x.size() != y.size()) return false;
-    for (auto i = x.begin(), j = y.begin(); i != x.end(); ++i, ++j) {
-      if (i->first != j->first || !SameRendered(i->second, j->second)) return false;
-    }
-    return true;
-  }
-  return SameJson(ours, theirs);
-}
-
 // The keys of our render (`ours`, an object) whose values differ in `theirs`, as dotted paths
 // one object deep ("env_vars.HF_TOKEN"), and how many keys only `theirs` has.
 void DifferingKeys(const Value& ours, const Value& theirs, std::vector<std::string>& names,
@@ -68,7 +47,7 @@ void DifferingKeys(const Value& ours, const Value& theirs, std::vector<std::stri
   const Value::Object& other = theirs.is_object() ? theirs.as_object() : empty;
   for (const auto& [key, value] : mine) {
     auto it = other.find(key);
-    if (it != other.end() && SameRendered(value, it->second)) continue;
+    if (it != other.end() && SameJson(value, it->second)) continue;
     if (it != other.end() && value.is_object() && it->second.is_object()) {
       std::vector<std::string> inner;
       size_t inner_extra = 0;
@@ -116,9 +95,43 @@ const Value& Field(const Value& body, std::string_view key) {
   return v != nullptr ? *v : kNull;
 }
 
+// The env_vars of a runtime_env, or null.
+Value::Object* EnvVarsOf(Value& runtime_env) {
+  if (!runtime_env.is_object()) return nullptr;
+  auto it = runtime_env.as_object().find("env_vars");
+  if (it == runtime_env.as_object().end() || !it->second.is_object()) return nullptr;
+  return &it->second.as_object();
+}
+
+// Drops from both env_vars each secret name that both hold: its value is the secrets
+// directory's (or the node's), which may change without changing the run.
+void DropSecretValues(Value& ours, Value& theirs, const StringMap& secrets) {
+  Value::Object* mine = EnvVarsOf(ours);
+  Value::Object* other = EnvVarsOf(theirs);
+  if (mine == nullptr || other == nullptr) return;
+  for (const auto& [name, reference] : secrets) {
+    auto in_mine = mine->find(name);
+    auto in_other = other->find(name);
+    if (in_mine == mine->end() || in_other == other->end()) continue;
+    mine->erase(in_mine);
+    other->erase(in_other);
+  }
+}
+
+// What differs between the render's runtime_env and the job's; empty when they are the same.
+std::string RuntimeEnvMismatch(const Value& ours, const Value& theirs, const StringMap& secrets) {
+  if (secrets.empty()) {
+    return SameJson(ours, theirs) ? std::string() : DescribeRuntimeEnvDifference(ours, theirs);
+  }
+  Value mine = ours;
+  Value other = theirs;
+  DropSecretValues(mine, other, secrets);
+  return SameJson(mine, other) ? std::string() : DescribeRuntimeEnvDifference(mine, other);
+}
+
 }  // namespace
 
-std::string RenderMismatch(const RayJob& job, const Value& body) {
+std::string RenderMismatch(const RayJob& job, const Value& body, const StringMap& secrets) {
   std::vector<std::string> what;
   const Value& id = Field(body, "submission_id");
   if (!id.is_string() || id.as_string() != job.submission_id) {
@@ -132,9 +145,10 @@ std::string RenderMismatch(const RayJob& job, const Value& body) {
     what.emplace_back("its entrypoint differs");
   }
   // Ray drops a null runtime_env before it stores the job, and echoes null for none.
-  const Value& runtime_env = Field(body, "runtime_env");
-  if (!SameRendered(runtime_env, job.runtime_env.get())) {
-    what.push_back(DescribeRuntimeEnvDifference(runtime_env, job.runtime_env.get()));
+  if (std::string differs =
+          RuntimeEnvMismatch(Field(body, "runtime_env"), job.runtime_env.get(), secrets);
+      !differs.empty()) {
+    what.push_back(std::move(differs));
   }
   const Value& metadata = Field(body, "metadata");
   const Value& tree = Field(metadata, kMetaCodeTree);

@@ -603,7 +603,9 @@ Value RedactSecrets(const Value& body) {
   auto env_vars = env_object.find("env_vars");
   if (env_vars == env_object.end() || !env_vars->second.is_object()) return out;
   for (auto& [key, value] : env_vars->second.as_object()) {
-    if (IsSecretEnvName(key)) value = "<redacted>";
+    if (IsSecretEnvName(key) && !(value.is_string() && IsSecretStandIn(key, value.as_string()))) {
+      value = "<redacted>";
+    }
   }
   return out;
 }

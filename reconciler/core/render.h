@@ -86,7 +86,8 @@ std::string RayClusterName(const RayConfig& cluster, std::string_view address);
 bool LooksLikeSecretName(std::string_view name);
 
 // A copy of a submission body with the values of secret-looking env vars replaced by
-// "<redacted>".
+// "<redacted>", except where a value only stands for a secret (IsSecretStandIn:
+// "<secret:REFERENCE>", or "${NAME}" under NAME), which a reviewer needs to see.
 Value RedactSecrets(const Value& body);
 
 }  // namespace rg::core

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/core/desired_state.h"
 #include "reconciler/core/spec_model.h"
 
 namespace rg::core {
@@ -32,10 +33,32 @@ std::string NodeSecretVariable(std::string_view name) {
   return out;
 }
 
+bool IsSecretStandIn(std::string_view name, std::string_view value) {
+  constexpr std::string_view kOpen = "<secret:";
+  if (value.starts_with(kOpen) && value.ends_with('>')) {
+    return IsSecretReference(value.substr(kOpen.size(), value.size() - kOpen.size() - 1));
+  }
+  return value.size() == name.size() + 3 && value.starts_with("${") && value.ends_with('}') &&
+         value.substr(2, name.size()) == name;
+}
+
 StringMap EffectiveSecrets(const JobSpec& spec, const RayConfig& cluster) {
   StringMap out = cluster.secrets;
   for (const auto& [name, reference] : spec.secrets()) out.insert_or_assign(name, reference);
   return out;
+}
+
+std::vector<std::string> NodeSecretNames(const DesiredState& desired) {
+  std::vector<std::string> names;
+  if (!desired.cluster || desired.cluster->secret_delivery != SecretDelivery::kNode) return names;
+  StringMap all;
+  for (const JobSpec& spec : desired.jobs) {
+    for (const auto& [name, reference] : EffectiveSecrets(spec, *desired.cluster)) {
+      all.insert_or_assign(name, reference);
+    }
+  }
+  for (const auto& [name, reference] : all) names.emplace_back(name);
+  return names;
 }
 
 namespace {

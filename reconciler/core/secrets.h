@@ -9,11 +9,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reconciler/core/string_map.h"
 
 namespace rg::core {
 
+struct DesiredState;
 struct JobSpec;
 struct RayConfig;
 
@@ -34,9 +36,19 @@ std::string SecretPlaceholder(std::string_view reference);
 // "${NAME}": what node delivery sends, for Ray to expand on the node.
 std::string NodeSecretVariable(std::string_view name);
 
+// True when `value` under the env var `name` holds no value but stands for a secret: a
+// SecretPlaceholder of a valid reference, or NodeSecretVariable(name). Safe to show anywhere,
+// and what a reviewer needs to see (RedactSecrets keeps it).
+bool IsSecretStandIn(std::string_view name, std::string_view value);
+
 // The secrets one job gets: cluster.yaml's, then the job's own (the job wins per name);
 // name -> reference.
 StringMap EffectiveSecrets(const JobSpec& spec, const RayConfig& cluster);
+
+// With cluster.yaml's secret_delivery node: the names every valid job's secrets need in the
+// Ray nodes' environment, sorted, each once (what `plan` says it expects there). Empty with env
+// delivery or an invalid cluster file.
+std::vector<std::string> NodeSecretNames(const DesiredState& desired);
 
 // A reference names a file of the secrets directory: ^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$ (no
 // "/", never "." or "..", at most 128 characters).

@@ -6,6 +6,7 @@
 #include "reconciler/core/identity.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/pipeline.h"
+#include "reconciler/core/secrets.h"
 
 namespace rg::engine {
 namespace {
@@ -24,6 +25,7 @@ std::string SubmissionIdOf(const core::Value& body, const core::JobSpec& spec, i
 core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::string& id,
                                          const core::JobSpec& spec, const core::Value& body,
                                          const core::Ownership& owner,
+                                         const core::StringMap& secrets,
                                          const std::string& ray_text) {
   core::Result<core::RayJob> existing = server.Get(id);
   if (!existing.ok()) {
@@ -41,7 +43,7 @@ core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::st
   switch (core::ClassifyJob(*existing, owner)) {
     case core::JobOwnership::kOurs:
     case core::JobOwnership::kOursPrevious:
-      if (std::string what = core::RenderMismatch(*existing, body); !what.empty()) {
+      if (std::string what = core::RenderMismatch(*existing, body, secrets); !what.empty()) {
         return core::Error::Conflict(core::DisownedMessage(id, what));
       }
       return existing;
@@ -99,7 +101,8 @@ enum class OnDuplicate { kAdopt, kRefuse };
 core::Result<SubmitAttemptResult> SendAndRecord(
     ports::JobServer& server, ports::ArtifactSink* artifacts, const core::JobSpec& spec,
     RenderedBodies bodies, int attempt, const core::RenderContext& context,
-    const SubmitArtifactInputs& inputs, OnDuplicate on_duplicate, const core::Ownership& owner) {
+    const SubmitArtifactInputs& inputs, OnDuplicate on_duplicate, const core::Ownership& owner,
+    const core::StringMap& secrets) {
   SubmitAttemptResult result;
   result.body = std::move(bodies.shown);
   result.submission_id = SubmissionIdOf(result.body, spec, attempt);
@@ -125,8 +128,9 @@ core::Result<SubmitAttemptResult> SendAndRecord(
     return core::Error::Conflict("submission id " + result.submission_id +
                                  " already exists in Ray; a one-off run is never adopted");
   } else if (submitted.error().IsConflict()) {
-    core::Result<core::RayJob> adopted = AdoptExisting(
-        server, result.submission_id, spec, result.body, owner, submitted.error().message());
+    core::Result<core::RayJob> adopted =
+        AdoptExisting(server, result.submission_id, spec, result.body, owner, secrets,
+                      submitted.error().message());
     if (!adopted.ok()) return adopted.error();
     result.adopted = true;
     ray_answer = "duplicate submission id: " + submitted.error().message() + "\n" +
@@ -202,7 +206,8 @@ core::Result<SubmitAttemptResult> SubmitAttempt(
   from_context.instance = context.instance;
   from_context.repo = core::RepoIdentity(context.repo_url);
   return SendAndRecord(server, artifacts, spec, std::move(*bodies), context.attempt, context,
-                       inputs, OnDuplicate::kAdopt, owner != nullptr ? *owner : from_context);
+                       inputs, OnDuplicate::kAdopt, owner != nullptr ? *owner : from_context,
+                       core::EffectiveSecrets(spec, cluster));
 }
 
 core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
@@ -236,7 +241,7 @@ core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
     metadata[std::string(core::kMetaSubmittedBy)] = std::string(core::kSubmittedByCli);
   }
   return SendAndRecord(server, artifacts, pinned, std::move(*bodies), one_off.attempt, one_off,
-                       inputs, OnDuplicate::kRefuse, core::Ownership{});
+                       inputs, OnDuplicate::kRefuse, core::Ownership{}, core::StringMap{});
 }
 
 }  // namespace rg::engine
