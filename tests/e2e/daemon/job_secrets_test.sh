@@ -101,6 +101,11 @@ digest_id=$(id_of digest)
 [ -n "$digest_id" ] || rg_fail "digest was not submitted"
 rg_wait_status "$digest_id" SUCCEEDED 180
 rg_log_has "$digest_id" digest-ok || rg_fail "the job did not see the value"
+# Ray holds the value as sent (else the checks below would prove nothing).
+rg_api_get "/api/jobs/$digest_id" | "$RG_PY" -c '
+import json, sys
+sys.exit(json.load(sys.stdin)["runtime_env"]["env_vars"]["WANDB_API_KEY"] != sys.argv[1])' "$value" ||
+  rg_fail "Ray does not hold the value in the run's runtime_env"
 dmn_has_phase missing Invalid || rg_fail "the job with a missing reference is not frozen"
 for words in "secret reference 'hf-read'" "$secrets_dir" "references present: wandb-key"; do
   dmn_status_file missing | grep -qF -- "$words" || rg_fail "the frozen job's record lacks '$words'"
