@@ -9,11 +9,10 @@ namespace rg::engine {
 const core::Result<std::string>& PassSecretValues::Read(std::string_view reference) {
   if (auto it = read_.find(reference); it != read_.end()) return it->second;
   core::Result<std::string> value =
-      source_ != nullptr
-          ? source_->Read(reference)
-          : core::Result<std::string>(core::Error::NotFound(
-                "secret reference '" + std::string(reference) +
-                "' cannot be read: no secrets directory is in use by this command"));
+      source_ != nullptr ? source_->Read(reference)
+                         : core::Result<std::string>(core::Error::NotFound(
+                               "secret reference '" + std::string(reference) +
+                               "' cannot be read: no secrets directory is in use by this command"));
   return read_.emplace(std::string(reference), std::move(value)).first->second;
 }
 
@@ -97,18 +96,17 @@ std::map<std::string, core::Diagnostic, std::less<>> SubmitSecrets::Gather(
       readable_ = server_.JobsReadableWithoutCredentials();
     }
     if (readable_ && readable_->ok() && **readable_) {
-      frozen.emplace(action.name,
-                     SpecError(*spec->second, secrets.begin()->first,
-                               OpenJobsApiMessage(JoinNames(secrets), ray_address_)));
+      frozen.emplace(action.name, SpecError(*spec->second, secrets.begin()->first,
+                                            OpenJobsApiMessage(JoinNames(secrets), ray_address_)));
       continue;
     }
     core::SecretValues values;
     for (const auto& [name, reference] : secrets) {
       const core::Result<std::string>& value = values_.Read(reference);
       if (!value.ok()) {
-        frozen.emplace(action.name, SpecError(*spec->second, name,
-                                              Frozen(std::string(name) + ": " +
-                                                     value.error().message())));
+        frozen.emplace(action.name,
+                       SpecError(*spec->second, name,
+                                 Frozen(std::string(name) + ": " + value.error().message())));
         break;
       }
       values.emplace(std::string(reference), *value);

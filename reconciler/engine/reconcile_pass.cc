@@ -206,7 +206,8 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
   // Before Ray's messages are read: a value a driver printed is redacted from them too. A dry
   // run (`plan`) reads no value.
   in.secret_values = std::make_shared<PassSecretValues>(options.dry_run ? nullptr : deps.secrets);
-  if (!options.dry_run) RedactDeclaredSecrets(in.snapshot.state, *in.secret_values, result.redactor);
+  if (!options.dry_run)
+    RedactDeclaredSecrets(in.snapshot.state, *in.secret_values, result.redactor);
   if (options.digest_key) deps.server->DigestListsWith(*options.digest_key);
   ports::LedgerScope scope;
   scope.instance = options.policy.owner.instance;
@@ -369,8 +370,8 @@ struct SubmitInputs {
 };
 
 void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
-                     const SubmitInputs& inputs, const NameSet* only,
-                     const PackageOwners& packages, PassResult& result, ObservedJobs& ray_jobs) {
+                     const SubmitInputs& inputs, const NameSet* only, const PackageOwners& packages,
+                     PassResult& result, ObservedJobs& ray_jobs) {
   const ports::DesiredSnapshot& snapshot = inputs.snapshot;
   ApplyOptions apply;
   apply.secrets = &inputs.secrets;
@@ -653,8 +654,8 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
   SubmitSecrets secrets(*in.secret_values, *deps.server,
                         core::StripUrlCredentials(options.ray_address));
-  const UnknownRunCheck checked = PlanWithSecrets(deps, options, in, secrets, packages.owners(),
-                                                  planned.policy, result);
+  const UnknownRunCheck checked =
+      PlanWithSecrets(deps, options, in, secrets, packages.owners(), planned.policy, result);
   result.snapshot = std::make_shared<const ports::DesiredSnapshot>(std::move(in.snapshot));
   const ports::DesiredSnapshot& snapshot = *result.snapshot;
   // A narrow pass read no value before it planned: its jobs' values are redacted from here on.

@@ -93,10 +93,10 @@ TEST_CASE("A one-off run never sends a secret's placeholder as its value") {
   CHECK_THAT(refused.error().message(), Catch::Contains("secret_delivery: node"));
   CHECK(h.fake.SubmitBodies().empty());
   // With node delivery the run gets ${NAME}, which Ray expands on the node.
-  auto node = SubmitOneOff(*h.server, &h.writer, spec, 0,
-                           rg::testing::LoadClusterOrFail(std::string(kClusterYaml) +
-                                                          "secret_delivery: node\n"),
-                           context, h.Inputs());
+  auto node = SubmitOneOff(
+      *h.server, &h.writer, spec, 0,
+      rg::testing::LoadClusterOrFail(std::string(kClusterYaml) + "secret_delivery: node\n"),
+      context, h.Inputs());
   REQUIRE(node.ok());
   CHECK_THAT(h.fake.SubmitBodies().back(), Catch::Contains("\"${WANDB_API_KEY}\""));
 }

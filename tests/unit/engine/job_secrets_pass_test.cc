@@ -66,8 +66,7 @@ testing::FakeRayOptions WithToken() {
 }
 
 std::string SecretSpec(const std::string& extra = "") {
-  return "workload: custom\nentrypoint: sleep 600\nsecrets:\n  WANDB_API_KEY: wandb-key\n" +
-         extra;
+  return "workload: custom\nentrypoint: sleep 600\nsecrets:\n  WANDB_API_KEY: wandb-key\n" + extra;
 }
 
 // One repository on a head; passes with the secrets and sink above.
@@ -121,8 +120,9 @@ TEST_CASE("env delivery sends the value to Ray and nothing else shows it", "[job
   // Every form of the value is redacted from what the pass writes, e.g. a Ray message that
   // quotes it base64-encoded.
   const std::string id = r.records.at(0).submission_id;
-  w.ray().SetStatus(id, RayJobStatus::kFailed,
-                    std::string("bad key ") + core::Base64(std::string("x") + kValue) + " " + kValue);
+  w.ray().SetStatus(
+      id, RayJobStatus::kFailed,
+      std::string("bad key ") + core::Base64(std::string("x") + kValue) + " " + kValue);
   const PassResult after = w.Pass();
   const core::StatusRecord& rec = w.Record("train");
   CHECK_FALSE(Holds(rec.message, kValue));
@@ -220,9 +220,9 @@ TEST_CASE("env delivery to a Jobs API anyone can read is refused, with the ways 
   const core::StatusRecord& rec = w.Record("train");
   CHECK(rec.phase == Phase::kInvalid);
   REQUIRE(rec.errors.size() == 1);
-  for (const char* words : {"WANDB_API_KEY", "without credentials", "RAY_AUTH_MODE=token",
-                            "authenticating proxy", "secret_delivery: node",
-                            "allow_secrets_without_ray_auth: true"}) {
+  for (const char* words :
+       {"WANDB_API_KEY", "without credentials", "RAY_AUTH_MODE=token", "authenticating proxy",
+        "secret_delivery: node", "allow_secrets_without_ray_auth: true"}) {
     INFO(words);
     CHECK(Holds(rec.errors[0], words));
   }
