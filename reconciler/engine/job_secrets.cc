@@ -40,7 +40,7 @@ std::map<std::string_view, const core::JobSpec*, std::less<>> SpecsByName(
   return out;
 }
 
-std::string Frozen(std::string what) {
+std::string Frozen(const std::string& what) {
   return what + "; the job is frozen (nothing submitted or stopped) until this is fixed";
 }
 

@@ -175,6 +175,16 @@ ObservedAndLedger ReadObservedAndLedger(const ReconcileDeps& deps, const Reconci
   return read;
 }
 
+// The values of every secret the desired state declares, into the pass's redactor
+// (engine/job_secrets.h). A dry run (`plan`) reads no value.
+void ReadDeclaredSecrets(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                         PassResult& result) {
+  in.secret_values = std::make_shared<PassSecretValues>(options.dry_run ? nullptr : deps.secrets);
+  if (!options.dry_run) {
+    RedactDeclaredSecrets(in.snapshot.state, *in.secret_values, result.redactor);
+  }
+}
+
 // Steps 1 to 3: the desired state, Ray's jobs and the ledger. nullopt, with the reason on
 // `result`, when the pass cannot go on.
 std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileOptions& options,
@@ -203,11 +213,8 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     AddError(result, core::Error::InvalidInput("the cluster file is invalid; nothing was done"));
     return std::nullopt;
   }
-  // Before Ray's messages are read: a value a driver printed is redacted from them too. A dry
-  // run (`plan`) reads no value.
-  in.secret_values = std::make_shared<PassSecretValues>(options.dry_run ? nullptr : deps.secrets);
-  if (!options.dry_run)
-    RedactDeclaredSecrets(in.snapshot.state, *in.secret_values, result.redactor);
+  // Before Ray's messages are read: a value a driver printed is redacted from them too.
+  ReadDeclaredSecrets(deps, options, in, result);
   if (options.digest_key) deps.server->DigestListsWith(*options.digest_key);
   ports::LedgerScope scope;
   scope.instance = options.policy.owner.instance;
@@ -630,17 +637,12 @@ UnknownRunCheck PlanWithSecrets(const ReconcileDeps& deps, const ReconcileOption
   }
 }
 
-}  // namespace
-
-void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
-                     PassResult& result) {
-  const NameSet* only = in.only ? &*in.only : nullptr;
-
-  // 4. Plan.
+// The options step 4 plans with: the pass's times, owner and frozen jobs in its policy.
+ReconcileOptions PlanningOptions(const ReconcileDeps& deps, const ReconcileOptions& options,
+                                 const PassInputs& in) {
   ReconcileOptions planned = options;
   planned.policy.now_ms = options.now_ms;
   planned.policy.ray_now_ms = RayNowMs(options.now_ms, in.head_now_ms);
-  result.head_clock_offset_ms = in.head_clock_offset_ms;
   planned.policy.owner = in.owner;
   planned.policy.desired_elsewhere = in.desired_elsewhere;
   for (const ports::SkippedStatusFile& file : in.skipped) {
@@ -648,6 +650,31 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
   // A spec whose code moved: its messages list the files (only such specs ask).
   if (deps.source != nullptr) planned.policy.code_changes = ports::CodeChangeListerOf(*deps.source);
+  return planned;
+}
+
+// The warnings of the plan: foreign jobs (a full pass's), the head's clock (every pass's).
+void AddPlanWarnings(bool narrow, const ReconcileOptions& planned, const PassInputs& in,
+                     PassResult& result) {
+  // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
+  if (!narrow) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
+  // Every pass reads the head's clock anew, a narrow one too (its other warnings are the last
+  // full pass's).
+  std::erase_if(result.warnings, [](const Warning& w) { return w.kind == kWarnClockSkew; });
+  if (std::optional<Warning> skew = ClockSkewWarning(in.head_clock_offset_ms)) {
+    result.warnings.push_back(std::move(*skew));
+  }
+}
+
+}  // namespace
+
+void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                     PassResult& result) {
+  const NameSet* only = in.only ? &*in.only : nullptr;
+
+  // 4. Plan.
+  ReconcileOptions planned = PlanningOptions(deps, options, in);
+  result.head_clock_offset_ms = in.head_clock_offset_ms;
   PassPackages packages(deps, in.snapshot.state, in);
   if (!in.secret_values) {
     in.secret_values = std::make_shared<PassSecretValues>(options.dry_run ? nullptr : deps.secrets);
@@ -664,14 +691,7 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
   result.planned = true;
   result.blocked = result.plan.blocked;
-  // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
-  if (only == nullptr) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
-  // Every pass reads the head's clock anew, a narrow one too (its other warnings are the last
-  // full pass's).
-  std::erase_if(result.warnings, [](const Warning& w) { return w.kind == kWarnClockSkew; });
-  if (std::optional<Warning> skew = ClockSkewWarning(in.head_clock_offset_ms)) {
-    result.warnings.push_back(std::move(*skew));
-  }
+  AddPlanWarnings(only != nullptr, planned, in, result);
 
   if (options.dry_run && !options.build_records) {  // `plan`: nothing applied, nothing recorded
     result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
