@@ -1,5 +1,6 @@
 #include "reconciler/engine/job_secrets.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 #include <vector>
@@ -32,12 +33,12 @@ void RedactDeclaredSecrets(const core::DesiredState& state, PassSecretValues& va
 
 namespace {
 
-// The specs by name (the last of a name, as the planner finds them).
-std::map<std::string_view, const core::JobSpec*, std::less<>> SpecsByName(
-    const core::DesiredState& state) {
-  std::map<std::string_view, const core::JobSpec*, std::less<>> out;
-  for (const core::JobSpec& spec : state.jobs) out.insert_or_assign(spec.name, &spec);
-  return out;
+// The spec a submit renders, as the apply finds it: the specs are sorted by path.
+const core::JobSpec* SpecToSubmit(const core::DesiredState& state, const core::Action& action) {
+  auto it = std::lower_bound(
+      state.jobs.begin(), state.jobs.end(), action.spec_path,
+      [](const core::JobSpec& spec, const std::string& path) { return spec.path < path; });
+  return it != state.jobs.end() && it->path == action.spec_path ? &*it : nullptr;
 }
 
 std::string Frozen(const std::string& what) {
@@ -85,18 +86,17 @@ std::map<std::string, core::Diagnostic, std::less<>> SubmitSecrets::Gather(
   std::map<std::string, core::Diagnostic, std::less<>> frozen;
   const core::RayConfig& cluster = *state.cluster;
   if (cluster.secret_delivery != core::SecretDelivery::kEnv) return frozen;
-  const auto specs = SpecsByName(state);
   for (const core::Action& action : plan.actions) {
     if (action.kind != core::ActionKind::kSubmit || by_job_.contains(action.name)) continue;
-    auto spec = specs.find(action.name);
-    if (spec == specs.end()) continue;  // the apply reports a submit without its spec
-    const core::StringMap secrets = core::EffectiveSecrets(*spec->second, cluster);
+    const core::JobSpec* spec = SpecToSubmit(state, action);
+    if (spec == nullptr) continue;  // the apply reports a submit without its spec
+    const core::StringMap secrets = core::EffectiveSecrets(*spec, cluster);
     if (secrets.empty()) continue;
     if (!cluster.allow_secrets_without_ray_auth && !readable_) {
       readable_ = server_.JobsReadableWithoutCredentials();
     }
     if (readable_ && readable_->ok() && **readable_) {
-      frozen.emplace(action.name, SpecError(*spec->second, secrets.begin()->first,
+      frozen.emplace(action.name, SpecError(*spec, secrets.begin()->first,
                                             OpenJobsApiMessage(JoinNames(secrets), ray_address_)));
       continue;
     }
@@ -104,9 +104,9 @@ std::map<std::string, core::Diagnostic, std::less<>> SubmitSecrets::Gather(
     for (const auto& [name, reference] : secrets) {
       const core::Result<std::string>& value = values_.Read(reference);
       if (!value.ok()) {
-        frozen.emplace(action.name,
-                       SpecError(*spec->second, name,
-                                 Frozen(std::string(name) + ": " + value.error().message())));
+        frozen.emplace(
+            action.name,
+            SpecError(*spec, name, Frozen(std::string(name) + ": " + value.error().message())));
         break;
       }
       values.emplace(std::string(reference), *value);
