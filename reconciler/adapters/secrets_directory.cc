@@ -197,11 +197,23 @@ core::Result<std::string> ResolveInside(const SecretsDirectory& dir, std::string
   return real;
 }
 
+// True when `real` (a canonical path) is one of `own` (paths of the daemon's credentials).
+bool IsOwnCredential(const std::string& real, const std::vector<std::string>& own) {
+  return std::any_of(own.begin(), own.end(), [&real](const std::string& path) {
+    return !path.empty() && CanonicalPath(path) == real;
+  });
+}
+
 }  // namespace
 
 core::Result<std::string> SecretsDirectory::Read(std::string_view reference) {
   core::Result<std::string> real = ResolveInside(*this, reference);
   if (!real.ok()) return real.error();
+  if (IsOwnCredential(*real, own_credentials_)) {
+    return RefError(core::ErrorKind::kInvalidInput, *this, reference,
+                    "is one of ray-gitops' own credentials (a --ray-token-file, --git-token-file, "
+                    "--git-ssh-key or --webhook-secret-file); a job never gets it");
+  }
   // O_NONBLOCK: a FIFO planted under the name must not hang the pass before fstat refuses it.
   const FileDescriptor fd(
       ::open(real->c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));

@@ -14,8 +14,11 @@
 //   redacted), hold no NUL byte (an environment variable cannot) and no `$` followed by a
 //   letter, `_` or `{` (Ray expands $NAME and ${NAME} in env_vars on the node: the value would
 //   arrive altered).
+// - never a file the daemon holds as its own credential (--ray-token-file, --git-token-file,
+//   --git-ssh-key, --webhook-secret-file): systemd's $CREDENTIALS_DIRECTORY holds those beside
+//   the job secrets, and a spec must not hand them to a run.
 // Errors name the reference, the directory and the references present (names only, those not
-// starting with '.'), never any part of a value. Thread-compatible; holds no state but the path.
+// starting with '.'), never any part of a value. Thread-compatible; holds no state but the paths.
 
 #include <cstddef>
 #include <string>
@@ -31,8 +34,10 @@ inline constexpr size_t kMaxSecretFileBytes = size_t{64} << 10;
 
 class SecretsDirectory : public ports::SecretSource {
  public:
-  // `dir` empty: no directory was configured; every Read says so.
-  explicit SecretsDirectory(std::string dir) : dir_(std::move(dir)) {}
+  // `dir` empty: no directory was configured; every Read says so. `own_credentials`: the files
+  // of the daemon's own credentials (empty paths are ignored), which no reference may read.
+  explicit SecretsDirectory(std::string dir, std::vector<std::string> own_credentials = {})
+      : dir_(std::move(dir)), own_credentials_(std::move(own_credentials)) {}
 
   core::Result<std::string> Read(std::string_view reference) override;
 
@@ -43,6 +48,7 @@ class SecretsDirectory : public ports::SecretSource {
 
  private:
   std::string dir_;
+  std::vector<std::string> own_credentials_;
 };
 
 // The checks of the file comment on a value already read (its line ending removed): empty when

@@ -199,6 +199,22 @@ TEST_CASE("an unreadable file or a FIFO is refused, not waited on", "[secrets_di
   }
 }
 
+TEST_CASE("the daemon's own credentials are never a job's, by any name", "[secrets_dir]") {
+  const testing::TempDir dir;
+  WriteFile(dir.dir() / "ray-token", "ray-token-0123456789");
+  WriteFile(dir.dir() / "wandb-key", kValue);
+  fs::create_symlink("ray-token", dir.dir() / "alias");
+  SecretsDirectory secrets(dir.path(), {"", dir.Sub("ray-token")});
+  REQUIRE(secrets.Read("wandb-key").ok());
+  for (const char* ref : {"ray-token", "alias"}) {
+    CHECK(SecretsDirectory(dir.path()).Read(ref).ok());  // without the list: read
+    core::Result<std::string> read = secrets.Read(ref);
+    REQUIRE_FALSE(read.ok());
+    CHECK(read.error().message().find("own credentials") != std::string::npos);
+    CHECK(read.error().message().find("ray-token-0123") == std::string::npos);
+  }
+}
+
 TEST_CASE("the --secrets-dir flag wins over CREDENTIALS_DIRECTORY", "[secrets_dir]") {
   ::setenv("CREDENTIALS_DIRECTORY", "/run/credentials/x", 1);  // NOLINT(concurrency-mt-unsafe)
   CHECK(SecretsDirFromFlagOrEnv("/flag") == "/flag");
