@@ -1,5 +1,6 @@
 #include "reconciler/core/secrets.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -178,10 +179,8 @@ bool IsWandbKey(std::string_view name, std::string_view value) {
 
 bool IsSecretReference(std::string_view reference) {
   if (reference.empty() || reference.size() > 128 || !IsAlnum(reference.front())) return false;
-  for (char c : reference) {
-    if (!IsAlnum(c) && c != '_' && c != '.' && c != '-') return false;
-  }
-  return true;
+  return std::ranges::all_of(reference,
+                             [](char c) { return IsAlnum(c) || c == '_' || c == '.' || c == '-'; });
 }
 
 bool IsReservedEnvName(std::string_view name) { return name == "PYTHONPATH"; }
