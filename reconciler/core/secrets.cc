@@ -43,6 +43,25 @@ bool IsSecretStandIn(std::string_view name, std::string_view value) {
          value.substr(2, name.size()) == name;
 }
 
+Value WithSecretPlaceholders(const Value& body, const StringMap& secrets) {
+  Value out = body;
+  if (secrets.empty() || !out.is_object()) return out;
+  auto runtime_env = out.as_object().find("runtime_env");
+  if (runtime_env == out.as_object().end() || !runtime_env->second.is_object()) return out;
+  auto env_vars = runtime_env->second.as_object().find("env_vars");
+  if (env_vars == runtime_env->second.as_object().end() || !env_vars->second.is_object()) {
+    return out;
+  }
+  Value::Object& env = env_vars->second.as_object();
+  for (const auto& [name, reference] : secrets) {
+    auto it = env.find(name);
+    if (it == env.end()) continue;
+    if (it->second.is_string() && it->second.as_string() == NodeSecretVariable(name)) continue;
+    it->second = SecretPlaceholder(reference);
+  }
+  return out;
+}
+
 StringMap EffectiveSecrets(const JobSpec& spec, const RayConfig& cluster) {
   StringMap out = cluster.secrets;
   for (const auto& [name, reference] : spec.secrets()) out.insert_or_assign(name, reference);
