@@ -411,8 +411,9 @@ std::string FormatPlanJson(const PlanView& view) {
   }
   root["cluster_changes"] = std::move(cluster_changes);
   Value::Array node_secrets;
-  for (std::string& name : NodeSecretNames(*view.desired))
+  for (std::string& name : NodeSecretNames(*view.desired)) {
     node_secrets.emplace_back(std::move(name));
+  }
   root["node_secrets"] = std::move(node_secrets);
   root["unmanaged"] = UnmanagedJson(plan);
   AddOwnershipJson(plan, root);

@@ -1,5 +1,6 @@
 #include "reconciler/core/secrets.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -40,6 +41,25 @@ bool IsSecretStandIn(std::string_view name, std::string_view value) {
   }
   return value.size() == name.size() + 3 && value.starts_with("${") && value.ends_with('}') &&
          value.substr(2, name.size()) == name;
+}
+
+Value WithSecretPlaceholders(const Value& body, const StringMap& secrets) {
+  Value out = body;
+  if (secrets.empty() || !out.is_object()) return out;
+  auto runtime_env = out.as_object().find("runtime_env");
+  if (runtime_env == out.as_object().end() || !runtime_env->second.is_object()) return out;
+  auto env_vars = runtime_env->second.as_object().find("env_vars");
+  if (env_vars == runtime_env->second.as_object().end() || !env_vars->second.is_object()) {
+    return out;
+  }
+  Value::Object& env = env_vars->second.as_object();
+  for (const auto& [name, reference] : secrets) {
+    auto it = env.find(name);
+    if (it == env.end()) continue;
+    if (it->second.is_string() && it->second.as_string() == NodeSecretVariable(name)) continue;
+    it->second = SecretPlaceholder(reference);
+  }
+  return out;
 }
 
 StringMap EffectiveSecrets(const JobSpec& spec, const RayConfig& cluster) {
@@ -178,10 +198,8 @@ bool IsWandbKey(std::string_view name, std::string_view value) {
 
 bool IsSecretReference(std::string_view reference) {
   if (reference.empty() || reference.size() > 128 || !IsAlnum(reference.front())) return false;
-  for (char c : reference) {
-    if (!IsAlnum(c) && c != '_' && c != '.' && c != '-') return false;
-  }
-  return true;
+  return std::ranges::all_of(reference,
+                             [](char c) { return IsAlnum(c) || c == '_' || c == '.' || c == '-'; });
 }
 
 bool IsReservedEnvName(std::string_view name) { return name == "PYTHONPATH"; }

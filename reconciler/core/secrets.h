@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "reconciler/core/string_map.h"
+#include "reconciler/core/value.h"
 
 namespace rg::core {
 
@@ -40,6 +41,11 @@ std::string NodeSecretVariable(std::string_view name);
 // SecretPlaceholder of a valid reference, or NodeSecretVariable(name). Safe to show anywhere,
 // and what a reviewer needs to see (RedactSecrets keeps it).
 bool IsSecretStandIn(std::string_view name, std::string_view value);
+
+// `body`, a POST /api/jobs/ body, with the value of each name of `secrets` (name -> reference)
+// in its runtime_env.env_vars replaced by SecretPlaceholder(reference), except a name's own
+// `${NAME}` (node delivery): what is recorded of a submission that carried values (artifacts).
+Value WithSecretPlaceholders(const Value& body, const StringMap& secrets);
 
 // The secrets one job gets: cluster.yaml's, then the job's own (the job wins per name);
 // name -> reference.

@@ -98,6 +98,8 @@ core::Result<RenderedBodies> RenderBodies(const core::JobSpec& spec, const core:
 // a one-off run that exists already (never adopted).
 enum class OnDuplicate { kAdopt, kRefuse };
 
+// `secrets`: the job's (core::EffectiveSecrets), whose values adoption never compares and the
+// artifacts never record.
 core::Result<SubmitAttemptResult> SendAndRecord(
     ports::JobServer& server, ports::ArtifactSink* artifacts, const core::JobSpec& spec,
     RenderedBodies bodies, int attempt, const core::RenderContext& context,
@@ -146,7 +148,8 @@ core::Result<SubmitAttemptResult> SendAndRecord(
     record.adopted = result.adopted;
     record.ray_config_text = inputs.ray_config_text;
     record.jobspec_text = inputs.jobspec_text;
-    record.submit_payload = result.body;
+    // The body as sent, a secret's value shown as its reference (docs/jobspec.md, "Secrets").
+    record.submit_payload = core::WithSecretPlaceholders(result.body, secrets);
     record.ray_address = inputs.ray_address;
     record.commit = context.commit;
     record.ray_answer = std::move(ray_answer);
@@ -241,7 +244,8 @@ core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
     metadata[std::string(core::kMetaSubmittedBy)] = std::string(core::kSubmittedByCli);
   }
   return SendAndRecord(server, artifacts, pinned, std::move(*bodies), one_off.attempt, one_off,
-                       inputs, OnDuplicate::kRefuse, core::Ownership{}, core::StringMap{});
+                       inputs, OnDuplicate::kRefuse, core::Ownership{},
+                       core::EffectiveSecrets(pinned, cluster));
 }
 
 }  // namespace rg::engine

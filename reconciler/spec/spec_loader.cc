@@ -239,14 +239,14 @@ void CheckCredentialValues(FieldReader& reader, std::string_view field, const Ya
 // A name that is both a secret and a plain env var of one document is an error at the secret:
 // which value the job would get would hang on a precedence rule nobody sees in the file.
 void CheckSecretsBesideEnvVars(FieldReader& reader, std::string_view secrets_field,
-                               const YamlNode* secrets, std::string_view env_field,
-                               const YamlNode* env_vars) {
-  if (secrets == nullptr || env_vars == nullptr || !secrets->is_mapping() ||
-      !env_vars->is_mapping()) {
+                               const YamlEntry* secrets, std::string_view env_field,
+                               const YamlEntry* env_vars) {
+  if (secrets == nullptr || env_vars == nullptr || !secrets->value.is_mapping() ||
+      !env_vars->value.is_mapping()) {
     return;
   }
-  for (const auto& secret : secrets->entries) {
-    for (const auto& env : env_vars->entries) {
+  for (const auto& secret : secrets->value.entries) {
+    for (const auto& env : env_vars->value.entries) {
       if (env.key != secret.key) continue;
       reader.Error(secret.key_pos,
                    std::string(secrets_field) + "." + secret.key + ": " + std::string(env_field) +
@@ -1012,8 +1012,7 @@ Parsed<core::RayConfig> LoadRayConfig(std::string_view text, const std::string& 
   const YamlEntry* env_vars = runtime_env != nullptr && runtime_env->value.is_mapping()
                                   ? FindEntry(runtime_env->value, "env_vars")
                                   : nullptr;
-  CheckSecretsBesideEnvVars(reader, "secrets", secrets ? &secrets->value : nullptr,
-                            "runtime_env.env_vars", env_vars ? &env_vars->value : nullptr);
+  CheckSecretsBesideEnvVars(reader, "secrets", secrets, "runtime_env.env_vars", env_vars);
 
   SortDiagnostics(out.diagnostics);
   if (out.diagnostics.empty()) out.value = std::move(config);
@@ -1110,8 +1109,7 @@ void CheckJobDocument(const YamlNode& root, JobFields& fields) {
   CheckCodeFields(root, fields);
   const YamlEntry* secrets = FindEntry(root, "secrets");
   const YamlEntry* env_vars = FindEntry(root, "env_vars");
-  CheckSecretsBesideEnvVars(fields.reader, "secrets", secrets ? &secrets->value : nullptr,
-                            "env_vars", env_vars ? &env_vars->value : nullptr);
+  CheckSecretsBesideEnvVars(fields.reader, "secrets", secrets, "env_vars", env_vars);
 }
 
 }  // namespace

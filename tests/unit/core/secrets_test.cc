@@ -266,3 +266,26 @@ TEST_CASE("IsSecretStandIn: a placeholder of a valid reference, or the variable'
   CHECK_FALSE(rg::core::IsSecretStandIn("X", "<secret:value with spaces>"));
   CHECK_FALSE(rg::core::IsSecretStandIn("X", "x<secret:a>"));
 }
+
+TEST_CASE("WithSecretPlaceholders records a sent body with references instead of values") {
+  const SecretValues values{{"wandb-key", "0123456789abcdef"},
+                            {"hf-read", "hf_value_read"},
+                            {"slack", "xoxb-slack-value"}};
+  RenderContext context;
+  context.secret_values = &values;
+  const RayConfig cluster = ClusterWithSecrets(SecretDelivery::kEnv);
+  const auto sent = rg::core::RenderSubmission(JobWithSecrets(), cluster, context);
+  REQUIRE(sent.ok());
+  const StringMap secrets = rg::core::EffectiveSecrets(JobWithSecrets(), cluster);
+  const Value recorded = rg::core::WithSecretPlaceholders(*sent, secrets);
+  const auto shown = rg::core::RenderSubmission(JobWithSecrets(), cluster, RenderContext{});
+  REQUIRE(shown.ok());
+  CHECK(recorded == *shown);                                    // the body `render` prints
+  CHECK(EnvVar(*sent, "WANDB_API_KEY") == "0123456789abcdef");  // the original is untouched
+
+  const RayConfig node = ClusterWithSecrets(SecretDelivery::kNode);
+  const auto node_body = rg::core::RenderSubmission(JobWithSecrets(), node, RenderContext{});
+  REQUIRE(node_body.ok());
+  CHECK(rg::core::WithSecretPlaceholders(*node_body, secrets) == *node_body);
+  CHECK(rg::core::WithSecretPlaceholders(Value("x"), secrets) == Value("x"));
+}
