@@ -15,6 +15,7 @@
 #include "reconciler/adapters/log_tail_stream.h"
 #include "reconciler/adapters/ray_http_rules.h"
 #include "reconciler/core/adoption.h"
+#include "reconciler/core/render.h"
 #include "reconciler/core/time_format.h"
 
 namespace rg::adapters {
@@ -289,6 +290,18 @@ class RayHttpJobServer::Impl {
     return head_date_->date_ms + (MonotonicUs() - head_date_->received_us) / 1000;
   }
 
+  core::Result<bool> JobsReadableWithoutCredentials() {
+    if (options_.address.empty()) return core::Error::InvalidInput("no Ray address to probe");
+    const int status = ProbeStatus(split_.prefix + "/api/jobs/");
+    if (status == 0 || status >= 500) {
+      return core::Error::Transient(
+          "cannot tell whether the Jobs API at " + core::StripUrlCredentials(options_.address) +
+          " can be read without credentials: " +
+          (status == 0 ? std::string("no answer") : "HTTP " + std::to_string(status)));
+    }
+    return IsSuccess(status);
+  }
+
   core::Result<bool> Stop(std::string_view id) {
     auto ex =
         Retrying("POST", "/api/jobs/" + EncodePathSegment(id) + "/stop", "", options_.read_timeout);
@@ -389,6 +402,35 @@ class RayHttpJobServer::Impl {
       headers.emplace("X-Ray-Authorization", "Bearer " + *options_.token);
     }
     return headers;
+  }
+
+  // The status of a GET of `full_path` with none of the client's credentials or extra headers;
+  // 0 when no answer came. The body is not read: the connection is closed after the head.
+  int ProbeStatus(const std::string& full_path) {
+    httplib::Headers bare;
+    bare.emplace("User-Agent", std::string("ray-gitops/") + RG_VERSION);
+    bare.emplace("Accept", kJsonType);
+    if (transport_) {
+      RayHttpRequest request{"GET", full_path, "", {}};
+      for (const auto& [name, value] : bare) request.headers[name] = value;
+      return transport_(request).status;
+    }
+    httplib::Client client(split_.origin);
+    if (!client.is_valid()) return 0;
+    Configure(client, options_.read_timeout);
+    const std::chrono::milliseconds budget = options_.connect_timeout + options_.read_timeout;
+    CallRegistry& calls = CallRegistry::Get();
+    if (!calls.Enter(&client, SteadyClock::now() + budget)) return 0;
+    int status = 0;
+    (void)client.Get(
+        full_path, bare,
+        [&status](const httplib::Response& head) {
+          status = head.status;
+          return false;  // the head is all the probe needs
+        },
+        [](const char*, size_t) { return false; });
+    (void)calls.Leave(&client, budget);
+    return status;
   }
 
   Exchange SendThroughTransport(const std::string& method, const std::string& path,
@@ -645,6 +687,9 @@ uint64_t RayHttpJobServer::ListedDigest(const std::vector<core::RayJob>& jobs,
 }
 std::optional<int64_t> RayHttpJobServer::HeadClockOffsetMs() { return impl_->HeadClockOffsetMs(); }
 std::optional<int64_t> RayHttpJobServer::HeadNowMs() { return impl_->HeadNowMs(); }
+core::Result<bool> RayHttpJobServer::JobsReadableWithoutCredentials() {
+  return impl_->JobsReadableWithoutCredentials();
+}
 core::Result<bool> RayHttpJobServer::Stop(std::string_view id) { return impl_->Stop(id); }
 core::Result<bool> RayHttpJobServer::Delete(std::string_view id) { return impl_->Delete(id); }
 core::Result<std::string> RayHttpJobServer::Logs(std::string_view id) { return impl_->Logs(id); }

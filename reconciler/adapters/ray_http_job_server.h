@@ -71,6 +71,9 @@ class RayHttpJobServer : public ports::JobServer {
   // for the offset, its monotonic time for HeadNowMs).
   std::optional<int64_t> HeadClockOffsetMs() override;
   std::optional<int64_t> HeadNowMs() override;
+  // One GET, not retried (the pass asks again next time); the answer's head is read, and the
+  // connection closed before its body.
+  core::Result<bool> JobsReadableWithoutCredentials() override;
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;

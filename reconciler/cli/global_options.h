@@ -21,6 +21,9 @@ struct GlobalOptions {
   // --known-hosts: the SSH known_hosts file (else RAY_GITOPS_KNOWN_HOSTS, else
   // $HOME/.ssh/known_hosts; adapters/ssh_host_keys.h).
   std::string known_hosts;
+  // --secrets-dir (else $CREDENTIALS_DIRECTORY): job secrets' values, read by `sync` and the
+  // daemon at every pass (adapters/secrets_directory.h).
+  std::string secrets_dir;
 };
 
 // Each Add*Command registers a subcommand whose callback stores its exit status in

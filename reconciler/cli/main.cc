@@ -28,6 +28,9 @@ int Main(int argc, char** argv) {
   app.add_option("--known-hosts", global.known_hosts,
                  "SSH known_hosts file the Git host's key is checked against (else "
                  "RAY_GITOPS_KNOWN_HOSTS, else ~/.ssh/known_hosts)");
+  app.add_option("--secrets-dir", global.secrets_dir,
+                 "directory of job secrets, one file per reference, read by sync and run at "
+                 "every pass (else $CREDENTIALS_DIRECTORY)");
   app.add_option("--log-format", global.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error")

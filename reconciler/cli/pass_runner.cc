@@ -13,6 +13,7 @@
 
 #include "reconciler/adapters/git_workspace.h"
 #include "reconciler/adapters/ray_http_job_server.h"
+#include "reconciler/adapters/secrets_directory.h"
 #include "reconciler/adapters/ssh_host_keys.h"
 #include "reconciler/cli/leave_to_exit.h"
 #include "reconciler/cli/logging.h"
@@ -142,6 +143,16 @@ void CompleteOptions(const RepoOptions& repo, const adapters::RayClientOptions& 
   options.ray_address = ray.address;
 }
 
+// The job secrets' directory (--secrets-dir, else $CREDENTIALS_DIRECTORY), whose files the
+// daemon's own credentials never are to a job.
+adapters::SecretsDirectory JobSecrets(const GlobalOptions& global, const RepoOptions& repo,
+                                      const PassWiring& wiring) {
+  std::vector<std::string> own = {global.ray_token_file, repo.git_token_file, repo.git_ssh_key,
+                                  wiring.webhook_secret_file};
+  return adapters::SecretsDirectory(adapters::SecretsDirFromFlagOrEnv(global.secrets_dir),
+                                    std::move(own));
+}
+
 }  // namespace
 
 core::Result<PassRun> RunPassFromFlags(const GlobalOptions& global, const RepoOptions& repo,
@@ -196,7 +207,10 @@ core::Result<PassRun> RunPassOnRepo(const GlobalOptions& global, const RepoOptio
   }
   LoadedSnapshotSource source(std::move(loaded_snapshot), repo_source);
   CompleteOptions(repo, ray_options, options);
+  // Named afresh for every pass, and read by it: an updated file needs no restart.
+  adapters::SecretsDirectory secrets = JobSecrets(global, repo, wiring);
   engine::ReconcileDeps deps;
+  if (!options.dry_run) deps.secrets = &secrets;
   deps.source = &source;
   deps.server = server.get();
   deps.server_factory = make_server;
@@ -246,7 +260,9 @@ core::Result<std::optional<PassRun>> RunNarrowPassOnRepo(
     return sink.get();
   };
   CompleteOptions(repo, *ray, options);
+  adapters::SecretsDirectory secrets = JobSecrets(global, repo, wiring);
   engine::ReconcileDeps deps;
+  deps.secrets = &secrets;  // a narrow pass is never a dry run
   deps.source = &source;
   deps.server = server.get();
   deps.server_factory = make_server;

@@ -125,6 +125,8 @@ struct PassWiring {
   // The code packages known to be ours across passes (engine::ReconcileDeps::known_packages);
   // null: each pass knows its own.
   engine::KnownPackages* known_packages = nullptr;
+  // The daemon's --webhook-secret-file: like the other credential files, never a job secret.
+  std::string webhook_secret_file;
 };
 
 // RunPassFromFlags over a repository opened once (the daemon's clone and parse cache live

@@ -49,6 +49,9 @@ std::optional<int64_t> PrefetchedListServer::HeadClockOffsetMs() {
   return Settled().HeadClockOffsetMs();
 }
 std::optional<int64_t> PrefetchedListServer::HeadNowMs() { return Settled().HeadNowMs(); }
+core::Result<bool> PrefetchedListServer::JobsReadableWithoutCredentials() {
+  return Settled().JobsReadableWithoutCredentials();
+}
 core::Result<bool> PrefetchedListServer::Stop(std::string_view id) { return Settled().Stop(id); }
 core::Result<bool> PrefetchedListServer::Delete(std::string_view id) {
   return Settled().Delete(id);

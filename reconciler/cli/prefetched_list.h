@@ -42,6 +42,7 @@ class PrefetchedListServer : public ports::JobServer {
                         const core::SipHasher::Key& key) override;
   std::optional<int64_t> HeadClockOffsetMs() override;
   std::optional<int64_t> HeadNowMs() override;
+  core::Result<bool> JobsReadableWithoutCredentials() override;
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;

@@ -530,6 +530,7 @@ engine::PassFunction DaemonPass(const GlobalOptions& global, const RunFlags& fla
     wiring.ray_call_attempts = 1;
     wiring.drop_git_caches = [&repo]() { DropGitCaches(repo); };
     wiring.known_packages = &state->known_packages;
+    wiring.webhook_secret_file = flags.webhook_secret_file;
     if (std::optional<engine::PassResult> narrow =
             NarrowPass(global, flags, source, store, options, wiring, *state)) {
       accounting.Record();

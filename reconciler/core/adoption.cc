@@ -1,5 +1,7 @@
 #include "reconciler/core/adoption.h"
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "reconciler/core/render.h"
@@ -93,9 +95,43 @@ const Value& Field(const Value& body, std::string_view key) {
   return v != nullptr ? *v : kNull;
 }
 
+// The env_vars of a runtime_env, or null.
+Value::Object* EnvVarsOf(Value& runtime_env) {
+  if (!runtime_env.is_object()) return nullptr;
+  auto it = runtime_env.as_object().find("env_vars");
+  if (it == runtime_env.as_object().end() || !it->second.is_object()) return nullptr;
+  return &it->second.as_object();
+}
+
+// Drops from both env_vars each secret name that both hold: its value is the secrets
+// directory's (or the node's), which may change without changing the run.
+void DropSecretValues(Value& ours, Value& theirs, const StringMap& secrets) {
+  Value::Object* mine = EnvVarsOf(ours);
+  Value::Object* other = EnvVarsOf(theirs);
+  if (mine == nullptr || other == nullptr) return;
+  for (const auto& [name, reference] : secrets) {
+    auto in_mine = mine->find(name);
+    auto in_other = other->find(name);
+    if (in_mine == mine->end() || in_other == other->end()) continue;
+    mine->erase(in_mine);
+    other->erase(in_other);
+  }
+}
+
+// What differs between the render's runtime_env and the job's; empty when they are the same.
+std::string RuntimeEnvMismatch(const Value& ours, const Value& theirs, const StringMap& secrets) {
+  if (secrets.empty()) {
+    return SameJson(ours, theirs) ? std::string() : DescribeRuntimeEnvDifference(ours, theirs);
+  }
+  Value mine = ours;
+  Value other = theirs;
+  DropSecretValues(mine, other, secrets);
+  return SameJson(mine, other) ? std::string() : DescribeRuntimeEnvDifference(mine, other);
+}
+
 }  // namespace
 
-std::string RenderMismatch(const RayJob& job, const Value& body) {
+std::string RenderMismatch(const RayJob& job, const Value& body, const StringMap& secrets) {
   std::vector<std::string> what;
   const Value& id = Field(body, "submission_id");
   if (!id.is_string() || id.as_string() != job.submission_id) {
@@ -109,9 +145,10 @@ std::string RenderMismatch(const RayJob& job, const Value& body) {
     what.emplace_back("its entrypoint differs");
   }
   // Ray drops a null runtime_env before it stores the job, and echoes null for none.
-  const Value& runtime_env = Field(body, "runtime_env");
-  if (!SameJson(runtime_env, job.runtime_env.get())) {
-    what.push_back(DescribeRuntimeEnvDifference(runtime_env, job.runtime_env.get()));
+  if (std::string differs =
+          RuntimeEnvMismatch(Field(body, "runtime_env"), job.runtime_env.get(), secrets);
+      !differs.empty()) {
+    what.push_back(std::move(differs));
   }
   const Value& metadata = Field(body, "metadata");
   const Value& tree = Field(metadata, kMetaCodeTree);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "reconciler/core/ray_job.h"
+#include "reconciler/core/string_map.h"
 #include "reconciler/core/value.h"
 
 namespace rg::core {
@@ -21,7 +22,10 @@ bool SameJson(const Value& a, const Value& b);
 // working_dir)", "its submission id is not ...", joined by "; ". Empty when the job is that
 // render. Values are never shown (the render may hold secret values, the job anything); only
 // the keys of the render that differ are named, at most a few. REQUIRES: `job` was read by a
-// GET (its runtime_env is known).
-std::string RenderMismatch(const RayJob& job, const Value& body);
+// GET (its runtime_env is known). `secrets` are the job's secrets (EffectiveSecrets; name ->
+// reference): for their names only presence in env_vars is compared, never the value, so a run
+// whose secret was rotated since, or that holds ${NAME} where a render now holds the value or a
+// placeholder, is still the render of its attempt.
+std::string RenderMismatch(const RayJob& job, const Value& body, const StringMap& secrets = {});
 
 }  // namespace rg::core

@@ -5,6 +5,7 @@
 
 #include "reconciler/core/escape.h"
 #include "reconciler/core/markdown.h"
+#include "reconciler/core/secrets.h"
 #include "reconciler/core/text_table.h"
 #include "reconciler/core/time_format.h"
 #include "reconciler/core/value.h"
@@ -163,6 +164,19 @@ std::vector<const Action*> PlanActionIndex::Stops(std::string_view name) const {
   return stops;
 }
 
+namespace {
+
+// With secret_delivery node: the names the Ray nodes' environment must hold, "A, B".
+std::string NodeSecretList(const PlanView& view) {
+  std::string out;
+  for (const std::string& name : NodeSecretNames(*view.desired)) {
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatPlanText(const PlanView& view) {
   const Plan& plan = *view.plan;
   const std::vector<Row> rows = Rows(plan);
@@ -176,6 +190,11 @@ std::string FormatPlanText(const PlanView& view) {
   if (!view.ledger_note.empty()) out += EscapedLine("Note: " + view.ledger_note);
   for (const std::string& notice : OwnershipNotices(plan)) out += EscapedLine(notice);
   for (const Diagnostic& d : view.desired->AllDiagnostics()) out += EscapedLine(d.ToString());
+  if (const std::string names = NodeSecretList(view); !names.empty()) {
+    out += EscapedLine("Secrets expected in the Ray nodes' environment: " + names +
+                       " (secret_delivery: node: Ray expands ${NAME} on each node from its "
+                       "environment; ray-gitops sends no value)");
+  }
   if (rows.empty()) return out + "No jobs.\n";
   std::vector<TextRow> table = {{"ACTION", "NAME", "SUBMISSION_ID", "PHASE", "REASON"}};
   for (const Row& r : rows) {
@@ -208,6 +227,13 @@ std::string MarkdownHeader(const PlanView& view) {
   }
   for (const std::string& notice : OwnershipNotices(plan)) {
     out += "> " + EscapeMarkdownText(notice) + "\n\n";
+  }
+  if (const std::vector<std::string> names = NodeSecretNames(*view.desired); !names.empty()) {
+    out += "> **Secrets expected in the Ray nodes' environment:**";
+    for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? " " : ", ") + MarkdownCode(names[i]);
+    out += " (" + MarkdownCode("secret_delivery: node") + ": Ray expands " +
+           MarkdownCode("${NAME}") +
+           " on each node from its environment; ray-gitops sends no value)\n\n";
   }
   const Diagnostics diagnostics = view.desired->AllDiagnostics();
   if (!diagnostics.empty()) {
@@ -384,6 +410,11 @@ std::string FormatPlanJson(const PlanView& view) {
     cluster_changes.push_back(ClusterChangesJson(c));
   }
   root["cluster_changes"] = std::move(cluster_changes);
+  Value::Array node_secrets;
+  for (std::string& name : NodeSecretNames(*view.desired)) {
+    node_secrets.emplace_back(std::move(name));
+  }
+  root["node_secrets"] = std::move(node_secrets);
   root["unmanaged"] = UnmanagedJson(plan);
   AddOwnershipJson(plan, root);
   Value::Array diagnostics;

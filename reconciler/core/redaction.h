@@ -40,6 +40,11 @@ class Redactor {
   // EscapeMarkdownText, a JSON string of ToPrettyJson); values shorter than kMinSecretLength
   // and surrounding whitespace (a token file's newline) are ignored.
   void Add(std::string_view secret);
+  // Adds a declared job secret's value (docs/jobspec.md, "secrets"), whatever its length,
+  // with Add's forms and the forms a value takes on its way through other programs
+  // (SecretValueForms): its standard and URL-safe base64 at each of the three alignments it
+  // can have inside a longer base64 text, its percent-encodings, its JSON string escapes.
+  void AddDeclared(std::string_view value);
   // Adds the value of every secret-named variable (IsSecretEnvName) of `env`.
   void AddEnvVars(const StringMap& env);
   // Adds the secret-named env vars of the cluster file and of every valid spec.
@@ -71,6 +76,22 @@ class Redactor {
   // What Apply replaces: each secret and the escaped forms of it that differ from it.
   std::set<std::string, LongestFirst> patterns_;
 };
+
+// The forms of a declared secret's value that Redactor::AddDeclared redacts besides the value
+// itself, each at least kMinSecretLength long (a shorter one would blank unrelated text):
+// - base64 (RFC 4648 section 4) whole, with its padding, and the part of it that any base64
+//   text holding the value shows whatever precedes it: the value's bytes after 0, 1 or 2 bytes
+//   (to a group boundary), in whole groups of three; the same in the URL-safe alphabet;
+// - percent-encoded (RFC 3986): every byte outside the unreserved set as %XX, with '/' kept
+//   too (Python's quote), with ' ' as '+' (forms), each in upper- and lower-case hex;
+// - JSON-string-escaped (the value inside the quotes), with non-ASCII as \uXXXX as Python's
+//   json.dumps writes it, and escaped twice (JSON inside a JSON string).
+std::vector<std::string> SecretValueForms(std::string_view value);
+
+// Standard base64 of `bytes` (RFC 4648 section 4, with padding); `url_safe` uses '-' and '_'
+// (section 5). Written here because core links no library; checked against OpenSSL's
+// EVP_EncodeBlock by the unit tests.
+std::string Base64(std::string_view bytes, bool url_safe = false);
 
 // A status record as it may be written: every message cut to its first line and redacted,
 // validation errors redacted.

@@ -11,6 +11,7 @@
 #include "reconciler/core/identity.h"
 #include "reconciler/core/pipeline.h"
 #include "reconciler/core/redaction.h"
+#include "reconciler/core/secrets.h"
 
 // Quoting, in two layers (docs/jobspec.md, "Rendering").
 //
@@ -430,8 +431,29 @@ Result<std::string> RenderPythonPath(const JobSpec& spec, const RayConfig& clust
   return joined;
 }
 
+// Each secret the job gets, as an env var (RenderSubmission says which form it takes).
+Status RenderSecrets(const JobSpec& spec, const RayConfig& cluster, const SecretValues* values,
+                     Value::Object& env_vars) {
+  for (const auto& [name, reference] : EffectiveSecrets(spec, cluster)) {
+    std::string value;
+    if (cluster.secret_delivery == SecretDelivery::kNode) {
+      value = NodeSecretVariable(name);
+    } else if (values == nullptr) {
+      value = SecretPlaceholder(reference);
+    } else if (auto it = values->find(reference); it != values->end()) {
+      value = it->second;
+    } else {
+      return Error::NotFound("secrets." + std::string(name) + ": the secrets directory has no " +
+                             std::string(reference));
+    }
+    env_vars.insert_or_assign(std::string(name), Value(std::move(value)));
+  }
+  return {};
+}
+
 // runtime_env: the cluster's, then the job's top-level keys over it; env_vars merged.
-Result<Value> RenderRuntimeEnv(const JobSpec& spec, const RayConfig& cluster) {
+Result<Value> RenderRuntimeEnv(const JobSpec& spec, const RayConfig& cluster,
+                               const SecretValues* secret_values) {
   auto cluster_env = InterpolateValue(cluster.runtime_env, cluster);
   if (!cluster_env.ok()) return cluster_env.error();
   auto job_env = InterpolateValue(spec.runtime_env, cluster);
@@ -445,6 +467,10 @@ Result<Value> RenderRuntimeEnv(const JobSpec& spec, const RayConfig& cluster) {
   if (!env_vars.ok()) return env_vars.error();
   Result<std::string> python_path = RenderPythonPath(spec, cluster, *env_vars);
   if (!python_path.ok()) return python_path.error();
+  // A secret never reaches PYTHONPATH (validation refuses the name; this holds regardless).
+  if (Status secrets = RenderSecrets(spec, cluster, secret_values, *env_vars); !secrets.ok()) {
+    return secrets.error();
+  }
   (*env_vars)["PYTHONPATH"] = std::move(*python_path);
   runtime_env["env_vars"] = Value(std::move(*env_vars));
   // The code folder is the run's working_dir, over any the cluster names (docs/jobspec.md).
@@ -512,7 +538,7 @@ Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
   std::string submission_id = SubmissionIdForSlot(spec, context.slot, context.attempt);
   auto entrypoint = RenderEntrypoint(spec, cluster, submission_id);
   if (!entrypoint.ok()) return entrypoint.error();
-  Result<Value> runtime_env = RenderRuntimeEnv(spec, cluster);
+  Result<Value> runtime_env = RenderRuntimeEnv(spec, cluster, context.secret_values);
   if (!runtime_env.ok()) return runtime_env.error();
 
   Value body = Value::Object{};
@@ -577,7 +603,9 @@ Value RedactSecrets(const Value& body) {
   auto env_vars = env_object.find("env_vars");
   if (env_vars == env_object.end() || !env_vars->second.is_object()) return out;
   for (auto& [key, value] : env_vars->second.as_object()) {
-    if (IsSecretEnvName(key)) value = "<redacted>";
+    if (IsSecretEnvName(key) && !(value.is_string() && IsSecretStandIn(key, value.as_string()))) {
+      value = "<redacted>";
+    }
   }
   return out;
 }

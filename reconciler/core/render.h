@@ -8,6 +8,7 @@
 
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/result.h"
+#include "reconciler/core/secrets.h"
 #include "reconciler/core/spec_model.h"
 #include "reconciler/core/value.h"
 
@@ -43,6 +44,10 @@ struct RenderContext {
   // ${runs.<name>.dir} resolve to (core/pipeline.h); a name missing from it is an error. Unset:
   // the variables are left as written (a review's rendering: `diff`, `render`).
   std::optional<std::map<std::string, std::string, std::less<>>> upstream_runs;
+  // The values of the secrets directory, for a submission with secret_delivery env. Null: every
+  // secret is rendered as SecretPlaceholder(reference) (`render`, `plan`, `diff`, artifacts),
+  // so a value reaches only the body that is POSTed.
+  const SecretValues* secret_values = nullptr;
 };
 
 // Quotes one shell word: returned as is when every character is in [A-Za-z0-9_./=:,@+%-]
@@ -62,7 +67,10 @@ Result<std::string> RenderEntrypoint(const JobSpec& spec, const RayConfig& clust
                                      std::string_view submission_id);
 
 // The whole POST /api/jobs/ body: submission_id, entrypoint, runtime_env, entrypoint_* and
-// metadata. Unset fields are left out, never null.
+// metadata. Unset fields are left out, never null. Each secret of EffectiveSecrets is an env
+// var: `${NAME}` with secret_delivery node; with env, its value from context.secret_values (a
+// reference missing there is a kNotFound error naming it, and there is no body), or
+// SecretPlaceholder(reference) when no values are given.
 Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
                                const RenderContext& context);
 
@@ -78,7 +86,8 @@ std::string RayClusterName(const RayConfig& cluster, std::string_view address);
 bool LooksLikeSecretName(std::string_view name);
 
 // A copy of a submission body with the values of secret-looking env vars replaced by
-// "<redacted>".
+// "<redacted>", except where a value only stands for a secret (IsSecretStandIn:
+// "<secret:REFERENCE>", or "${NAME}" under NAME), which a reviewer needs to see.
 Value RedactSecrets(const Value& body);
 
 }  // namespace rg::core

@@ -220,6 +220,22 @@ Value ClusterDocument(const RayConfig& cluster) {
     doc["runtime_env"] = cluster.runtime_env;
   }
   if (cluster.user_code_path) doc["user_code_path"] = *cluster.user_code_path;
+  // Names and references only: values are never in the model.
+  if (!cluster.secrets.empty()) {
+    Value secrets = Value::Object{};
+    for (const auto& [name, reference] : cluster.secrets) {
+      secrets[std::string(name)] = std::string(reference);
+    }
+    doc["secrets"] = std::move(secrets);
+  }
+  if (cluster.secret_delivery != SecretDelivery::kEnv ||
+      cluster.positions.contains("secret_delivery")) {
+    doc["secret_delivery"] = std::string(SecretDeliveryName(cluster.secret_delivery));
+  }
+  if (cluster.allow_secrets_without_ray_auth ||
+      cluster.positions.contains("allow_secrets_without_ray_auth")) {
+    doc["allow_secrets_without_ray_auth"] = cluster.allow_secrets_without_ray_auth;
+  }
   return doc;
 }
 

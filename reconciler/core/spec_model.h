@@ -14,6 +14,7 @@
 
 #include "reconciler/core/boxed.h"
 #include "reconciler/core/cron.h"
+#include "reconciler/core/secrets.h"
 #include "reconciler/core/string_map.h"
 #include "reconciler/core/value.h"
 
@@ -58,7 +59,14 @@ struct RayConfig {
   std::optional<std::string> user_code_path;
   // The largest zip a spec's `code` folder may become (kMaxCodeBytes when unset).
   std::optional<int64_t> code_max_bytes;
-  std::map<std::string, SourcePos, std::less<>> positions;  // field name -> where it was written
+  // `secrets`: ENV name -> reference, every job's (a job's own win per name; EffectiveSecrets).
+  StringMap secrets;
+  SecretDelivery secret_delivery = SecretDelivery::kEnv;
+  // Deliver secrets with kEnv to a head whose Jobs API answers without credentials.
+  bool allow_secrets_without_ray_auth = false;
+  // Field name -> where it was written; also "secrets.<NAME>" and "runtime_env.env_vars.<NAME>"
+  // -> where each entry's name was written.
+  std::map<std::string, SourcePos, std::less<>> positions;
 
   // env_vars of runtime_env, or empty.
   StringMap EnvVars() const;
@@ -164,12 +172,23 @@ struct CodeFields {
   friend bool operator==(const CodeFields&, const CodeFields&) = default;
 };
 
+// `secrets` of a JobSpec (docs/jobspec.md, "Secrets"): ENV name -> reference, as written.
+// Part of the spec hash through the document (names and references; values never exist here).
+// Most specs set none; kept in a box on the JobSpec.
+struct SecretFields {
+  StringMap references;
+  std::map<std::string, SourcePos, std::less<>> name_pos;  // where each name was written
+
+  friend bool operator==(const SecretFields&, const SecretFields&) = default;
+};
+
 // The fields most specs set none of, in one box (JobSpec::extras): a box each made a JobSpec 16
 // bytes larger, and 50,000 specs an array of jemalloc's next size class (32 MiB, not 28).
 struct SpecExtras {
   LifecycleFields lifecycle;
   PipelineFields pipeline;
   CodeFields code;
+  SecretFields secrets;
 
   friend bool operator==(const SpecExtras&, const SpecExtras&) = default;
 };
@@ -199,7 +218,7 @@ struct JobSpec {
   int64_t retries = 0;
   StringMap annotations;
   // deadline and schedule (lifecycle()), after (pipeline()), code and code_ref (code();
-  // has_code()), apart: most specs set none of them.
+  // has_code()), secrets (secrets()), apart: most specs set none of them.
   Boxed<SpecExtras> extras;
 
   // The document as parsed (YAML scalars resolved to their types); the hash input.
@@ -229,6 +248,10 @@ struct JobSpec {
   PipelineFields& mutable_pipeline() { return extras.mutable_get().pipeline; }
   const CodeFields& code() const { return extras.get().code; }
   CodeFields& mutable_code() { return extras.mutable_get().code; }
+  // `secrets`: ENV name -> reference (empty when the spec sets none).
+  const StringMap& secrets() const { return extras.get().secrets.references; }
+  const SecretFields& secret_fields() const { return extras.get().secrets; }
+  SecretFields& mutable_secret_fields() { return extras.mutable_get().secrets; }
   // True when the spec ships a folder of the repository as its working_dir.
   bool has_code() const { return !extras.empty() && !code().folder.empty(); }
 

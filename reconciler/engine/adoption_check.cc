@@ -8,6 +8,7 @@
 #include "reconciler/core/adoption.h"
 #include "reconciler/core/code_package.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/secrets.h"
 
 namespace rg::engine {
 namespace {
@@ -84,7 +85,11 @@ std::string CheckOne(ports::JobServer& server, const core::RayJob& listed,
     return "it could not be read back to check it: " + job.error().message();
   }
   job->submission_id = listed.submission_id;
-  if (std::string what = core::RenderMismatch(*job, *body); !what.empty()) return what;
+  if (std::string what =
+          core::RenderMismatch(*job, *body, core::EffectiveSecrets(spec, *snapshot.state.cluster));
+      !what.empty()) {
+    return what;
+  }
   if (spec.has_code() && !packages.Owns(spec.code().tree_id)) {
     return "its code package " + core::CodePackageUri(spec.code().tree_id) +
            " was not uploaded by ray-gitops";

@@ -85,6 +85,14 @@ ActionOutcome DoSubmit(ports::JobServer& server, ports::ArtifactSink* artifacts,
   // A job with `after`: its ${runs.<name>.dir} are the directories of the runs the plan found
   // SUCCEEDED (core/pipeline.h).
   if (!action.upstream_runs.empty()) context.upstream_runs = action.upstream_runs;
+  if (options.secrets != nullptr) {
+    core::Result<const core::SecretValues*> values = options.secrets->ForSubmit(action.name);
+    if (!values.ok()) {
+      out.error = values.error();
+      return out;
+    }
+    context.secret_values = *values;
+  }
   // The code first: a run whose working_dir Ray cannot find fails in its runtime_env setup.
   if (spec->has_code()) {
     core::Status shipped = options.code == nullptr

@@ -14,6 +14,7 @@
 #include "reconciler/core/planner.h"
 #include "reconciler/core/result.h"
 #include "reconciler/engine/code_upload.h"
+#include "reconciler/engine/job_secrets.h"
 #include "reconciler/ports/artifact_sink.h"
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/ports/job_server.h"
@@ -37,6 +38,8 @@ struct ApplyOptions {
   // Ships the code of specs with `code` before their submit (engine/code_upload.h); null: a
   // submit of such a spec fails.
   CodeUploader* code = nullptr;
+  // The secrets' values each submit delivers (engine/job_secrets.h); null: none.
+  const SubmitSecrets* secrets = nullptr;
 };
 
 using ActionOutcome = core::ActionOutcome;

@@ -94,6 +94,10 @@ core::Status InstrumentedJobServer::UploadPackage(std::string_view name, std::st
   return Call("package_put", [&] { return inner_->UploadPackage(name, zip); });
 }
 
+core::Result<bool> InstrumentedJobServer::JobsReadableWithoutCredentials() {
+  return Call("probe", [&] { return inner_->JobsReadableWithoutCredentials(); });
+}
+
 core::Result<std::string> InstrumentedJobServer::ClusterStatus() {
   return Call("cluster_status", [&] { return inner_->ClusterStatus(); });
 }

@@ -24,9 +24,9 @@ namespace rg::engine {
 void DeclareRequestMetrics(core::MetricsRegistry& metrics);
 
 // Times every call under
-// call=version|submit|get|list|stop|delete|logs|cluster_status|package_get|package_put
+// call=version|submit|get|list|stop|delete|logs|cluster_status|package_get|package_put|probe
 // (Resources reads the same endpoint and counts as cluster_status; HasPackage is package_get,
-// UploadPackage package_put).
+// UploadPackage package_put, JobsReadableWithoutCredentials probe).
 class InstrumentedJobServer : public ports::JobServer {
  public:
   // `metrics` and `clock` must outlive this object.
@@ -50,6 +50,7 @@ class InstrumentedJobServer : public ports::JobServer {
   }
   std::optional<int64_t> HeadClockOffsetMs() override { return inner_->HeadClockOffsetMs(); }
   std::optional<int64_t> HeadNowMs() override { return inner_->HeadNowMs(); }
+  core::Result<bool> JobsReadableWithoutCredentials() override;
   core::Result<bool> Stop(std::string_view id) override;
   core::Result<bool> Delete(std::string_view id) override;
   core::Result<std::string> Logs(std::string_view id) override;

@@ -4,6 +4,7 @@
 // one reads the inputs of a few job names and hands them to the same steps.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/status_model.h"
+#include "reconciler/engine/job_secrets.h"
 #include "reconciler/engine/reconcile_pass.h"
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/ports/status_store.h"
@@ -36,6 +38,9 @@ struct PassInputs {
   // (engine/head_clock.h).
   std::optional<int64_t> head_now_ms;
   std::optional<int64_t> head_clock_offset_ms;
+  // The secrets directory's values as this pass read them (engine/job_secrets.h); null until
+  // the pass reads the first.
+  std::shared_ptr<PassSecretValues> secret_values;
 };
 
 // Whose runs are ours (docs/operations.md): the caller's instance and --previous-repo URLs,

@@ -13,9 +13,9 @@ namespace {
 
 // Every kind of engine/warning.h: rg_warnings has a series for each, 0 when none, so an alert
 // can rely on the series existing.
-constexpr std::array<std::string_view, 7> kWarningKinds = {
+constexpr std::array<std::string_view, 8> kWarningKinds = {
     kWarnInvalidCluster, kWarnInvalidSpec, kWarnUnreadableStatus, kWarnForeignJobs,
-    kWarnDriverLog,      kWarnGcFinished,  kWarnClockSkew};
+    kWarnDriverLog,      kWarnGcFinished,  kWarnClockSkew,        kWarnSecret};
 
 std::string Seconds(int64_t us) { return std::to_string(us / 1'000'000) + " s"; }
 

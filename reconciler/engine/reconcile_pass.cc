@@ -19,6 +19,7 @@
 #include "reconciler/engine/adoption_check.h"
 #include "reconciler/engine/finished_runs.h"
 #include "reconciler/engine/head_clock.h"
+#include "reconciler/engine/job_secrets.h"
 #include "reconciler/engine/pass_memo.h"
 #include "reconciler/engine/pass_steps.h"
 #include "reconciler/engine/status_commit.h"
@@ -174,6 +175,16 @@ ObservedAndLedger ReadObservedAndLedger(const ReconcileDeps& deps, const Reconci
   return read;
 }
 
+// The values of every secret the desired state declares, into the pass's redactor
+// (engine/job_secrets.h). A dry run (`plan`) reads no value.
+void ReadDeclaredSecrets(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                         PassResult& result) {
+  in.secret_values = std::make_shared<PassSecretValues>(options.dry_run ? nullptr : deps.secrets);
+  if (!options.dry_run) {
+    RedactDeclaredSecrets(in.snapshot.state, *in.secret_values, result.redactor);
+  }
+}
+
 // Steps 1 to 3: the desired state, Ray's jobs and the ledger. nullopt, with the reason on
 // `result`, when the pass cannot go on.
 std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileOptions& options,
@@ -202,6 +213,8 @@ std::optional<PassInputs> ReadInputs(const ReconcileDeps& deps, const ReconcileO
     AddError(result, core::Error::InvalidInput("the cluster file is invalid; nothing was done"));
     return std::nullopt;
   }
+  // Before Ray's messages are read: a value a driver printed is redacted from them too.
+  ReadDeclaredSecrets(deps, options, in, result);
   if (options.digest_key) deps.server->DigestListsWith(*options.digest_key);
   ports::LedgerScope scope;
   scope.instance = options.policy.owner.instance;
@@ -357,10 +370,18 @@ constexpr size_t kListedPerRunReadAgain = 16;
 
 // Step 5: the plan's actions, then Ray's view after them (for the records; the view from
 // before the actions stays in `ray_jobs` when the second listing fails).
+// What the submits send: the specs, and the secrets' values they deliver.
+struct SubmitInputs {
+  const ports::DesiredSnapshot& snapshot;
+  const SubmitSecrets& secrets;
+};
+
 void ApplyAndObserve(const ReconcileDeps& deps, const ReconcileOptions& options,
-                     const ports::DesiredSnapshot& snapshot, const NameSet* only,
-                     const PackageOwners& packages, PassResult& result, ObservedJobs& ray_jobs) {
+                     const SubmitInputs& inputs, const NameSet* only, const PackageOwners& packages,
+                     PassResult& result, ObservedJobs& ray_jobs) {
+  const ports::DesiredSnapshot& snapshot = inputs.snapshot;
   ApplyOptions apply;
+  apply.secrets = &inputs.secrets;
   apply.owner = options.policy.owner;
   apply.parallelism = options.parallelism;
   apply.ray_address = options.ray_address;
@@ -585,17 +606,43 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
   return finish();
 }
 
-void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
-                     PassResult& result) {
-  result.snapshot = std::make_shared<const ports::DesiredSnapshot>(std::move(in.snapshot));
-  const ports::DesiredSnapshot& snapshot = *result.snapshot;
-  const NameSet* only = in.only ? &*in.only : nullptr;
+namespace {
 
-  // 4. Plan.
+// The warning of a job frozen by its secrets.
+void AddSecretWarnings(const std::map<std::string, core::Diagnostic, std::less<>>& frozen,
+                       PassResult& result) {
+  for (const auto& [name, d] : frozen) {
+    result.warnings.push_back(
+        {std::string(kWarnSecret), d.path + ": job " + name + ": " + OneLine(d.message)});
+    result.diagnostics.push_back(d);
+  }
+}
+
+// Step 4, continued: the secrets the plan's submits deliver (engine/job_secrets.h). A job whose
+// submission cannot have them is frozen, and the plan made again without it (which may free
+// another to submit: a sweep's next point).
+UnknownRunCheck PlanWithSecrets(const ReconcileDeps& deps, const ReconcileOptions& options,
+                                PassInputs& in, SubmitSecrets& secrets,
+                                const PackageOwners& packages, core::PlanPolicy& policy,
+                                PassResult& result) {
+  UnknownRunCheck checked =
+      PlanCheckingUnknownRuns(deps, in.snapshot, in, packages, policy, result);
+  if (options.dry_run) return checked;  // `plan` reads no value
+  for (;;) {
+    const auto frozen = secrets.Gather(result.plan, in.snapshot.state);
+    if (frozen.empty()) return checked;
+    FreezeForSecrets(frozen, in.snapshot.state);
+    AddSecretWarnings(frozen, result);
+    checked = PlanCheckingUnknownRuns(deps, in.snapshot, in, packages, policy, result);
+  }
+}
+
+// The options step 4 plans with: the pass's times, owner and frozen jobs in its policy.
+ReconcileOptions PlanningOptions(const ReconcileDeps& deps, const ReconcileOptions& options,
+                                 const PassInputs& in) {
   ReconcileOptions planned = options;
   planned.policy.now_ms = options.now_ms;
   planned.policy.ray_now_ms = RayNowMs(options.now_ms, in.head_now_ms);
-  result.head_clock_offset_ms = in.head_clock_offset_ms;
   planned.policy.owner = in.owner;
   planned.policy.desired_elsewhere = in.desired_elsewhere;
   for (const ports::SkippedStatusFile& file : in.skipped) {
@@ -603,19 +650,48 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   }
   // A spec whose code moved: its messages list the files (only such specs ask).
   if (deps.source != nullptr) planned.policy.code_changes = ports::CodeChangeListerOf(*deps.source);
-  PassPackages packages(deps, snapshot.state, in);
-  const UnknownRunCheck checked =
-      PlanCheckingUnknownRuns(deps, snapshot, in, packages.owners(), planned.policy, result);
-  result.planned = true;
-  result.blocked = result.plan.blocked;
+  return planned;
+}
+
+// The warnings of the plan: foreign jobs (a full pass's), the head's clock (every pass's).
+void AddPlanWarnings(bool narrow, const ReconcileOptions& planned, const PassInputs& in,
+                     PassResult& result) {
   // A narrow pass sees some of Ray's jobs: the caller knows the foreign ones.
-  if (only == nullptr) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
+  if (!narrow) AddForeignJobWarnings(result.plan, planned.policy.owner.instance, result);
   // Every pass reads the head's clock anew, a narrow one too (its other warnings are the last
   // full pass's).
   std::erase_if(result.warnings, [](const Warning& w) { return w.kind == kWarnClockSkew; });
   if (std::optional<Warning> skew = ClockSkewWarning(in.head_clock_offset_ms)) {
     result.warnings.push_back(std::move(*skew));
   }
+}
+
+}  // namespace
+
+void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                     PassResult& result) {
+  const NameSet* only = in.only ? &*in.only : nullptr;
+
+  // 4. Plan.
+  ReconcileOptions planned = PlanningOptions(deps, options, in);
+  result.head_clock_offset_ms = in.head_clock_offset_ms;
+  PassPackages packages(deps, in.snapshot.state, in);
+  if (!in.secret_values) {
+    in.secret_values = std::make_shared<PassSecretValues>(options.dry_run ? nullptr : deps.secrets);
+  }
+  SubmitSecrets secrets(*in.secret_values, *deps.server,
+                        core::StripUrlCredentials(options.ray_address));
+  const UnknownRunCheck checked =
+      PlanWithSecrets(deps, options, in, secrets, packages.owners(), planned.policy, result);
+  result.snapshot = std::make_shared<const ports::DesiredSnapshot>(std::move(in.snapshot));
+  const ports::DesiredSnapshot& snapshot = *result.snapshot;
+  // A narrow pass read no value before it planned: its jobs' values are redacted from here on.
+  if (only != nullptr && !options.dry_run) {
+    RedactDeclaredSecrets(snapshot.state, *in.secret_values, result.redactor);
+  }
+  result.planned = true;
+  result.blocked = result.plan.blocked;
+  AddPlanWarnings(only != nullptr, planned, in, result);
 
   if (options.dry_run && !options.build_records) {  // `plan`: nothing applied, nothing recorded
     result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
@@ -625,7 +701,7 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
   ObservedJobs ray_jobs(std::move(in.observed));
   if (!options.dry_run && !result.plan.actions.empty()) {
-    ApplyAndObserve(deps, planned, snapshot, only, packages.owners(), result, ray_jobs);
+    ApplyAndObserve(deps, planned, {snapshot, secrets}, only, packages.owners(), result, ray_jobs);
   }
 
   // Runs that ended: from the ledger as read, before Record lets go of it.

@@ -33,6 +33,7 @@
 #include "reconciler/ports/artifact_sink.h"
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/ports/job_server.h"
+#include "reconciler/ports/secret_source.h"
 #include "reconciler/ports/status_store.h"
 
 namespace rg::engine {
@@ -43,6 +44,9 @@ struct ReconcileDeps {
   JobServerFactory server_factory;              // optional: one client per submit worker
   ports::StatusStore* store = nullptr;          // optional: no ledger, nothing recorded
   ports::ArtifactSink* artifacts = nullptr;     // optional
+  // Optional: job secrets' values (`sync` and the daemon; never a dry run). Null: none can be
+  // read, and a job whose submission needs one is frozen (engine/job_secrets.h).
+  ports::SecretSource* secrets = nullptr;
   // Optional: called once a full pass has read the commit, the ledger and Ray's list, before
   // it plans. A pass reads nothing more from Git until its status commit, so the daemon,
   // `sync` and `plan` reopen their clone here: the packs' mapped windows and delta-base caches

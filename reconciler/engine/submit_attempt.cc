@@ -6,6 +6,7 @@
 #include "reconciler/core/identity.h"
 #include "reconciler/core/ownership.h"
 #include "reconciler/core/pipeline.h"
+#include "reconciler/core/secrets.h"
 
 namespace rg::engine {
 namespace {
@@ -24,6 +25,7 @@ std::string SubmissionIdOf(const core::Value& body, const core::JobSpec& spec, i
 core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::string& id,
                                          const core::JobSpec& spec, const core::Value& body,
                                          const core::Ownership& owner,
+                                         const core::StringMap& secrets,
                                          const std::string& ray_text) {
   core::Result<core::RayJob> existing = server.Get(id);
   if (!existing.ok()) {
@@ -41,7 +43,7 @@ core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::st
   switch (core::ClassifyJob(*existing, owner)) {
     case core::JobOwnership::kOurs:
     case core::JobOwnership::kOursPrevious:
-      if (std::string what = core::RenderMismatch(*existing, body); !what.empty()) {
+      if (std::string what = core::RenderMismatch(*existing, body, secrets); !what.empty()) {
         return core::Error::Conflict(core::DisownedMessage(id, what));
       }
       return existing;
@@ -62,16 +64,49 @@ core::Result<core::RayJob> AdoptExisting(ports::JobServer& server, const std::st
       owner.instance + "'; not adopting it");
 }
 
+// A submission as sent, and as every record shows it: the same body, but with each secret's
+// value as its placeholder (core::SecretPlaceholder), which adoption takes for any value.
+struct RenderedBodies {
+  core::Value sent;
+  core::Value shown;
+};
+
+// The bodies of `spec` for `context`: rendered twice when the context delivers values. A spec
+// whose secrets go with env delivery is never sent without its values (a placeholder would
+// reach the run as its value).
+core::Result<RenderedBodies> RenderBodies(const core::JobSpec& spec, const core::RayConfig& cluster,
+                                          const core::RenderContext& context) {
+  if (context.secret_values == nullptr && cluster.secret_delivery == core::SecretDelivery::kEnv &&
+      !core::EffectiveSecrets(spec, cluster).empty()) {
+    return core::Error::InvalidInput(
+        spec.path +
+        " has secrets to deliver with secret_delivery: env, and no values were read: only `sync` "
+        "and the daemon read the secrets directory (let them submit it, or use "
+        "secret_delivery: node)");
+  }
+  core::Result<core::Value> sent = core::RenderSubmission(spec, cluster, context);
+  if (!sent.ok()) return sent.error();
+  if (context.secret_values == nullptr) return RenderedBodies{*sent, std::move(*sent)};
+  core::RenderContext shown_context = context;
+  shown_context.secret_values = nullptr;
+  core::Result<core::Value> shown = core::RenderSubmission(spec, cluster, shown_context);
+  if (!shown.ok()) return shown.error();
+  return RenderedBodies{std::move(*sent), std::move(*shown)};
+}
+
 // What a duplicate id means: the daemon's run of the same spec (adopted when it is ours), or
 // a one-off run that exists already (never adopted).
 enum class OnDuplicate { kAdopt, kRefuse };
 
+// `secrets`: the job's (core::EffectiveSecrets), whose values adoption never compares and the
+// artifacts never record.
 core::Result<SubmitAttemptResult> SendAndRecord(
     ports::JobServer& server, ports::ArtifactSink* artifacts, const core::JobSpec& spec,
-    core::Value body, int attempt, const core::RenderContext& context,
-    const SubmitArtifactInputs& inputs, OnDuplicate on_duplicate, const core::Ownership& owner) {
+    RenderedBodies bodies, int attempt, const core::RenderContext& context,
+    const SubmitArtifactInputs& inputs, OnDuplicate on_duplicate, const core::Ownership& owner,
+    const core::StringMap& secrets) {
   SubmitAttemptResult result;
-  result.body = std::move(body);
+  result.body = std::move(bodies.shown);
   result.submission_id = SubmissionIdOf(result.body, spec, attempt);
 
   std::string cluster_status;
@@ -87,15 +122,17 @@ core::Result<SubmitAttemptResult> SendAndRecord(
   }
 
   std::string ray_answer;
-  core::Result<std::string> submitted = server.Submit(result.body);
+  core::Result<std::string> submitted = server.Submit(bodies.sent);
+  bodies.sent = core::Value();  // the values go no further
   if (submitted.ok()) {
     ray_answer = "accepted: submission_id " + *submitted;
   } else if (submitted.error().IsConflict() && on_duplicate == OnDuplicate::kRefuse) {
     return core::Error::Conflict("submission id " + result.submission_id +
                                  " already exists in Ray; a one-off run is never adopted");
   } else if (submitted.error().IsConflict()) {
-    core::Result<core::RayJob> adopted = AdoptExisting(
-        server, result.submission_id, spec, result.body, owner, submitted.error().message());
+    core::Result<core::RayJob> adopted =
+        AdoptExisting(server, result.submission_id, spec, result.body, owner, secrets,
+                      submitted.error().message());
     if (!adopted.ok()) return adopted.error();
     result.adopted = true;
     ray_answer = "duplicate submission id: " + submitted.error().message() + "\n" +
@@ -111,7 +148,8 @@ core::Result<SubmitAttemptResult> SendAndRecord(
     record.adopted = result.adopted;
     record.ray_config_text = inputs.ray_config_text;
     record.jobspec_text = inputs.jobspec_text;
-    record.submit_payload = result.body;
+    // The body as sent, a secret's value shown as its reference (docs/jobspec.md, "Secrets").
+    record.submit_payload = core::WithSecretPlaceholders(result.body, secrets);
     record.ray_address = inputs.ray_address;
     record.commit = context.commit;
     record.ray_answer = std::move(ray_answer);
@@ -165,13 +203,14 @@ core::Result<SubmitAttemptResult> SubmitAttempt(
   if (!spec.pipeline().after.empty() && !context.upstream_runs) {
     return core::Error::InvalidInput(spec.path + " has after, and no upstream run was given");
   }
-  core::Result<core::Value> body = core::RenderSubmission(spec, cluster, context);
-  if (!body.ok()) return body.error();
+  core::Result<RenderedBodies> bodies = RenderBodies(spec, cluster, context);
+  if (!bodies.ok()) return bodies.error();
   core::Ownership from_context;
   from_context.instance = context.instance;
   from_context.repo = core::RepoIdentity(context.repo_url);
-  return SendAndRecord(server, artifacts, spec, std::move(*body), context.attempt, context, inputs,
-                       OnDuplicate::kAdopt, owner != nullptr ? *owner : from_context);
+  return SendAndRecord(server, artifacts, spec, std::move(*bodies), context.attempt, context,
+                       inputs, OnDuplicate::kAdopt, owner != nullptr ? *owner : from_context,
+                       core::EffectiveSecrets(spec, cluster));
 }
 
 core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
@@ -197,13 +236,16 @@ core::Result<SubmitAttemptResult> SubmitOneOff(ports::JobServer& server,
     }
     one_off.upstream_runs.emplace();
   }
-  core::Result<core::Value> body = core::RenderSubmission(pinned, cluster, one_off);
-  if (!body.ok()) return body.error();
-  core::Value::Object& metadata = (*body)["metadata"].as_object();
-  metadata.erase(std::string(core::kMetaManagedBy));
-  metadata[std::string(core::kMetaSubmittedBy)] = std::string(core::kSubmittedByCli);
-  return SendAndRecord(server, artifacts, pinned, std::move(*body), one_off.attempt, one_off,
-                       inputs, OnDuplicate::kRefuse, core::Ownership{});
+  core::Result<RenderedBodies> bodies = RenderBodies(pinned, cluster, one_off);
+  if (!bodies.ok()) return bodies.error();
+  for (core::Value* body : {&bodies->sent, &bodies->shown}) {
+    core::Value::Object& metadata = (*body)["metadata"].as_object();
+    metadata.erase(std::string(core::kMetaManagedBy));
+    metadata[std::string(core::kMetaSubmittedBy)] = std::string(core::kSubmittedByCli);
+  }
+  return SendAndRecord(server, artifacts, pinned, std::move(*bodies), one_off.attempt, one_off,
+                       inputs, OnDuplicate::kRefuse, core::Ownership{},
+                       core::EffectiveSecrets(pinned, cluster));
 }
 
 }  // namespace rg::engine

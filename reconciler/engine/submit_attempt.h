@@ -29,7 +29,9 @@ struct SubmitAttemptResult {
   std::string submission_id;
   // True when Ray already had this id from the same spec and instance: nothing was sent.
   bool adopted = false;
-  core::Value body;  // the POST /api/jobs/ body as rendered (not redacted)
+  // The POST /api/jobs/ body as rendered, each secret's value shown as its placeholder (what
+  // the artifacts record); the body sent with the values is not kept.
+  core::Value body;
   // Why the artifacts could not be written; empty when they were (or no sink was given).
   // The submission stands either way.
   std::string artifact_error;

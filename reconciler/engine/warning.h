@@ -22,6 +22,9 @@ inline constexpr std::string_view kWarnGcFinished = "gc_finished";
 // The daemon's clock and the Ray head's differ by more than a minute (engine/head_clock.h):
 // deadlines and clean-up count on the head's, but people reading the two see different times.
 inline constexpr std::string_view kWarnClockSkew = "clock_skew";
+// A job is frozen because its submission cannot have its secrets (engine/job_secrets.h): a
+// reference missing or refused, or env delivery to a Jobs API anyone can read.
+inline constexpr std::string_view kWarnSecret = "secret";
 
 struct Warning {
   std::string kind;     // one of kWarn*

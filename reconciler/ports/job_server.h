@@ -79,6 +79,13 @@ class JobServer {
   // caller's monotonic clock. A lower bound too, and read on no wall clock of the caller's:
   // what Ray's times are compared with. nullopt as HeadClockOffsetMs.
   virtual std::optional<int64_t> HeadNowMs() { return std::nullopt; }
+  // The credentials probe (docs/operations.md, "Job secrets"): GET /api/jobs/ sent with no
+  // token and none of the configured headers. True when any 2xx answers it (anyone who reaches
+  // the Jobs API reads every job's runtime_env, so secret values must not go in it); false when
+  // it is refused (401 or 403 from Ray's token auth, a proxy's 3xx to its login page, any
+  // other 4xx). kTransient when no answer came or the head failed (5xx): unknown. The body is
+  // never read. The default, for test doubles without credentials: false.
+  virtual core::Result<bool> JobsReadableWithoutCredentials() { return false; }
   // POST /api/jobs/{id}/stop — true if a stop was sent, false if the job had already ended.
   virtual core::Result<bool> Stop(std::string_view id) = 0;
   // DELETE /api/jobs/{id} — kConflict while the job is not terminal.

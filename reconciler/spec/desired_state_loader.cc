@@ -335,6 +335,50 @@ void CheckSharedRootUses(const core::RayConfig& cluster, SpecSet& set) {
   }
 }
 
+// Where cluster.yaml wrote `key` (a field, or "secrets.<NAME>"), as " (cluster.yaml:12)".
+std::string ClusterLine(const core::RayConfig& cluster, const std::string& key) {
+  auto it = cluster.positions.find(key);
+  if (it == cluster.positions.end() || it->second.line <= 0) return " (" + cluster.path + ")";
+  return " (" + cluster.path + ":" + std::to_string(it->second.line) + ")";
+}
+
+// A name that is a secret on one side and a plain env var on the other, across a spec and
+// cluster.yaml, is an error in the spec, as it is within one file (docs/jobspec.md, "Secrets"):
+// the value the job would get would hang on a precedence rule nobody sees in either file, and
+// a plain value beside a secret of the same name is most often a credential about to be
+// committed. A job's own secrets still win over the cluster's secrets per name.
+void CheckSecretsAcrossFiles(const core::RayConfig& cluster, SpecSet& set) {
+  if (cluster.secrets.empty() && cluster.runtime_env.Find("env_vars") == nullptr) return;
+  const core::StringMap cluster_env = cluster.EnvVars();
+  for (size_t i = 0; i < set.loaded.size(); ++i) {
+    if (!set.loaded[i]->parsed.value) continue;
+    const core::JobSpec& spec = *set.loaded[i]->parsed.value;
+    for (const auto& [name, reference] : spec.secrets()) {
+      if (!cluster_env.contains(name)) continue;
+      const auto pos = spec.secret_fields().name_pos.find(name);
+      AddDiagnostic(*set.loaded[i], set.files[i]->path,
+                    pos != spec.secret_fields().name_pos.end() ? pos->second : core::SourcePos{},
+                    "secrets." + std::string(name) + ": " + cluster.path +
+                        "'s runtime_env.env_vars also sets " + std::string(name) +
+                        ClusterLine(cluster, "runtime_env.env_vars." + std::string(name)) +
+                        "; a variable is either a secret or a plain value: remove one of them");
+    }
+    for (const auto& [name, value] : spec.env_vars) {
+      // Named under the spec's own secrets too: that error is the spec's alone.
+      if (!cluster.secrets.contains(name) || spec.secrets().contains(name)) continue;
+      const auto pos = spec.positions.find("env_vars");
+      AddDiagnostic(*set.loaded[i], set.files[i]->path,
+                    pos != spec.positions.end() ? pos->second : core::SourcePos{},
+                    "env_vars." + std::string(name) + ": " + cluster.path + " names " +
+                        std::string(name) + " under secrets" +
+                        ClusterLine(cluster, "secrets." + std::string(name)) +
+                        "; a variable is either a secret or a plain value: remove it from "
+                        "env_vars (the job gets the secret), or name another reference under "
+                        "this spec's secrets");
+    }
+  }
+}
+
 // A spec's `after` as far as it was read (that of a spec with other errors too), or nullptr
 // when it has none.
 const core::PipelineFields* AfterOf(const LoadedJobSpec& spec) {
@@ -450,7 +494,10 @@ core::DesiredState CheckDesiredStateSet(const std::optional<Parsed<core::RayConf
   SpecSet set = SortedSpecSet(spec_files);
   CheckUniqueNamesAndPins(set);
   CheckPipelines(set);
-  if (state.cluster) CheckSharedRootUses(*state.cluster, set);
+  if (state.cluster) {
+    CheckSharedRootUses(*state.cluster, set);
+    CheckSecretsAcrossFiles(*state.cluster, set);
+  }
 
   state.jobs.reserve(set.loaded.size());  // a JobSpec is large: no doubling slack
   for (size_t i = 0; i < set.loaded.size(); ++i) {

@@ -20,15 +20,16 @@ namespace rg::spec {
 static_assert(sizeof(core::SourcePos) == 8, "update the parse cache codec");
 static_assert(sizeof(core::Diagnostic) == 72, "update the parse cache codec");
 static_assert(sizeof(core::Value) == 56, "update the parse cache codec");
-static_assert(sizeof(core::RayConfig) == 408, "update the parse cache codec");
+static_assert(sizeof(core::RayConfig) == 456, "update the parse cache codec");
 static_assert(sizeof(core::TrainerFields) == 264, "update the parse cache codec");
 static_assert(sizeof(core::LifecycleFields) == 176, "update the parse cache codec");
 static_assert(sizeof(core::ScheduleFields) == 152, "update the parse cache codec");
 static_assert(sizeof(core::CodeFields) == 168, "update the parse cache codec");
+static_assert(sizeof(core::SecretFields) == 88, "update the parse cache codec");
 static_assert(sizeof(core::JobSpec) == 584, "update the parse cache codec");
 static_assert(sizeof(LoadedJobSpec) == 728, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::JobSpec>) == 616, "update the parse cache codec");
-static_assert(sizeof(Parsed<core::RayConfig>) == 440, "update the parse cache codec");
+static_assert(sizeof(Parsed<core::RayConfig>) == 488, "update the parse cache codec");
 static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
 static_assert(sizeof(core::StatusRecord) == 520, "update the parse cache codec");
 // Past these, what a pass holds one of per job moves up one of jemalloc's size classes, a
@@ -290,6 +291,9 @@ void Put(ByteWriter& w, const core::RayConfig& c) {
   Put(w, c.runtime_env);
   Put(w, c.user_code_path);
   Put(w, c.code_max_bytes);
+  Put(w, c.secrets);
+  PutEnum(w, c.secret_delivery);
+  w.Bool(c.allow_secrets_without_ray_auth);
   Put(w, c.positions);
 }
 
@@ -306,6 +310,9 @@ void Get(ByteReader& r, core::RayConfig& c) {
   Get(r, c.runtime_env);
   Get(r, c.user_code_path);
   Get(r, c.code_max_bytes);
+  Get(r, c.secrets, kMinString);
+  GetEnum(r, c.secret_delivery, core::SecretDelivery::kNode);
+  c.allow_secrets_without_ray_auth = r.Bool();
   Get(r, c.positions, kMinPos);
 }
 
@@ -394,6 +401,8 @@ void PutJobFields(ByteWriter& w, const core::JobSpec& s) {
   Put(w, s.code().folder_pos);
   Put(w, s.code().ref);
   Put(w, s.code().ref_pos);
+  Put(w, s.secret_fields().references);
+  Put(w, s.secret_fields().name_pos);
 }
 
 void Put(ByteWriter& w, const core::JobSpec& s) {
@@ -443,6 +452,9 @@ void GetJobFields(ByteReader& r, core::JobSpec& s) {
   Get(r, extras.code.folder_pos);
   Get(r, extras.code.ref);
   Get(r, extras.code.ref_pos);
+  Get(r, extras.secrets.references, kMinString);
+  Get(r, extras.secrets.name_pos, kMinPos);
+  if (extras.secrets.references.size() != extras.secrets.name_pos.size()) r.Fail();
   s.extras.set(std::move(extras));  // most specs keep no box
 }
 

@@ -177,6 +177,85 @@ core::Value StringMapValue(const core::StringMap& map) {
   return object;
 }
 
+// --- Secrets (docs/jobspec.md, "Secrets") ---------------------------------------------------
+
+// `secrets`: ENV name -> reference. Calls `keep(name, reference, name_pos)` for each valid entry.
+template <typename Keep>
+void ReadSecretsMap(FieldReader& reader, const YamlEntry& e, Keep keep) {
+  if (!e.value.is_mapping()) {
+    reader.TypeError(e.key,
+                     "a mapping of environment variable names to references (e.g. "
+                     "WANDB_API_KEY: wandb-key)",
+                     e.value);
+    return;
+  }
+  for (const auto& entry : e.value.entries) {
+    const std::string field = e.key + "." + entry.key;
+    bool ok = true;
+    if (!IsEnvVarName(entry.key)) {
+      reader.Error(entry.key_pos, e.key + " key \"" + entry.key +
+                                      "\" is not a valid environment variable name "
+                                      "([A-Za-z_][A-Za-z0-9_]*)");
+      ok = false;
+    } else if (core::IsReservedEnvName(entry.key)) {
+      reader.Error(entry.key_pos, field + " cannot be a secret: ray-gitops sets " + entry.key +
+                                      " itself (code_path, then user_code_path)");
+      ok = false;
+    }
+    const YamlNode& value = entry.value;
+    if (!value.is_string() || value.scalar.as_string().empty()) {
+      reader.TypeError(field,
+                       "a reference: the name of a file in the daemon's secrets directory "
+                       "(e.g. wandb-key; quote it if it reads as a number)",
+                       value);
+      ok = false;
+    } else if (!core::IsSecretReference(value.scalar.as_string())) {
+      reader.TypeError(field,
+                       "a reference of 1 to 128 characters of [A-Za-z0-9_.-] starting with a "
+                       "letter or digit (a file name in the secrets directory)",
+                       value);
+      ok = false;
+    }
+    if (ok) keep(entry.key, value.scalar.as_string(), entry.key_pos);
+  }
+}
+
+// An env_vars value that holds a credential is an error at the value: it belongs in the secrets
+// directory, named under `secrets:`, never in Git. `field` is the mapping's field as written
+// ("env_vars", "runtime_env.env_vars").
+void CheckCredentialValues(FieldReader& reader, std::string_view field, const YamlNode& env_vars) {
+  if (!env_vars.is_mapping()) return;
+  for (const auto& entry : env_vars.entries) {
+    if (!entry.value.is_scalar() || entry.value.is_null()) continue;
+    if (auto kind = core::CredentialKind(entry.key, entry.value.text)) {
+      reader.Error(entry.value.pos,
+                   std::string(field) + "." + entry.key + " looks like " + std::string(*kind) +
+                       "; put it in the daemon's secrets directory and name it under secrets: "
+                       "(docs/jobspec.md, \"Secrets\")");
+    }
+  }
+}
+
+// A name that is both a secret and a plain env var of one document is an error at the secret:
+// which value the job would get would hang on a precedence rule nobody sees in the file.
+void CheckSecretsBesideEnvVars(FieldReader& reader, std::string_view secrets_field,
+                               const YamlEntry* secrets, std::string_view env_field,
+                               const YamlEntry* env_vars) {
+  if (secrets == nullptr || env_vars == nullptr || !secrets->value.is_mapping() ||
+      !env_vars->value.is_mapping()) {
+    return;
+  }
+  for (const auto& secret : secrets->value.entries) {
+    for (const auto& env : env_vars->value.entries) {
+      if (env.key != secret.key) continue;
+      reader.Error(secret.key_pos,
+                   std::string(secrets_field) + "." + secret.key + ": " + std::string(env_field) +
+                       " also sets " + env.key + " (line " + std::to_string(env.key_pos.line) +
+                       "); a variable is either a secret or a plain value: remove one of them");
+    }
+  }
+}
+
 // Checks the document is a mapping; reports and returns nullptr otherwise.
 const YamlNode* RootMapping(const YamlParse& parse, FieldReader& reader) {
   if (!parse.root) return nullptr;
@@ -346,13 +425,46 @@ void ReadRuntimeEnv(Fields& f, const YamlEntry& e, OnEnvVars on_env_vars) {
 // The cluster's runtime_env may set env_vars for every job (their values read as text).
 void ReadClusterRuntimeEnv(ClusterFields& f, const YamlEntry& e) {
   ReadRuntimeEnv(f, e, [&f](const YamlEntry& inner, core::Value::Object& runtime_env) {
+    CheckCredentialValues(f.reader, "runtime_env.env_vars", inner.value);
     if (auto env = f.reader.ScalarMap("runtime_env.env_vars", inner.value, true)) {
       runtime_env.emplace(inner.key, StringMapValue(*env));
+      for (const auto& entry : inner.value.entries) {
+        f.doc.positions["runtime_env.env_vars." + entry.key] = entry.key_pos;
+      }
     }
   });
 }
 
-constexpr std::array<FieldRule<ClusterFields>, 10> kClusterFields = {{
+void ReadClusterSecrets(ClusterFields& f, const YamlEntry& e) {
+  ReadSecretsMap(f.reader, e,
+                 [&f](const std::string& name, const std::string& reference, SourcePos pos) {
+                   f.doc.secrets.insert_or_assign(name, reference);
+                   f.doc.positions["secrets." + name] = pos;
+                 });
+}
+
+void ReadSecretDelivery(ClusterFields& f, const YamlEntry& e) {
+  const std::optional<core::SecretDelivery> delivery =
+      e.value.is_string() ? core::ParseSecretDelivery(e.value.scalar.as_string()) : std::nullopt;
+  if (delivery) {
+    f.doc.secret_delivery = *delivery;
+  } else {
+    f.reader.TypeError(e.key,
+                       "env (the value in the submission) or node (${NAME}, from the nodes' "
+                       "environment)",
+                       e.value);
+  }
+}
+
+void ReadAllowSecretsWithoutRayAuth(ClusterFields& f, const YamlEntry& e) {
+  if (!e.value.is_scalar() || !e.value.scalar.is_bool()) {
+    f.reader.TypeError(e.key, "true or false", e.value);
+  } else {
+    f.doc.allow_secrets_without_ray_auth = e.value.scalar.as_bool();
+  }
+}
+
+constexpr std::array<FieldRule<ClusterFields>, 13> kClusterFields = {{
     {"name", ReadClusterName},
     {"address", ReadClusterAddress},
     {"shared_root", ReadSharedRoot},
@@ -372,6 +484,9 @@ constexpr std::array<FieldRule<ClusterFields>, 10> kClusterFields = {{
                                                "an integer number of bytes from 1 to 104857600 "
                                                "(100 MiB, what Ray's dashboard accepts)");
      }},
+    {"secrets", ReadClusterSecrets},
+    {"secret_delivery", ReadSecretDelivery},
+    {"allow_secrets_without_ray_auth", ReadAllowSecretsWithoutRayAuth},
 }};
 
 // Only a valid name is kept: an invalid one ("../x", "sub/dir") would become a status file's
@@ -446,6 +561,7 @@ void ReadEntrypoint(JobFields& f, const YamlEntry& e) {
 // A JobSpec's env vars are the top-level env_vars, never runtime_env's.
 void ReadJobRuntimeEnv(JobFields& f, const YamlEntry& e) {
   ReadRuntimeEnv(f, e, [&f](const YamlEntry& inner, core::Value::Object& /*runtime_env*/) {
+    CheckCredentialValues(f.reader, "runtime_env.env_vars", inner.value);
     f.reader.Error(inner.key_pos,
                    "runtime_env.env_vars is not allowed in a JobSpec; use the top-level "
                    "env_vars");
@@ -453,11 +569,23 @@ void ReadJobRuntimeEnv(JobFields& f, const YamlEntry& e) {
 }
 
 void ReadEnvVars(JobFields& f, const YamlEntry& e) {
+  CheckCredentialValues(f.reader, e.key, e.value);
   if (auto env = f.reader.ScalarMap(e.key, e.value, true)) {
     f.doc.env_vars = std::move(*env);
     // The run sees the text written, so `X: 1` and `X: "1"` are the same run.
     f.doc.document.as_object()[e.key] = StringMapValue(f.doc.env_vars);
   }
+}
+
+void ReadJobSecrets(JobFields& f, const YamlEntry& e) {
+  core::SecretFields secrets;
+  ReadSecretsMap(f.reader, e,
+                 [&secrets](const std::string& name, const std::string& reference, SourcePos pos) {
+                   secrets.references.insert_or_assign(name, reference);
+                   secrets.name_pos[name] = pos;
+                 });
+  // Only a spec with secrets has the box made for them.
+  if (!secrets.references.empty()) f.doc.mutable_secret_fields() = std::move(secrets);
 }
 
 void ReadSuspend(JobFields& f, const YamlEntry& e) {
@@ -753,7 +881,7 @@ void CheckRunsVariables(const YamlNode& node, const std::string& field, JobField
 using JobRule = FieldRule<JobFields>;
 constexpr bool kTrainerOnly = true;
 
-constexpr std::array<JobRule, 33> kJobFields = {{
+constexpr std::array<JobRule, 34> kJobFields = {{
     // Read before the others (the entrypoint and the trainer-only fields depend on it).
     {"workload", [](JobFields&, const YamlEntry&) {}},
     {"name", ReadJobName},
@@ -806,6 +934,7 @@ constexpr std::array<JobRule, 33> kJobFields = {{
     {"entrypoint", ReadEntrypoint},
     {"runtime_env", ReadJobRuntimeEnv},
     {"env_vars", ReadEnvVars},
+    {"secrets", ReadJobSecrets},
     {"entrypoint_num_cpus", ReadEntrypointNumCpus<JobFields>},
     {"entrypoint_num_gpus", ReadEntrypointNumGpus<JobFields>},
     {"entrypoint_memory", ReadEntrypointMemory<JobFields>},
@@ -878,6 +1007,12 @@ Parsed<core::RayConfig> LoadRayConfig(std::string_view text, const std::string& 
     rule->read(fields, entry);
   }
   if (!fields.has_address) reader.Error(root->pos, "missing required key \"address\"");
+  const YamlEntry* secrets = FindEntry(*root, "secrets");
+  const YamlEntry* runtime_env = FindEntry(*root, "runtime_env");
+  const YamlEntry* env_vars = runtime_env != nullptr && runtime_env->value.is_mapping()
+                                  ? FindEntry(runtime_env->value, "env_vars")
+                                  : nullptr;
+  CheckSecretsBesideEnvVars(reader, "secrets", secrets, "runtime_env.env_vars", env_vars);
 
   SortDiagnostics(out.diagnostics);
   if (out.diagnostics.empty()) out.value = std::move(config);
@@ -972,6 +1107,9 @@ void CheckJobDocument(const YamlNode& root, JobFields& fields) {
   }
   CheckScheduleFields(root, fields);
   CheckCodeFields(root, fields);
+  const YamlEntry* secrets = FindEntry(root, "secrets");
+  const YamlEntry* env_vars = FindEntry(root, "env_vars");
+  CheckSecretsBesideEnvVars(fields.reader, "secrets", secrets, "env_vars", env_vars);
 }
 
 }  // namespace

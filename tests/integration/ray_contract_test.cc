@@ -549,4 +549,31 @@ TEST_CASE("contract: with token auth a missing or wrong token is unauthorized",
   CHECK(forbidden.error().message().find("403") != std::string::npos);
 }
 
+// The probe of job secrets' env delivery (docs/operations.md, "Job secrets"): it sends neither
+// the token nor the configured headers, and reads a head with token auth as closed, one
+// without as open to anyone who reaches it.
+TEST_CASE("contract: the credentials probe reads the job list with no token and no header",
+          "[contract][probe]") {
+  const Target& target = TheTarget();
+  RayClientOptions options = target.options;
+  options.headers.emplace("X-Probe-Check", "never-sent");
+  auto readable = ClientWith(target, options).JobsReadableWithoutCredentials();
+  INFO("the " << target.name << " head, auth_mode '" << target.auth_mode << "'");
+  REQUIRE(readable.ok());
+  CHECK(*readable == (target.auth_mode != "token"));
+  if (target.fake == nullptr) return;
+  // The fake without token auth, as Ray 2.51.1 always is: readable by anyone.
+  rg::testing::FakeRayOptions open_options;
+  open_options.listen = !target.in_process;
+  rg::testing::FakeRayServer open_head(open_options);
+  RayClientOptions to_open = options;
+  to_open.address = open_head.address();
+  auto open = target.in_process
+                  ? RayHttpJobServer(to_open, rg::testing::InProcessTransport(open_head))
+                        .JobsReadableWithoutCredentials()
+                  : RayHttpJobServer(to_open).JobsReadableWithoutCredentials();
+  REQUIRE(open.ok());
+  CHECK(*open);
+}
+
 }  // namespace

@@ -69,6 +69,45 @@ TEST_CASE("client identifies itself, authenticates twice over and sends JSON bod
   CHECK(fake.LastHeaders(route::kRouteVersion)["user-agent"].rfind("ray-gitops/", 0) == 0);
 }
 
+TEST_CASE("the credentials probe sends neither the token nor the extra headers", "[client]") {
+  FakeRayOptions fo;
+  fo.token = "s3cret-probe";
+  FakeRayServer fake(fo);
+  RayClientOptions o = FastOptions(fake);
+  o.token = "s3cret-probe";
+  o.headers = {{"X-Proxy-Key", "proxy-secret"}};
+  RayHttpJobServer client(o);
+  auto closed = client.JobsReadableWithoutCredentials();
+  REQUIRE(closed.ok());
+  CHECK_FALSE(*closed);
+  auto h = fake.LastHeaders(route::kRouteList);
+  CHECK_FALSE(h.contains("authorization"));
+  CHECK_FALSE(h.contains("x-ray-authorization"));
+  CHECK_FALSE(h.contains("x-proxy-key"));
+  CHECK(h["user-agent"].rfind("ray-gitops/", 0) == 0);
+
+  fake.SetToken(std::nullopt);
+  auto open = client.JobsReadableWithoutCredentials();
+  REQUIRE(open.ok());
+  CHECK(*open);
+  // A proxy's redirect to its login page, or any other refusal: not readable. A failing head:
+  // unknown, and not retried.
+  for (int status : {302, 401, 403, 404}) {
+    fake.FailNext(route::kRouteList, 1, status);
+    auto refused = client.JobsReadableWithoutCredentials();
+    INFO(status);
+    REQUIRE(refused.ok());
+    CHECK_FALSE(*refused);
+  }
+  fake.ResetCounters();
+  fake.FailNext(route::kRouteList, 1, 503);
+  auto failed = client.JobsReadableWithoutCredentials();
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().IsTransient());
+  CHECK(failed.error().message().find("HTTP 503") != std::string::npos);
+  CHECK(fake.RequestCount(route::kRouteList) == 1);
+}
+
 TEST_CASE("an extra User-Agent header cannot make the client look like a browser", "[client]") {
   FakeRayServer fake;
   RayClientOptions o = FastOptions(fake);

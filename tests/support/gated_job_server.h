@@ -34,6 +34,9 @@ class GatedJobServer : public ports::JobServer {
   }
   std::optional<int64_t> HeadClockOffsetMs() override { return inner_.HeadClockOffsetMs(); }
   std::optional<int64_t> HeadNowMs() override { return inner_.HeadNowMs(); }
+  core::Result<bool> JobsReadableWithoutCredentials() override {
+    return inner_.JobsReadableWithoutCredentials();
+  }
   core::Result<bool> Stop(std::string_view id) override { return inner_.Stop(id); }
   core::Result<bool> Delete(std::string_view id) override { return inner_.Delete(id); }
   core::Result<std::string> Logs(std::string_view id) override { return inner_.Logs(id); }

@@ -6,6 +6,8 @@
 // the contract suite keep the wire itself honest.
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "reconciler/adapters/ray_http_job_server.h"
 #include "tests/support/fake_ray_server.h"
@@ -30,10 +32,12 @@ inline adapters::RayHttpTransport InProcessTransport(FakeRayServer& ray) {
 }
 
 // A client of `ray` in process, whose clock is the one the head's is offset from
-// (FakeRayOptions::clock and clock_offset). `ray` must outlive it.
-inline std::unique_ptr<adapters::RayHttpJobServer> InProcessClient(FakeRayServer& ray) {
+// (FakeRayOptions::clock and clock_offset), sending `token` when given. `ray` must outlive it.
+inline std::unique_ptr<adapters::RayHttpJobServer> InProcessClient(
+    FakeRayServer& ray, std::optional<std::string> token = std::nullopt) {
   adapters::RayClientOptions options = FastClientOptions(ray.address());
   options.clock = ray.clock();
+  options.token = std::move(token);
   return std::make_unique<adapters::RayHttpJobServer>(std::move(options), InProcessTransport(ray));
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "reconciler/adapters/ray_http_job_server.h"
@@ -20,8 +21,11 @@ namespace rg::testing {
 
 class PassHarness {
  public:
+  // A head with FakeRayOptions::token set is talked to with that token.
   explicit PassHarness(FakeRayOptions options = {})
-      : ray_(InProcess(std::move(options), &clock_)), client_(InProcessClient(ray_)) {}
+      : token_(options.token),
+        ray_(InProcess(std::move(options), &clock_)),
+        client_(InProcessClient(ray_, token_)) {}
 
   // A repository holding a cluster file that points at the head, at `commit`.
   std::unique_ptr<InMemoryDesiredStateSource> NewRepo(const std::string& commit) const {
@@ -39,10 +43,11 @@ class PassHarness {
     deps.source = &source;
     deps.server = client_.get();
     deps.server_factory = [this]() -> std::unique_ptr<ports::JobServer> {
-      return InProcessClient(ray_);
+      return InProcessClient(ray_, token_);
     };
     deps.store = &store_;
     deps.artifacts = artifacts;
+    deps.secrets = secrets;
     options.ray_address = ray_.address();
     if (options.now_ms == 0) options.now_ms = now_ms_ += 1000;
     engine::PassResult r = engine::RunReconcilePass(deps, options);
@@ -76,6 +81,8 @@ class PassHarness {
 
   // Where passes keep artifacts (driver logs included); null: none.
   ports::ArtifactSink* artifacts = nullptr;
+  // Where passes read job secrets' values; null: none.
+  ports::SecretSource* secrets = nullptr;
 
  private:
   static FakeRayOptions InProcess(FakeRayOptions options, ports::Clock* clock) {
@@ -85,6 +92,7 @@ class PassHarness {
   }
 
   int64_t now_ms_ = 1'800'000'000'000;
+  std::optional<std::string> token_;
   FakeClock clock_;
   FakeRayServer ray_;
   std::unique_ptr<adapters::RayHttpJobServer> client_;

@@ -267,3 +267,36 @@ TEST_CASE("FormatJobListLines writes one line per job, DRIVER jobs by their job 
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE(
+    "Secrets: the value is sent, the artifact records its reference, and a run whose "
+    "secret was rotated since is adopted as the same run") {
+  Harness h;
+  const auto spec = LoadSpec(std::string(kSpecYaml) + "secrets:\n  DB_CONNECTION: db-url\n");
+  const auto cluster = LoadCluster();
+  const rg::core::SecretValues before{{"db-url", "postgres://u:first-password@db/x"}};
+  rg::core::RenderContext context;
+  context.repo_url = kRepoUrl;
+  context.secret_values = &before;
+
+  auto first = SubmitAttempt(*h.server, &h.writer, spec, cluster, context, h.Inputs());
+  REQUIRE(first.ok());
+  REQUIRE(h.fake.SubmitBodies().size() == 1);
+  CHECK(h.fake.SubmitBodies()[0].find("first-password") != std::string::npos);
+  const fs::path dir = h.root.dir() / "jobs" / first->submission_id;
+  const std::string payload = ReadFileText(dir / "config" / "submit_payload.json");
+  CHECK(payload.find("first-password") == std::string::npos);
+  CHECK(payload.find("\"DB_CONNECTION\": \"<secret:db-url>\"") != std::string::npos);
+
+  // The file was rotated; the same attempt is submitted again (a lost answer, a restart).
+  const rg::core::SecretValues after{{"db-url", "postgres://u:second-password@db/x"}};
+  context.secret_values = &after;
+  auto again = SubmitAttempt(*h.server, &h.writer, spec, cluster, context, h.Inputs());
+  REQUIRE(again.ok());
+  CHECK(again->adopted);
+  CHECK(again->submission_id == first->submission_id);
+}
+
+}  // namespace

@@ -83,6 +83,24 @@ TEST_CASE("A one-off run gets <name>-<hash>-cli, gitops.submitted-by: cli and no
   CHECK_THAT(list, Catch::Contains(" SUBMISSION managed-by=cli sleep 300\n"));
 }
 
+TEST_CASE("A one-off run never sends a secret's placeholder as its value") {
+  Harness h;
+  const auto spec = LoadSpec(std::string(kSpecYaml) + "secrets:\n  WANDB_API_KEY: wandb-key\n");
+  rg::core::RenderContext context;
+  auto refused = SubmitOneOff(*h.server, &h.writer, spec, 0, LoadCluster(), context, h.Inputs());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().kind() == ErrorKind::kInvalidInput);
+  CHECK_THAT(refused.error().message(), Catch::Contains("secret_delivery: node"));
+  CHECK(h.fake.SubmitBodies().empty());
+  // With node delivery the run gets ${NAME}, which Ray expands on the node.
+  auto node = SubmitOneOff(
+      *h.server, &h.writer, spec, 0,
+      rg::testing::LoadClusterOrFail(std::string(kClusterYaml) + "secret_delivery: node\n"),
+      context, h.Inputs());
+  REQUIRE(node.ok());
+  CHECK_THAT(h.fake.SubmitBodies().back(), Catch::Contains("\"${WANDB_API_KEY}\""));
+}
+
 TEST_CASE("A one-off run records the commit and repository only when they are known") {
   Harness h;
   const auto spec = LoadSpec();

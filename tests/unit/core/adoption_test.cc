@@ -114,3 +114,62 @@ TEST_CASE("DisownedMessage names the job and says what is not done") {
 
 }  // namespace
 }  // namespace rg::core
+
+namespace rg::core {
+namespace {
+
+// A render for a job with secrets HF_TOKEN and WANDB_API_KEY.
+Value SecretBody(std::string_view hf, std::string_view wandb) {
+  Value body = Body();
+  body["runtime_env"]["env_vars"]["HF_TOKEN"] = std::string(hf);
+  body["runtime_env"]["env_vars"]["WANDB_API_KEY"] = std::string(wandb);
+  return body;
+}
+
+const StringMap kJobSecrets{{"HF_TOKEN", "hf-read"}, {"WANDB_API_KEY", "wandb-key"}};
+
+TEST_CASE("RenderMismatch: a secret's value is never compared, only that the name is there") {
+  // Submitted with the values of the day; rotated since, then rendered without values.
+  const RayJob job = Echo(SecretBody("hf_old_value_1234567", "old-wandb-value-0123"));
+  CHECK(RenderMismatch(job, SecretBody("hf_new_value_7654321", "new-wandb-value-3210"), kJobSecrets)
+            .empty());
+  CHECK(RenderMismatch(job, SecretBody("<secret:hf-read>", "<secret:wandb-key>"), kJobSecrets)
+            .empty());
+  // Without the secrets named, the values are compared as any env var is, and never shown.
+  const std::string what =
+      RenderMismatch(job, SecretBody("<secret:hf-read>", "<secret:wandb-key>"));
+  CHECK_THAT(what, Catch::Contains("env_vars.HF_TOKEN"));
+  CHECK_THAT(what, !Catch::Contains("old"));
+}
+
+TEST_CASE("RenderMismatch: a run with ${NAME} for node delivery is the render") {
+  const Value body = SecretBody("${HF_TOKEN}", "${WANDB_API_KEY}");
+  CHECK(RenderMismatch(Echo(body), body, kJobSecrets).empty());
+  // Delivered by env then, by node now (a cluster.yaml change restarts nothing).
+  CHECK(
+      RenderMismatch(Echo(SecretBody("hf_value_1234567890", "wandb-value-0123")), body, kJobSecrets)
+          .empty());
+}
+
+TEST_CASE("RenderMismatch: a secret missing from the job, or a job's extra one, differs") {
+  Value without = SecretBody("x-value-1234", "y-value-1234");
+  without["runtime_env"]["env_vars"].as_object().erase("WANDB_API_KEY");
+  const std::string missing = RenderMismatch(
+      Echo(without), SecretBody("<secret:hf-read>", "<secret:wandb-key>"), kJobSecrets);
+  CHECK_THAT(missing, Catch::Contains("env_vars.WANDB_API_KEY"));
+  const std::string extra = RenderMismatch(Echo(SecretBody("x-value-1234", "y-value-1234")),
+                                           SecretBody("<secret:hf-read>", "<secret:wandb-key>"),
+                                           StringMap{{"HF_TOKEN", "hf-read"}});
+  CHECK_THAT(extra, Catch::Contains("env_vars.WANDB_API_KEY"));
+  CHECK_THAT(extra, !Catch::Contains("y-value"));
+  // Any other env var is still compared by value.
+  RayJob job = Echo(SecretBody("x-value-1234", "y-value-1234"));
+  Value env = job.runtime_env.get();
+  env["env_vars"]["PYTHONPATH"] = "/elsewhere";
+  job.runtime_env.set(env);
+  CHECK_THAT(RenderMismatch(job, SecretBody("a", "b"), kJobSecrets),
+             Catch::Contains("env_vars.PYTHONPATH"));
+}
+
+}  // namespace
+}  // namespace rg::core

@@ -2,7 +2,11 @@
 
 #include "reconciler/core/redaction.h"
 
+#include <openssl/evp.h>
+
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 namespace rg::core {
 namespace {
@@ -148,6 +152,98 @@ TEST_CASE("a status record is written with every message cut and redacted") {
   CHECK(rec.message == "failed");
   CHECK(rec.errors.at(0) == "jobs/a.yaml:1:1: error: got '<redacted>'");
   CHECK(rec.attempts.at(0).message == "token <redacted>");
+}
+
+// OpenSSL's base64 of `bytes` (RFC 4648 section 4, padded).
+std::string OpenSslBase64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+TEST_CASE("base64 is RFC 4648's, as OpenSSL writes it, at every length and byte") {
+  // RFC 4648 section 10's vectors.
+  CHECK(Base64("") == "");
+  CHECK(Base64("f") == "Zg==");
+  CHECK(Base64("fo") == "Zm8=");
+  CHECK(Base64("foo") == "Zm9v");
+  CHECK(Base64("foobar") == "Zm9vYmFy");
+  std::string bytes;
+  for (int i = 0; i < 300; ++i) {
+    bytes += static_cast<char>((i * 37 + 11) & 0xFF);
+    INFO(i);
+    REQUIRE(Base64(bytes) == OpenSslBase64(bytes));
+  }
+  CHECK(Base64("\xfb\xff\xfe", true) == "-__-");
+  CHECK(Base64("\xfb\xff\xfe") == "+//+");
+}
+
+TEST_CASE("a declared secret is redacted inside base64 text whatever its alignment") {
+  const std::string secret = "wandb-value-0123456789";
+  Redactor r;
+  r.AddDeclared(secret);
+  for (const std::string before : {"", "a", "ab", "abc", "{\"k\": \"x"}) {
+    for (const std::string after : {"", "z", "yz", "\"}"}) {
+      const std::string encoded = Base64(before + secret + after);
+      const std::string out = r.Apply("Authorization: Basic " + encoded + " end");
+      INFO(before << "|" << after << " -> " << out);
+      CHECK(out.find("<redacted>") != std::string::npos);
+      // What is left before it is the text before the secret and at most the one group that
+      // holds bytes of both.
+      const size_t at = out.find("<redacted>");
+      CHECK(at - std::string("Authorization: Basic ").size() <= before.size() / 3 * 4 + 4);
+    }
+  }
+  CHECK(r.Apply(Base64(secret)) == "<redacted>");
+  CHECK(r.Apply(Base64(secret, true)) == "<redacted>");
+}
+
+TEST_CASE("a declared secret is redacted percent-encoded, in either hex case, and as a form") {
+  const std::string secret = "p@ss w/rd+é%x";  // 8 bytes and more, characters to encode
+  Redactor r;
+  r.AddDeclared(secret);
+  for (const std::string& form : {
+           std::string("p%40ss%20w%2Frd%2B%C3%A9%25x"),
+           std::string("p%40ss%20w%2frd%2b%c3%a9%25x"),
+           std::string("p%40ss%20w/rd%2B%C3%A9%25x"),  // Python's quote keeps '/'
+           std::string("p%40ss+w%2Frd%2B%C3%A9%25x"),  // a form: ' ' as '+'
+           std::string("p%40ss+w%2frd%2b%c3%a9%25x"),
+       }) {
+    INFO(form);
+    CHECK(r.Apply("https://x/?token=" + form + "&y=1") == "https://x/?token=<redacted>&y=1");
+  }
+}
+
+TEST_CASE("a declared secret is redacted JSON-escaped, ASCII-only and escaped twice") {
+  const std::string secret = "line\"one\\two\n\tthree é 😀";
+  Redactor r;
+  r.AddDeclared(secret);
+  const std::string once = R"(line\"one\\two\n\tthree é 😀)";
+  const std::string ascii = R"(line\"one\\two\n\tthree \u00e9 \ud83d\ude00)";
+  const std::string twice = R"(line\\\"one\\\\two\\n\\tthree é 😀)";
+  for (const std::string& form : {secret, once, ascii, twice}) {
+    INFO(form);
+    CHECK(r.Apply("{\"v\": \"" + form + "\"}") == "{\"v\": \"<redacted>\"}");
+  }
+}
+
+TEST_CASE("a declared secret's forms survive a merge, and short forms are never patterns") {
+  Redactor declared;
+  declared.AddDeclared("wandb-value-0123456789");
+  Redactor merged;
+  merged.Merge(declared);
+  CHECK(merged.Apply(Base64("xwandb-value-0123456789")).find("<redacted>") != std::string::npos);
+  for (const std::string& form : SecretValueForms("abcdefgh")) {
+    CHECK(form.size() >= kMinSecretLength);
+    CHECK(form != "abcdefgh");
+  }
+  // A plain secret keeps its own forms only: base64 is for declared secrets.
+  Redactor plain;
+  plain.Add("wandb-value-0123456789");
+  CHECK(plain.Apply(Base64("wandb-value-0123456789")) == Base64("wandb-value-0123456789"));
 }
 
 }  // namespace

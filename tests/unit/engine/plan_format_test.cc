@@ -158,6 +158,44 @@ TEST_CASE("removed jobs whose runs ended are counted, not listed, in the text pl
   CHECK(nlohmann::json::parse(FormatPlanJson(view))["jobs"].size() == 3);
 }
 
+TEST_CASE("with secret_delivery node the plan names what the nodes' environment must hold",
+          "[plan_format][secrets]") {
+  const auto desired = [](const std::string& delivery) {
+    return spec::LoadDesiredState(
+        spec::SourceFile{"cluster.yaml", "address: http://127.0.0.1:8265\nsecret_delivery: " +
+                                             delivery + "\nsecrets:\n  WANDB_API_KEY: w\n"},
+        {spec::SourceFile{"jobs/a.yaml",
+                          "workload: custom\nentrypoint: echo a\nsecrets:\n  HF_TOKEN: hf\n"},
+         spec::SourceFile{"jobs/b.yaml", "workload: custom\nentrypoint: echo b\n"}});
+  };
+  const DesiredState node = desired("node");
+  REQUIRE(node.jobs.size() == 2);
+  const Plan plan = PlanActions(node, {}, {}, {});
+  PlanView view{&plan, &node, nullptr, "c0ffee", {}};
+  const std::string text = FormatPlanText(view);
+  CHECK(text.find("Secrets expected in the Ray nodes' environment: HF_TOKEN, WANDB_API_KEY "
+                  "(secret_delivery: node: Ray expands ${NAME} on each node from its "
+                  "environment; ray-gitops sends no value)\n") != std::string::npos);
+  const std::string markdown = FormatPlanMarkdown(view);
+  CHECK(markdown.find("> **Secrets expected in the Ray nodes' environment:** `HF_TOKEN`, "
+                      "`WANDB_API_KEY` (`secret_delivery: node`: Ray expands `${NAME}` on each "
+                      "node from its environment; ray-gitops sends no value)\n") !=
+        std::string::npos);
+  // The submitted entrypoint's details show what is sent: ${NAME}, never a value.
+  CHECK(markdown.find("runtime_env.env_vars.HF_TOKEN: ${HF_TOKEN}") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+  CHECK(j["node_secrets"] == nlohmann::json::array({"HF_TOKEN", "WANDB_API_KEY"}));
+
+  const DesiredState env = desired("env");
+  const Plan env_plan = PlanActions(env, {}, {}, {});
+  PlanView env_view{&env_plan, &env, nullptr, "c0ffee", {}};
+  CHECK(FormatPlanText(env_view).find("Secrets expected") == std::string::npos);
+  CHECK(FormatPlanMarkdown(env_view).find("Secrets expected") == std::string::npos);
+  CHECK(FormatPlanMarkdown(env_view).find("runtime_env.env_vars.HF_TOKEN: <secret:hf>") !=
+        std::string::npos);
+  CHECK(nlohmann::json::parse(FormatPlanJson(env_view))["node_secrets"] == nlohmann::json::array());
+}
+
 TEST_CASE("no value of a spec, a file name, Ray or the ledger can forge a line of the plan",
           "[plan_format][escape]") {
   for (const testing::HostileValue& v : testing::HostileValues()) {

@@ -201,6 +201,56 @@ TEST_CASE("secret env values never reach the rendered diff", "[state_diff]") {
   CHECK(text.find("oldsecretvalue1") == std::string::npos);
 }
 
+TEST_CASE("a changed secret reference is shown as name: old -> new, in fields and render",
+          "[state_diff][secrets]") {
+  const auto spec = [](const std::string& reference) {
+    return std::string(kHello) + "secrets:\n  WANDB_API_KEY: " + reference + "\n";
+  };
+  const StateDiff diff =
+      DiffStates(Load(kCluster, {{"jobs/a.yaml", spec("wandb-key")}}),
+                 Load(kCluster, {{"jobs/a.yaml", spec("wandb-key-2")}}), "ray-gitops");
+  const JobDiff& a = Find(diff, "a");
+  CHECK(a.action == DiffAction::kReplace);
+  REQUIRE(a.fields.size() == 1);
+  CHECK(FormatFieldChange(a.fields[0]) == "secrets.WANDB_API_KEY: wandb-key -> wandb-key-2");
+  CHECK(HasLine(a.rendered, '-', "runtime_env.env_vars.WANDB_API_KEY: <secret:wandb-key>"));
+  CHECK(HasLine(a.rendered, '+', "runtime_env.env_vars.WANDB_API_KEY: <secret:wandb-key-2>"));
+  for (const std::string& out :
+       {FormatDiffText(diff), FormatDiffMarkdown(diff), FormatDiffJson(diff)}) {
+    CHECK(out.find("wandb-key -> wandb-key-2") != std::string::npos);
+    CHECK(out.find("<redacted>") == std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "cluster.yaml's secrets and secret_delivery are cluster changes reaching the next "
+    "submission, never a restart",
+    "[state_diff][secrets]") {
+  const std::string job = std::string(kHello) + "secrets:\n  HF_TOKEN: hf-read\n";
+  const std::string other = "workload: custom\nentrypoint: echo other\n";
+  const DesiredState base = Load(std::string(kCluster) + "secrets:\n  WANDB_API_KEY: wandb-team\n",
+                                 {{"jobs/a.yaml", job}, {"jobs/b.yaml", other}});
+  const DesiredState head = Load(std::string(kCluster) +
+                                     "secrets:\n  WANDB_API_KEY: wandb-team-2\n"
+                                     "secret_delivery: node\n",
+                                 {{"jobs/a.yaml", job}, {"jobs/b.yaml", other}});
+  const StateDiff diff = DiffStates(base, head, "ray-gitops");
+  std::vector<std::string> fields;
+  for (const FieldChange& f : diff.cluster.fields) fields.push_back(FormatFieldChange(f));
+  CHECK(fields == std::vector<std::string>{"secret_delivery: (unset) -> node",
+                                           "secrets.WANDB_API_KEY: wandb-team -> wandb-team-2"});
+  // Every job gets the cluster's secrets: both are reached, neither restarts.
+  CHECK(diff.cluster.reached == std::vector<std::string>{"a", "b"});
+  for (const JobDiff& j : diff.jobs) {
+    CHECK(j.action == DiffAction::kUnchanged);
+    CHECK(j.reached_by_cluster);
+  }
+  const JobDiff& a = Find(diff, "a");
+  CHECK(HasLine(a.rendered, '-', "runtime_env.env_vars.HF_TOKEN: <secret:hf-read>"));
+  CHECK(HasLine(a.rendered, '+', "runtime_env.env_vars.HF_TOKEN: ${HF_TOKEN}"));
+  CHECK(HasLine(a.rendered, '+', "runtime_env.env_vars.WANDB_API_KEY: ${WANDB_API_KEY}"));
+}
+
 // A spec whose every shown value is `yaml` (a YAML double-quoted scalar's text).
 std::string HostileSpec(const std::string& yaml) {
   return "workload: custom\nentrypoint: \"echo " + yaml + "\"\nenv_vars:\n  NOTE: \"" + yaml +

@@ -66,6 +66,9 @@ core::JobSpec FullJobSpec() {
   schedule.timezone_pos = {9, 11};
   schedule.concurrency = core::Concurrency::kReplace;
   schedule.starting_deadline_ms = 600'000;
+  core::SecretFields& secrets = s.mutable_secret_fields();
+  secrets.references = {{"HF_TOKEN", "hf-read"}, {"WANDB_API_KEY", "wandb-key"}};
+  secrets.name_pos = {{"HF_TOKEN", {12, 3}}, {"WANDB_API_KEY", {13, 3}}};
   s.document = FullValue();
   s.spec_hash = "0123456789";
   s.legacy_spec_hashes = {"abcdefabcd", "9876543210"};
@@ -100,7 +103,10 @@ Parsed<core::RayConfig> FullRayConfig() {
   c.entrypoint_resources = core::ResourceMap{{"x", 1.0}};
   c.runtime_env = FullValue();
   c.user_code_path = "/code";
-  c.positions = {{"address", {2, 10}}};
+  c.secrets = {{"WANDB_API_KEY", "wandb-key"}};
+  c.secret_delivery = core::SecretDelivery::kNode;
+  c.allow_secrets_without_ray_auth = true;
+  c.positions = {{"address", {2, 10}}, {"secrets.WANDB_API_KEY", {5, 3}}};
   Parsed<core::RayConfig> p;
   p.value = c;
   p.diagnostics = {{"cluster.yaml", 1, 1, "a warning kept with a value"}};
