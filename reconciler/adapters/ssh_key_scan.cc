@@ -14,6 +14,9 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 
 #include "reconciler/adapters/git_transport.h"
 
@@ -103,6 +106,31 @@ std::string Libssh2Error(LIBSSH2_SESSION* session) {
   return message != nullptr ? std::string(message, static_cast<size_t>(len)) : "libssh2 error";
 }
 
+// The methods of the comma list `methods` that this libssh2 knows for host keys, in order.
+// libssh2 1.10's libssh2_session_method_pref drops an unknown method from the list with an
+// overlapping memcpy (undefined behaviour), so it is only ever given known ones.
+std::string SupportedHostKeyMethods(LIBSSH2_SESSION* session, std::string_view methods) {
+  const char** algs = nullptr;
+  const int count = libssh2_session_supported_algs(session, LIBSSH2_METHOD_HOSTKEY, &algs);
+  if (count <= 0 || algs == nullptr) return "";
+  const std::span<const char*> known(algs, static_cast<size_t>(count));
+  std::string out;
+  size_t start = 0;
+  while (start <= methods.size()) {
+    size_t end = methods.find(',', start);
+    if (end == std::string_view::npos) end = methods.size();
+    const std::string_view method = methods.substr(start, end - start);
+    if (std::any_of(known.begin(), known.end(),
+                    [&](const char* k) { return k != nullptr && method == k; })) {
+      if (!out.empty()) out += ',';
+      out += method;
+    }
+    start = end + 1;
+  }
+  libssh2_free(session, static_cast<void*>(algs));
+  return out;
+}
+
 // One handshake offering only `methods`: the key the server proved it holds, or the reason.
 // *silent: the server did not answer in time or closed the connection (no other key type will
 // do better).
@@ -116,7 +144,13 @@ std::optional<SshHostKey> Handshake(int fd, const char* methods, std::chrono::mi
   libssh2_session_set_blocking(session, 1);
   libssh2_session_set_timeout(session, static_cast<long>(wait.count()));
   std::optional<SshHostKey> key;
-  int rc = libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, methods);
+  const std::string known = SupportedHostKeyMethods(session, methods);
+  if (known.empty()) {
+    *why = std::string("this libssh2 cannot check ") + methods + " host keys";
+    libssh2_session_free(session);
+    return std::nullopt;
+  }
+  int rc = libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, known.c_str());
   if (rc == 0) rc = libssh2_session_handshake(session, fd);
   if (rc != 0) {
     *why = Libssh2Error(session);
