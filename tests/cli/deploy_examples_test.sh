@@ -36,9 +36,14 @@ def check_flags(args, where):
 
 # --- Kubernetes ---
 docs = [d for d in yaml.safe_load_all(open(manifest)) if d is not None]
-by_kind = {d["kind"]: d for d in docs}
-assert set(by_kind) == {"Secret", "Deployment", "Service"}, sorted(by_kind)
-secret, deploy, service = by_kind["Secret"], by_kind["Deployment"], by_kind["Service"]
+by_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+assert sorted(k for k, _ in by_name) == ["ConfigMap", "Deployment", "Secret", "Secret",
+                                         "Service"], sorted(by_name)
+secret = by_name[("Secret", "ray-gitops")]
+job_secrets = by_name[("Secret", "ray-gitops-job-secrets")]
+known_hosts_map = by_name[("ConfigMap", "ray-gitops-known-hosts")]
+deploy = by_name[("Deployment", "ray-gitops")]
+service = by_name[("Service", "ray-gitops")]
 assert deploy["spec"]["replicas"] == 1 and deploy["spec"]["strategy"]["type"] == "Recreate"
 pod = deploy["spec"]["template"]
 (c,) = pod["spec"]["containers"]
@@ -62,15 +67,29 @@ assert pod["spec"]["terminationGracePeriodSeconds"] >= 60
 # Every credential is a file from the Secret, and every key the daemon reads is in it.
 mount = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
 vol = {v["name"]: v for v in pod["spec"]["volumes"]}
-(cred_name,) = [n for n, v in vol.items() if "secret" in v]
-assert vol[cred_name]["secret"]["secretName"] == secret["metadata"]["name"]
+(cred_name,) = [n for n, v in vol.items()
+                if v.get("secret", {}).get("secretName") == secret["metadata"]["name"]]
 cred_dir = mount[cred_name]
+# Job secrets: their own Secret, mounted as --secrets-dir, apart from the daemon's credentials
+# (a spec can then never name one of those).
+(job_vol,) = [n for n, v in vol.items()
+              if v.get("secret", {}).get("secretName") == job_secrets["metadata"]["name"]]
+assert opts["--secrets-dir"] == mount[job_vol], (opts["--secrets-dir"], mount[job_vol])
+assert mount[job_vol] != cred_dir and not mount[job_vol].startswith(cred_dir + "/")
+assert not set(job_secrets["stringData"]) & set(secret["stringData"])
+for ref in job_secrets["stringData"]:
+    assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", ref), ref
+# known_hosts: a file of the ConfigMap, named by --known-hosts.
+(kh_vol,) = [n for n, v in vol.items()
+             if v.get("configMap", {}).get("name") == known_hosts_map["metadata"]["name"]]
+kh_dir, kh_file = opts["--known-hosts"].rsplit("/", 1)
+assert kh_dir == mount[kh_vol] and kh_file in known_hosts_map["data"], opts["--known-hosts"]
 for flag in ("--ray-token-file", "--git-token-file", "--webhook-secret-file"):
     path = opts[flag]
     assert path.startswith(cred_dir + "/"), (flag, path)
     assert path[len(cred_dir) + 1:] in secret["stringData"], (flag, path)
 for flag in opts:
-    assert not re.search("token|secret", flag) or flag.endswith("-file"), f"{flag}: a secret flag"
+    assert not re.search("token|secret", flag) or flag.endswith(("-file", "-dir")), f"{flag}: a secret flag"
 sc = c["securityContext"]
 assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
 assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
@@ -98,7 +117,13 @@ exec_args = one("ExecStart").split()
 check_flags(exec_args, "ExecStart")
 creds = dict(v.split(":", 1) for v in directives["LoadCredential"])
 used = re.findall(r"%d/([A-Za-z0-9_-]+)", one("ExecStart"))
-assert set(used) == set(creds), (used, creds)
+# The daemon's own credentials are named on its command line; the rest are job secrets, read
+# from $CREDENTIALS_DIRECTORY (the default --secrets-dir) under their reference.
+job_refs = set(creds) - set(used)
+assert set(used) <= set(creds), (used, creds)
+assert job_refs and all(creds[r].startswith("/etc/ray-gitops/job-secrets/") for r in job_refs), creds
+assert "--secrets-dir" not in exec_args or exec_args[exec_args.index("--secrets-dir") + 1] == "%d"
+assert exec_args[exec_args.index("--known-hosts") + 1] == "%d/known-hosts", exec_args
 for flag in ("--ray-token-file", "--git-token-file", "--webhook-secret-file"):
     assert exec_args[exec_args.index(flag) + 1].startswith("%d/"), flag
 listen = exec_args[exec_args.index("--listen") + 1]
