@@ -21,6 +21,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "reconciler/adapters/fd_io.h"
 #include "reconciler/adapters/git_common.h"
 #include "reconciler/core/byte_size.h"
 #include "reconciler/core/code_package.h"
@@ -40,33 +41,6 @@ constexpr uint32_t kDeflateLevel = 6;
 constexpr uint32_t kModeRegular = 0100644;
 constexpr uint32_t kModeExecutable = 0100755;
 constexpr std::string_view kFilesOnly = "; code folders hold files only";
-// A file descriptor, closed with its owner.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int fd_ = -1;
-};
-
 // The largest .gitattributes read: its rules are kept in memory (git reads up to 100 MB).
 constexpr uint64_t kMaxAttributesBytes = uint64_t{1} << 20U;
 // How deep folders may nest inside a code folder; each level is a step of a recursive walk.

@@ -1,13 +1,41 @@
 #pragma once
-// Writing through a file descriptor, for the adapters that write files of their own (the parse
-// cache, status packs).
+// File descriptors: one closed with its owner, and writing through one for the adapters that
+// write files of their own (the parse cache, status packs).
 
 #include <unistd.h>
 
 #include <cerrno>
 #include <string_view>
+#include <utility>
 
 namespace rg::adapters {
+
+// A file descriptor, closed with its owner.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+};
 
 // Every byte of `bytes` to `fd`, again after a short write or a signal; false on an error,
 // with errno saying which.

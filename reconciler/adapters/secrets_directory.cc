@@ -12,26 +12,11 @@
 #include <cstring>
 #include <utility>
 
+#include "reconciler/adapters/fd_io.h"
 #include "reconciler/core/redaction.h"
 
 namespace rg::adapters {
 namespace {
-
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  FileDescriptor(FileDescriptor&&) = delete;
-  FileDescriptor& operator=(FileDescriptor&&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // The canonical path of `path` (symbolic links, `.` and `..` resolved by the kernel); empty
 // with errno set when it cannot be resolved.
@@ -215,8 +200,7 @@ core::Result<std::string> SecretsDirectory::Read(std::string_view reference) {
                     "--git-ssh-key or --webhook-secret-file); a job never gets it");
   }
   // O_NONBLOCK: a FIFO planted under the name must not hang the pass before fstat refuses it.
-  const FileDescriptor fd(
-      ::open(real->c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  const Fd fd(::open(real->c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) {
     const int err = errno;
     return RefError(err == ENOENT ? core::ErrorKind::kNotFound : core::ErrorKind::kInvalidInput,
