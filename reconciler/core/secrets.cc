@@ -83,28 +83,30 @@ std::vector<std::string> NodeSecretNames(const DesiredState& desired) {
 
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
-bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
-bool IsAlnum(char c) { return IsDigit(c) || IsUpper(c) || IsLower(c); }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool IsTokenDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsTokenUpper(char c) { return c >= 'A' && c <= 'Z'; }
+bool IsTokenLower(char c) { return c >= 'a' && c <= 'z'; }
+bool IsTokenAlnum(char c) { return IsTokenDigit(c) || IsTokenUpper(c) || IsTokenLower(c); }
+bool IsTokenHex(char c) {
+  return IsTokenDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 // A character a token may continue with: a token must start and end beside none of them.
-bool IsTokenChar(char c) { return IsAlnum(c) || c == '_' || c == '-'; }
+bool IsTokenChar(char c) { return IsTokenAlnum(c) || c == '_' || c == '-'; }
 
 enum class Charset { kAlnum, kAlnumUnderscore, kAlnumUnderscoreDash, kAlnumDash, kUpperDigit };
 
 bool InCharset(Charset set, char c) {
   switch (set) {
     case Charset::kAlnum:
-      return IsAlnum(c);
+      return IsTokenAlnum(c);
     case Charset::kAlnumUnderscore:
-      return IsAlnum(c) || c == '_';
+      return IsTokenAlnum(c) || c == '_';
     case Charset::kAlnumUnderscoreDash:
       return IsTokenChar(c);
     case Charset::kAlnumDash:
-      return IsAlnum(c) || c == '-';
+      return IsTokenAlnum(c) || c == '-';
     case Charset::kUpperDigit:
-      return IsUpper(c) || IsDigit(c);
+      return IsTokenUpper(c) || IsTokenDigit(c);
   }
   return false;
 }
@@ -144,9 +146,9 @@ bool IsMixed(std::string_view body) {
   bool lower = false;
   bool digit = false;
   for (char c : body) {
-    upper = upper || IsUpper(c);
-    lower = lower || IsLower(c);
-    digit = digit || IsDigit(c);
+    upper = upper || IsTokenUpper(c);
+    lower = lower || IsTokenLower(c);
+    digit = digit || IsTokenDigit(c);
   }
   return upper && lower && digit;
 }
@@ -171,7 +173,7 @@ std::vector<std::string> UpperWords(std::string_view name) {
       if (!words.back().empty()) words.emplace_back();
       continue;
     }
-    words.back() += IsLower(c) ? static_cast<char>(c - 'a' + 'A') : c;
+    words.back() += IsTokenLower(c) ? static_cast<char>(c - 'a' + 'A') : c;
   }
   if (words.back().empty()) words.pop_back();
   return words;
@@ -181,7 +183,7 @@ std::vector<std::string> UpperWords(std::string_view name) {
 bool IsWandbKey(std::string_view name, std::string_view value) {
   if (value.size() != 40) return false;
   for (char c : value) {
-    if (!IsHex(c)) return false;
+    if (!IsTokenHex(c)) return false;
   }
   bool wandb = false;
   for (const std::string& word : UpperWords(name)) {
@@ -197,9 +199,9 @@ bool IsWandbKey(std::string_view name, std::string_view value) {
 }  // namespace
 
 bool IsSecretReference(std::string_view reference) {
-  if (reference.empty() || reference.size() > 128 || !IsAlnum(reference.front())) return false;
-  return std::ranges::all_of(reference,
-                             [](char c) { return IsAlnum(c) || c == '_' || c == '.' || c == '-'; });
+  if (reference.empty() || reference.size() > 128 || !IsTokenAlnum(reference.front())) return false;
+  return std::ranges::all_of(
+      reference, [](char c) { return IsTokenAlnum(c) || c == '_' || c == '.' || c == '-'; });
 }
 
 bool IsReservedEnvName(std::string_view name) { return name == "PYTHONPATH"; }
