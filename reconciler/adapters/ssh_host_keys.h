@@ -112,9 +112,10 @@ class SshHostKeyCheck {
   // The refusal of the last OnCertificate, if it refused.
   const std::optional<core::Error>& refusal() const { return refusal_; }
   // After a transfer that failed with `message` before any key was checked: when the SSH
-  // key exchange failed (no host key type in common), the server's keys are read; the other-type, changed or revoked refusal
-  // when they say so; nullopt otherwise, with *retry set when the file holds one of the
-  // server's keys of a type not asked for (Prepare again, then retry the transfer once).
+  // key exchange failed (no host key type in common), the server's keys are read; the other-type,
+  // changed or revoked refusal when they say so; nullopt otherwise, with *retry set when the file
+  // holds one of the server's keys of a type not asked for (Prepare again, then retry the transfer
+  // once).
   std::optional<core::Error> ExplainFailure(const std::string& message, bool* retry);
 
  private:

@@ -71,7 +71,8 @@ TEST_CASE("keys read from their blobs print as ssh-keygen -lf prints them", "[kn
   }
 }
 
-TEST_CASE("plain, bracketed, listed and hashed names are found, other names are not", "[known_hosts]") {
+TEST_CASE("plain, bracketed, listed and hashed names are found, other names are not",
+          "[known_hosts]") {
   // Made by ssh-keygen -H from "example.com" and "[127.0.0.1]:2222".
   const std::string text =
       "# a comment\n\n   \n"
