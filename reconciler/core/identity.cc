@@ -49,9 +49,9 @@ std::string_view StripDotSlash(std::string_view path) {
 }  // namespace
 
 bool IsPolicyField(std::string_view key) {
-  static constexpr std::array<std::string_view, 9> kPolicyFields = {
+  static constexpr std::array<std::string_view, 10> kPolicyFields = {
       "retries",  "suspend",     "on_remove",         "annotations", "deadline",
-      "schedule", "concurrency", "starting_deadline", "timezone"};
+      "schedule", "concurrency", "starting_deadline", "timezone",    "infra_retries"};
   return std::ranges::find(kPolicyFields, key) != kPolicyFields.end();
 }
 

@@ -199,6 +199,9 @@ struct SpecExtras {
 inline constexpr std::string_view kRunsVariablePrefix = "${runs.";
 inline constexpr std::string_view kRunsVariableSuffix = ".dir}";
 
+// `infra_retries` when the spec sets none.
+inline constexpr int64_t kDefaultInfraRetries = 3;
+
 struct JobSpec {
   std::string path;  // repo-relative, e.g. "jobs/ppo/qwen.yaml"
   Workload workload = Workload::kCustom;
@@ -216,6 +219,9 @@ struct JobSpec {
   std::optional<int64_t> entrypoint_memory;
   std::optional<ResourceMap> entrypoint_resources;
   int64_t retries = 0;
+  // `infra_retries`: resubmit a run that failed for the cluster's reasons, or was Lost, up to
+  // this many times, counted apart from `retries` (DESIGN §3.1).
+  int64_t infra_retries = kDefaultInfraRetries;
   StringMap annotations;
   // deadline and schedule (lifecycle()), after (pipeline()), code and code_ref (code();
   // has_code()), secrets (secrets()), apart: most specs set none of them.

@@ -58,6 +58,7 @@ std::vector<StatusField> RecordFields(const StatusRecord& r) {
       Time("end_time", r.end_time_ms),
       {"driver_exit_code", OptionalOrNull(r.driver_exit_code)},
       {"dashboard_url", StringOrNull(r.dashboard_url)},
+      {"run_dir", StringOrNull(r.run_dir)},
       {"errors", Value(std::move(errors))},
   };
   // Only a run of a spec with `code` has it (status files of other specs stay as they were).
@@ -76,14 +77,21 @@ std::vector<StatusField> AttemptFields(const AttemptRecord& a) {
       {"submission_id", a.submission_id},
       {"attempt", a.attempt},
       {"spec_hash", StringOrNull(a.spec_hash)},
+      {"commit", StringOrNull(a.commit)},
       {"status", StatusOrNull(a.status)},
       {"phase", std::string(PhaseName(a.phase))},
       Time("start_time", a.start_time_ms),
       Time("end_time", a.end_time_ms),
       {"message", StringOrNull(a.message)},
+      {"error_type", StringOrNull(a.ending.get().error_type)},
+      {"failure_class", StringOrNull(std::string(FailureClassName(a.failure_class)))},
       {"stop_reason", StringOrNull(StopReasonText(a))},
   };
   if (a.stop_sent_ms) fields.push_back(Time("stop_sent_at", a.stop_sent_ms));
+  if (!a.ending.get().stop_commit.empty()) {
+    fields.emplace_back("stop_commit", a.ending.get().stop_commit);
+  }
+  if (a.ending.get().lost_ms) fields.push_back(Time("lost_at", a.ending.get().lost_ms));
   return fields;
 }
 

@@ -99,6 +99,43 @@ std::string StopReasonText(const AttemptRecord& a) {
   return std::string(StopReasonName(a.stop_reason));
 }
 
+std::string_view FailureClassName(FailureClass c) {
+  switch (c) {
+    case FailureClass::kInfra:
+      return "infra";
+    case FailureClass::kOwn:
+      return "own";
+    case FailureClass::kNone:
+      break;
+  }
+  return "";
+}
+
+std::optional<FailureClass> ParseFailureClass(std::string_view s) {
+  if (s == "infra") return FailureClass::kInfra;
+  if (s == "own") return FailureClass::kOwn;
+  return std::nullopt;
+}
+
+FailureClass ClassifyFailure(std::string_view error_type) {
+  // Ray's JobErrorType values for a supervisor that died or never came up: the driver's node
+  // (or the supervisor's process) was lost, not the run's doing. JOB_SUPERVISOR_ACTOR_START_FAILURE
+  // and ..._UNSCHEDULABLE are the run's own: its options cannot be met, and would fail again.
+  static constexpr std::array<std::string_view, 3> kInfra = {
+      "JOB_SUPERVISOR_ACTOR_DIED", "JOB_SUPERVISOR_ACTOR_START_TIMEOUT",
+      "JOB_SUPERVISOR_ACTOR_UNKNOWN_FAILURE"};
+  return std::ranges::find(kInfra, error_type) != kInfra.end() ? FailureClass::kInfra
+                                                               : FailureClass::kOwn;
+}
+
+int64_t InfraRetryBackoffMs(int earlier) {
+  constexpr int64_t kFirst = int64_t{30} * 1000;
+  constexpr int64_t kMost = int64_t{10} * 60 * 1000;
+  int64_t wait = kFirst;
+  for (int i = 0; i < earlier && wait < kMost; ++i) wait *= 2;
+  return std::min(wait, kMost);
+}
+
 std::optional<StopReason> ParseStopReason(std::string_view s) {
   for (const auto& [reason, name] : kStopReasonNames) {
     if (name == s) return reason;

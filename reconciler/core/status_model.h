@@ -79,6 +79,38 @@ struct SkippedSlot {
 inline constexpr size_t kKeptSlots = 20;
 inline constexpr size_t kKeptSkippedSlots = 10;
 
+// Whose failure ended an attempt (DESIGN §3.1; docs/reconcile.md, "Failure classes"). kInfra:
+// the cluster's (Ray's JobSupervisor died, or could not start in time or for an unknown reason;
+// or Ray forgot the active attempt: Lost), which spends the spec's `infra_retries`. kOwn: the
+// run's own (its entrypoint's exit code, its runtime_env, a driver that cannot be scheduled),
+// which spends `retries`. kNone: the attempt did not fail, or ended after ray-gitops sent it a
+// stop (never retried, whatever Ray's error_type).
+enum class FailureClass : uint8_t { kNone, kInfra, kOwn };
+
+// "infra", "own"; "" for kNone.
+std::string_view FailureClassName(FailureClass c);
+// The reverse of FailureClassName for "infra" and "own"; nullopt for anything else.
+std::optional<FailureClass> ParseFailureClass(std::string_view s);
+// The class of an attempt Ray reports FAILED with this error_type (empty: Ray gave none, as
+// before Ray 2.9, which is the run's own), when ray-gitops never sent it a stop.
+FailureClass ClassifyFailure(std::string_view error_type);
+
+// The wait before the infrastructure retry that follows `earlier` such retries of one run,
+// counted from the failed attempt's end: min(30 s x 2^earlier, 10 min).
+int64_t InfraRetryBackoffMs(int earlier);
+
+// How an attempt that failed, was lost or was stopped ended, beyond Ray's status: most attempts
+// have none of it, so it is kept apart (AttemptRecord::ending).
+struct AttemptEnding {
+  std::string error_type;   // Ray's error_type of a FAILED attempt; empty when Ray gave none
+  std::string stop_commit;  // the commit whose pass sent it a stop; empty when none was sent
+  // When a pass found Ray no longer knew it while it was active (Lost), on the daemon's clock
+  // (ms since the epoch): the infrastructure retry's backoff counts from here.
+  std::optional<int64_t> lost_ms;
+
+  friend bool operator==(const AttemptEnding&, const AttemptEnding&) = default;
+};
+
 struct AttemptRecord {
   int attempt = 0;
   std::string submission_id;
@@ -93,6 +125,10 @@ struct AttemptRecord {
   // When ray-gitops last sent this attempt a stop (ms since the epoch); unset when it never
   // did. A stop Ray has not carried out yet is not sent again before kStopResendAfterMs.
   std::optional<int64_t> stop_sent_ms;
+  // The commit it was submitted from (its gitops.commit); empty when unknown (older ledgers).
+  std::string commit;
+  FailureClass failure_class = FailureClass::kNone;
+  Boxed<AttemptEnding> ending;
 
   friend bool operator==(const AttemptRecord&, const AttemptRecord&) = default;
 };
@@ -139,6 +175,11 @@ struct StatusRecord {
   std::optional<int64_t> end_time_ms;
   std::optional<int64_t> driver_exit_code;
   std::string dashboard_url;
+  // The latest run's folder, <shared_root>/jobs/<run id> (DESIGN §5): what its attempts'
+  // checkpoints are under and ${runs.<name>.dir} resolves to. Empty when the cluster has no
+  // shared_root, or the run was submitted before run folders existed (its attempts each used
+  // their own folder, <shared_root>/jobs/<submission_id>).
+  std::string run_dir;
   std::vector<std::string> errors;  // validation errors, "path:line:col: error: message"
   // Every attempt of every spec version this name has run, oldest first; the latest included.
   std::vector<AttemptRecord> attempts;

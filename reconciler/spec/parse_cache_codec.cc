@@ -26,12 +26,12 @@ static_assert(sizeof(core::LifecycleFields) == 176, "update the parse cache code
 static_assert(sizeof(core::ScheduleFields) == 152, "update the parse cache codec");
 static_assert(sizeof(core::CodeFields) == 168, "update the parse cache codec");
 static_assert(sizeof(core::SecretFields) == 88, "update the parse cache codec");
-static_assert(sizeof(core::JobSpec) == 584, "update the parse cache codec");
-static_assert(sizeof(LoadedJobSpec) == 728, "update the parse cache codec");
-static_assert(sizeof(Parsed<core::JobSpec>) == 616, "update the parse cache codec");
+static_assert(sizeof(core::JobSpec) == 592, "update the parse cache codec");
+static_assert(sizeof(LoadedJobSpec) == 736, "update the parse cache codec");
+static_assert(sizeof(Parsed<core::JobSpec>) == 624, "update the parse cache codec");
 static_assert(sizeof(Parsed<core::RayConfig>) == 488, "update the parse cache codec");
-static_assert(sizeof(core::AttemptRecord) == 200, "update the parse cache codec");
-static_assert(sizeof(core::StatusRecord) == 520, "update the parse cache codec");
+static_assert(sizeof(core::AttemptRecord) == 248, "update the parse cache codec");
+static_assert(sizeof(core::StatusRecord) == 552, "update the parse cache codec");
 // Past these, what a pass holds one of per job moves up one of jemalloc's size classes, a
 // sixth more memory at 50,000 jobs (docs/performance.md): a ledger's map node (the record, its
 // key and the node's links) and a parsed spec with its shared_ptr's count. Box what most jobs
@@ -389,6 +389,7 @@ void PutJobFields(ByteWriter& w, const core::JobSpec& s) {
   Put(w, s.entrypoint_memory);
   Put(w, s.entrypoint_resources);
   w.I64(s.retries);
+  w.I64(s.infra_retries);
   w.Bool(s.suspend);
   PutEnum(w, s.on_remove);
   Put(w, s.annotations);
@@ -439,6 +440,7 @@ void GetJobFields(ByteReader& r, core::JobSpec& s) {
   s.entrypoint_resources.reset();
   if (r.Bool()) Get(r, s.entrypoint_resources.emplace(), sizeof(double));
   s.retries = r.I64();
+  s.infra_retries = r.I64();
   s.suspend = r.Bool();
   GetEnum(r, s.on_remove, core::OnRemove::kKeep);
   Get(r, s.annotations, kMinString);
@@ -490,6 +492,11 @@ void Put(ByteWriter& w, const core::AttemptRecord& a) {
   PutEnum(w, a.stop_reason);
   w.String(a.unknown_stop_reason);
   Put(w, a.stop_sent_ms);
+  w.String(a.commit);
+  PutEnum(w, a.failure_class);
+  w.String(a.ending.get().error_type);
+  w.String(a.ending.get().stop_commit);
+  Put(w, a.ending.get().lost_ms);
 }
 
 void Get(ByteReader& r, core::AttemptRecord& a) {
@@ -504,6 +511,13 @@ void Get(ByteReader& r, core::AttemptRecord& a) {
   GetEnum(r, a.stop_reason, core::StopReason::kUnknown);
   a.unknown_stop_reason = r.String();
   Get(r, a.stop_sent_ms);
+  a.commit = r.String();
+  GetEnum(r, a.failure_class, core::FailureClass::kOwn);
+  core::AttemptEnding ending;
+  ending.error_type = r.String();
+  ending.stop_commit = r.String();
+  Get(r, ending.lost_ms);
+  a.ending.set(std::move(ending));  // most attempts keep no box
 }
 
 void PutOptionalInt(ByteWriter& w, const std::optional<int>& v) {
@@ -717,6 +731,7 @@ void EncodeTo(ByteWriter& w, const core::StatusRecord& v) {
   Put(w, v.end_time_ms);
   Put(w, v.driver_exit_code);
   w.String(v.dashboard_url);
+  w.String(v.run_dir);
   Put(w, v.errors);
   Put(w, v.attempts);
   w.U32(static_cast<uint32_t>(v.skipped_slots.size()));
@@ -734,9 +749,10 @@ void DecodeFrom(ByteReader& r, core::StatusRecord& out) {
   Get(r, out.end_time_ms);
   Get(r, out.driver_exit_code);
   out.dashboard_url = r.String();
+  out.run_dir = r.String();
   Get(r, out.errors, kMinString);
-  // An attempt is at least its fixed-width fields and four empty strings.
-  Get(r, out.attempts, 4 + 4 * kMinString + 3 + 3);
+  // An attempt is at least its fixed-width fields and seven empty strings.
+  Get(r, out.attempts, 4 + 7 * kMinString + 4 + 4);
   const uint32_t skipped = r.Count(8 + kMinString);
   out.skipped_slots.clear();
   for (uint32_t i = 0; i < skipped && r.ok(); ++i) {

@@ -29,7 +29,7 @@ namespace rg::spec {
 
 // Bumped whenever the encoding changes, or what the parsers produce for a given text does:
 // files of another version are never read.
-inline constexpr uint32_t kParseCacheFormatVersion = 11;
+inline constexpr uint32_t kParseCacheFormatVersion = 12;
 
 // Appends the fixed-width forms to a string.
 class ByteWriter {

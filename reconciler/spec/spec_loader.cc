@@ -881,7 +881,7 @@ void CheckRunsVariables(const YamlNode& node, const std::string& field, JobField
 using JobRule = FieldRule<JobFields>;
 constexpr bool kTrainerOnly = true;
 
-constexpr std::array<JobRule, 34> kJobFields = {{
+constexpr std::array<JobRule, 35> kJobFields = {{
     // Read before the others (the entrypoint and the trainer-only fields depend on it).
     {"workload", [](JobFields&, const YamlEntry&) {}},
     {"name", ReadJobName},
@@ -943,6 +943,11 @@ constexpr std::array<JobRule, 34> kJobFields = {{
      [](JobFields& f, const YamlEntry& e) {
        f.doc.retries =
            f.reader.Integer(e.key, e.value, 0, 100, "an integer from 0 to 100").value_or(0);
+     }},
+    {"infra_retries",
+     [](JobFields& f, const YamlEntry& e) {
+       f.doc.infra_retries = f.reader.Integer(e.key, e.value, 0, 100, "an integer from 0 to 100")
+                                 .value_or(core::kDefaultInfraRetries);
      }},
     {"suspend", ReadSuspend},
     {"on_remove", ReadOnRemove},

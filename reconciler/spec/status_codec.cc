@@ -222,6 +222,7 @@ core::Status ReadRecordFields(const Value& root, const std::string& path, core::
   fields.Time("end_time", r.end_time_ms);
   fields.Integer("driver_exit_code", r.driver_exit_code);
   fields.String("dashboard_url", r.dashboard_url);
+  fields.String("run_dir", r.run_dir);
   if (fields.problem()) return core::Error::InvalidInput(*fields.problem());
   return core::OkStatus();
 }
@@ -260,6 +261,18 @@ core::Result<core::AttemptRecord> ReadAttempt(const Value& item, const std::stri
     if (a.stop_reason == core::StopReason::kUnknown) a.unknown_stop_reason = stop_reason;
   }
   af.Time("stop_sent_at", a.stop_sent_ms);
+  af.String("commit", a.commit);
+  std::string failure_class;
+  af.String("failure_class", failure_class);
+  // A class this version does not know (a newer one wrote it) counts as the run's own.
+  if (!failure_class.empty()) {
+    a.failure_class = core::ParseFailureClass(failure_class).value_or(core::FailureClass::kOwn);
+  }
+  core::AttemptEnding ending;
+  af.String("error_type", ending.error_type);
+  af.String("stop_commit", ending.stop_commit);
+  af.Time("lost_at", ending.lost_ms);
+  a.ending.set(std::move(ending));
   if (af.problem()) return core::Error::InvalidInput(*af.problem());
   return a;
 }

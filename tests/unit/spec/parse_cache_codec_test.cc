@@ -54,6 +54,7 @@ core::JobSpec FullJobSpec() {
   s.entrypoint_memory = int64_t{1} << 40;
   s.entrypoint_resources = core::ResourceMap{{"TPU", 4.0}, {"custom", 0.5}};
   s.retries = 3;
+  s.infra_retries = 7;
   s.suspend = true;
   s.on_remove = core::OnRemove::kKeep;
   s.annotations = {{"owner", "ml-team"}};
@@ -126,6 +127,9 @@ core::AttemptRecord FullAttempt(int n) {
   a.stop_reason = core::StopReason::kUnknown;
   a.unknown_stop_reason = "evicted";
   a.stop_sent_ms = 1700000000500;
+  a.commit = "c0ffee" + std::to_string(n);
+  a.failure_class = core::FailureClass::kInfra;
+  a.ending.set({"JOB_SUPERVISOR_ACTOR_DIED", "beef", 1700000002000});
   return a;
 }
 
@@ -149,6 +153,7 @@ core::StatusRecord FullStatusRecord() {
   s.end_time_ms = 1700000009000;
   s.driver_exit_code = -9;
   s.dashboard_url = "http://127.0.0.1:8265/#/jobs/job-1";
+  s.run_dir = "/shared/jobs/job-0";
   s.errors = {"jobs/x.yaml:1:1: error: bad"};
   s.attempts = {FullAttempt(0), FullAttempt(1)};
   s.skipped_slots = {{1'795'917'600'000, "missed: not started within starting_deadline 1h"}};
