@@ -82,7 +82,9 @@ if [ "${RG_SKIP_SANITIZERS:-0}" != 1 ]; then
   fi
   echo "test: the fuzzers (preset fuzz), ${RG_FUZZ_SECONDS:-45} s each"
   cmake --preset fuzz -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-45}" "$debug_info" >/dev/null
-  cmake --build --preset fuzz -j "$(nproc)"
+  # Only the fuzzers and the libraries they link: the daemon, the engine and the command line
+  # are built and tested by the stages above.
+  cmake --build --preset fuzz -j "$(nproc)" --target rg_fuzzers
   stage_done "the fuzz build"
   ctest --preset fuzz -j 2
   stage_done "the fuzzers"
