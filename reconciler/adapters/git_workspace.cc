@@ -668,9 +668,9 @@ core::Result<std::map<std::string, std::string>> GitWorkspace::RemoteRefs(
     CallbackState state{&options_, 0, {}, GitCancelGeneration(), false, &ssh};
     callbacks.payload = &state;
     std::map<std::string, std::string> found;
-    int rc = Cancelled(&state) ? GIT_EUSER
-                               : git_remote_connect(remote_, GIT_DIRECTION_FETCH, &callbacks,
-                                                    &proxy, nullptr);
+    int rc = Cancelled(&state)
+                 ? GIT_EUSER
+                 : git_remote_connect(remote_, GIT_DIRECTION_FETCH, &callbacks, &proxy, nullptr);
     if (rc == 0) {
       const git_remote_head** heads = nullptr;
       size_t count = 0;

@@ -275,9 +275,9 @@ std::optional<PassResult> NarrowPass(const PassIndex& index, const ReconcileDeps
   // A tip that moved before the stops, or a remote that cannot be asked: a full pass sorts it
   // out, with its own reloads.
   if (const TipCheck check = PlanApplyRecord(narrowed, options, *in, result); !check.proceed()) {
-    why = check.moved ? "the watched branch moved again before the stops: " +
-                            TipMovedSummary(*check.moved)
-                      : check.error->message();
+    why = check.moved
+              ? "the watched branch moved again before the stops: " + TipMovedSummary(*check.moved)
+              : check.error->message();
     return cannot();
   }
   FinishPass(result);

@@ -62,8 +62,8 @@ std::map<std::string, std::string> RunsFromNewerCommits(ports::DesiredStateSourc
 // snapshot, plan, outcomes, records, transitions, status commit and ledger. Before it applies a
 // plan with stops it checks the branch's tip (engine/tip_check.h): when that does not let the
 // pass proceed, nothing was applied or recorded, and the caller starts over or reports.
-TipCheck PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
-                         PassInputs& in, PassResult& result);
+TipCheck PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                         PassResult& result);
 
 // Redacts what the result holds and sets its exit status: the last step of every pass.
 void FinishPass(PassResult& result);

@@ -325,8 +325,7 @@ PassResult AfterTipCheck(const ReconcileOptions& options, PassResult& planned) {
 // The tip check's answer when it does not let the pass proceed. True: start over on the new
 // tip. False: the pass stops, applying nothing: the remote could not be asked, or the branch
 // moved again after every reload (Stale).
-bool StartOverAfterTipCheck(const ReconcileOptions& options, TipCheck check,
-                            PassResult& result) {
+bool StartOverAfterTipCheck(const ReconcileOptions& options, TipCheck check, PassResult& result) {
   result = AfterTipCheck(options, result);
   if (check.error) {
     if (CannotReach(*check.error)) result.unreachable = "Git";
@@ -337,10 +336,10 @@ bool StartOverAfterTipCheck(const ReconcileOptions& options, TipCheck check,
   result.tip_moves.push_back(std::move(*check.moved));
   if (result.loads <= kMaxStaleReloads) return true;
   result.stale = true;
-  AddError(result, core::Error::Transient(
-                       "stale view: " + summary + " before the pass's stops, and it had moved " +
-                       "after each of " + std::to_string(result.loads) +
-                       " fresh loads; nothing was done (retrying soon)"));
+  AddError(result, core::Error::Transient("stale view: " + summary +
+                                          " before the pass's stops; the branch moved on after " +
+                                          "each of " + std::to_string(result.loads) +
+                                          " fresh loads; nothing was done (retrying soon)"));
   return false;
 }
 
@@ -707,8 +706,8 @@ void AddPlanWarnings(bool narrow, const ReconcileOptions& planned, const PassInp
 
 }  // namespace
 
-TipCheck PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
-                         PassInputs& in, PassResult& result) {
+TipCheck PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                         PassResult& result) {
   const NameSet* only = in.only ? &*in.only : nullptr;
 
   // 4. Plan.

@@ -165,8 +165,7 @@ TEST_CASE("An unreachable remote fails RemoteTip as kTransient, like a fetch", "
   CHECK_THAT(tip.error().message(), Catch::Contains("cannot list the refs of"));
 }
 
-TEST_CASE("ChangesAtTip names what of the desired state moved, and nothing else",
-          "[git][tip]") {
+TEST_CASE("ChangesAtTip names what of the desired state moved, and nothing else", "[git][tip]") {
   TipRepo repo;
   SECTION("the tip has not moved") { CHECK(repo.Changed().empty()); }
   SECTION("files no pass reads: a README, a note in the jobs folder, a hidden folder there") {
