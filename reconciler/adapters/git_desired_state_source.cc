@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "reconciler/adapters/code_package.h"
@@ -699,6 +701,100 @@ core::Result<std::optional<core::JobSpec>> GitDesiredStateSource::ReadWholeSpec(
   const spec::Parsed<core::JobSpec>& parsed = spec->loaded->parsed;
   if (!parsed.diagnostics.empty() || !parsed.value) return std::optional<core::JobSpec>();
   return std::optional(*parsed.value);
+}
+
+}  // namespace rg::adapters
+
+namespace rg::adapters {
+namespace {
+
+// The Git tree at `folder` of `tree` (`tree` itself for ""), hex; empty when there is none.
+std::string FolderTreeId(git_tree* tree, const std::string& folder) {
+  if (folder.empty()) return git::OidHex(*git_tree_id(tree));
+  const git::TreeEntry entry = EntryAt(tree, folder);
+  if (!entry || git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE) return "";
+  return git::OidHex(*git_tree_entry_id(entry.get()));
+}
+
+std::string FolderName(const std::string& folder) { return folder.empty() ? "." : folder; }
+
+// The spec files that differ between the jobs folders of two trees, as Load reads them: other
+// files, hidden folders and the excluded folder do not count. The folder itself when it came
+// or went, or when something but spec files changed in it (a link, a submodule).
+std::vector<std::string> ChangedSpecFiles(git_repository* repo, git_tree* before, git_tree* after,
+                                          const GitDesiredStateOptions& options) {
+  const std::optional<git::Tree> old_jobs = JobsTree(repo, before, options.jobs_dir);
+  const std::optional<git::Tree> new_jobs = JobsTree(repo, after, options.jobs_dir);
+  if (!old_jobs || !new_jobs) {
+    if (!old_jobs && !new_jobs) return {};
+    return {FolderName(options.jobs_dir)};
+  }
+  if (git_oid_equal(git_tree_id(old_jobs->get()), git_tree_id(new_jobs->get())) != 0) return {};
+  WalkState filter;
+  filter.jobs_dir = options.jobs_dir;
+  filter.excluded_dir = options.excluded_dir;
+  filter.cluster_file = options.cluster_file;
+  filter.prefix = options.jobs_dir.empty() ? "" : options.jobs_dir + "/";
+  SpecDelta delta;
+  if (!DiffJobsTrees(repo, old_jobs->get(), new_jobs->get(), filter, delta)) {
+    return {FolderName(options.jobs_dir)};
+  }
+  std::vector<std::string> paths = std::move(delta.gone);
+  for (BlobAt& blob : delta.added) paths.push_back(std::move(blob.path));
+  return paths;
+}
+
+}  // namespace
+
+core::Result<std::optional<std::string>> GitDesiredStateSource::RemoteTip(const std::string& ref) {
+  if (workspace_->in_place() || !ref.starts_with("refs/")) return std::optional<std::string>();
+  const std::string peeled = ref + "^{}";
+  core::Result<std::map<std::string, std::string>> refs = workspace_->RemoteRefs({ref, peeled});
+  if (!refs.ok()) return refs.error();
+  for (const std::string& name : {peeled, ref}) {
+    if (auto it = refs->find(name); it != refs->end()) return std::optional(it->second);
+  }
+  return core::Error::NotFound("the remote " + workspace_->url() + " no longer has " + ref);
+}
+
+core::Result<ports::TipChanges> GitDesiredStateSource::ChangesAtTip(
+    const ports::DesiredSnapshot& snapshot) {
+  core::Result<std::optional<std::string>> head = Head(snapshot.ref);
+  if (!head.ok()) return head.error();
+  ports::TipChanges tip;
+  tip.commit = head->value_or(snapshot.commit);
+  if (tip.commit == snapshot.commit) return tip;
+  git_repository* repo = workspace_->repository();
+  const std::optional<git::Tree> before = CommitTree(repo, snapshot.commit);
+  const std::optional<git::Tree> after = CommitTree(repo, tip.commit);
+  if (!before || !after) {
+    tip.changed.emplace_back("the desired state");
+    return tip;
+  }
+  std::set<std::string> changed;
+  if (!SameEntry(before->get(), after->get(), options_.cluster_file)) {
+    changed.insert(options_.cluster_file);
+  }
+  for (std::string& path : ChangedSpecFiles(repo, before->get(), after->get(), options_)) {
+    changed.insert(std::move(path));
+  }
+  // Each spec's code: the tree the pass would ship against the one the tip gives.
+  for (const core::JobSpec& spec : snapshot.state.jobs) {
+    if (!spec.has_code()) continue;
+    const core::CodeFields& code = spec.code();
+    std::optional<git::Tree> ref_tree;
+    git_tree* tree = after->get();
+    if (code.ref) {
+      core::Result<ResolvedRef> resolved = Resolve(*code.ref);
+      if (resolved.ok()) ref_tree = CommitTree(repo, resolved->commit);
+      tree = ref_tree ? ref_tree->get() : nullptr;
+    }
+    if (tree == nullptr || FolderTreeId(tree, code.folder) != code.tree_id) {
+      changed.insert(FolderName(code.folder));
+    }
+  }
+  tip.changed.assign(changed.begin(), changed.end());
+  return tip;
 }
 
 }  // namespace rg::adapters

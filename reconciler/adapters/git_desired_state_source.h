@@ -88,6 +88,17 @@ class GitDesiredStateSource : public ports::DesiredStateSource {
   core::Result<std::vector<std::string>> CodeChanges(const std::string& from_tree,
                                                      const std::string& to_tree) override;
 
+  // One ls-remote of the snapshot's ref (a branch or a tag; an annotated tag by its commit).
+  // nullopt for a workspace read in place, and for a ref that is no full ref (a commit id, a
+  // revision such as main~1): nothing moves under those.
+  core::Result<std::optional<std::string>> RemoteTip(const std::string& ref) override;
+  // Fetches, resolves the snapshot's ref, and compares the two commits' trees by object id:
+  // the cluster file's entry, the jobs folder's (spec files only, as Load reads them: the
+  // excluded folder, other files and hidden folders under it do not count), and the code
+  // folder of each valid spec with `code` (against the tree the snapshot recorded, at the new
+  // commit, or at code_ref's commit as it resolves now). Nothing is parsed.
+  core::Result<ports::TipChanges> ChangesAtTip(const ports::DesiredSnapshot& snapshot) override;
+
   // Ancestry by libgit2 in the clone. A commit that was not included in the view (missing,
   // or a descendant) and still is not after a later Fetch is no longer on the branch (a force
   // push removed it, or the branch moved back): kDiverged, so that it costs no further fetch.

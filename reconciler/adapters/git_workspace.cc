@@ -186,6 +186,21 @@ std::optional<core::Error> SshRefusal(SshHostKeyCheck& ssh, const core::Error& e
   return std::nullopt;
 }
 
+// The error of a transfer (a fetch, an ls-remote) that failed with `rc`: cancelled and
+// unreachable are kTransient, refused credentials and host keys kUnauthorized. nullopt when
+// `may_retry` and the SSH handshake is worth one more attempt (SshHostKeyCheck::ExplainFailure).
+std::optional<core::Error> TransferFailure(int rc, const std::string& what,
+                                           const CallbackState& state, SshHostKeyCheck& ssh,
+                                           bool may_retry) {
+  core::Error e = git::LastError(rc, what);
+  if (state.cancelled) return core::Error::Transient(what + ": cancelled");
+  bool retry = false;
+  if (std::optional<core::Error> refused = SshRefusal(ssh, e, what, &retry)) return *refused;
+  if (retry && may_retry) return std::nullopt;
+  if (e.IsUnauthorized()) return e;
+  return core::Error::Transient(e.message());
+}
+
 int RecordPushStatus(const char* refname, const char* status, void* payload) {
   if (status != nullptr) {
     auto* state = static_cast<CallbackState*>(payload);
@@ -613,15 +628,10 @@ core::Status GitWorkspace::Fetch() {
     opts.callbacks.payload = &state;
     const int rc = git_remote_fetch(remote_, &refspecs, &opts, "ray-gitops fetch");
     if (rc == 0) break;
-    core::Error e = git::LastError(rc, "cannot fetch " + url_);
-    if (state.cancelled) return core::Error::Transient("cannot fetch " + url_ + ": cancelled");
-    bool retry = false;
-    if (std::optional<core::Error> refused = SshRefusal(ssh, e, "cannot fetch " + url_, &retry)) {
-      return *refused;
+    if (std::optional<core::Error> failed =
+            TransferFailure(rc, "cannot fetch " + url_, state, ssh, attempt == 0)) {
+      return *failed;
     }
-    if (retry && attempt == 0) continue;
-    if (e.IsUnauthorized()) return e;
-    return core::Error::Transient(e.message());
   }
   ++fetches_;
   git_buf head = GIT_BUF_INIT;
@@ -633,6 +643,50 @@ core::Status GitWorkspace::Fetch() {
   }
   git_buf_dispose(&head);
   return core::OkStatus();
+}
+
+core::Result<std::map<std::string, std::string>> GitWorkspace::RemoteRefs(
+    const std::set<std::string, std::less<>>& names) {
+  if (in_place_) return core::Error::InvalidInput("a repository read in place has no remote");
+  const NetworkTimer timer(network_us_);
+  if (!CloneIntact() || repo_ == nullptr) {
+    if (core::Status reopened = OpenClone(); !reopened) {
+      return core::Error::Transient(reopened.error().message());
+    }
+  }
+  git_remote_callbacks callbacks{};
+  git_remote_init_callbacks(&callbacks, GIT_REMOTE_CALLBACKS_VERSION);
+  callbacks.credentials = AcquireCredentials;
+  callbacks.certificate_check = CheckCertificate;
+  callbacks.sideband_progress = StopIfCancelledOnMessage;
+  git_proxy_options proxy{};
+  git_proxy_options_init(&proxy, GIT_PROXY_OPTIONS_VERSION);  // as a fetch: no proxy
+  const std::string what = "cannot list the refs of " + url_;
+  SshHostKeyCheck ssh(remote_url_);
+  for (int attempt = 0;; ++attempt) {
+    ssh.Prepare();
+    CallbackState state{&options_, 0, {}, GitCancelGeneration(), false, &ssh};
+    callbacks.payload = &state;
+    std::map<std::string, std::string> found;
+    int rc = Cancelled(&state)
+                 ? GIT_EUSER
+                 : git_remote_connect(remote_, GIT_DIRECTION_FETCH, &callbacks, &proxy, nullptr);
+    if (rc == 0) {
+      const git_remote_head** heads = nullptr;
+      size_t count = 0;
+      rc = git_remote_ls(&heads, &count, remote_);
+      // The list belongs to the connection: copied before it is closed.
+      for (size_t i = 0; rc == 0 && i < count; ++i) {
+        if (names.contains(heads[i]->name)) found[heads[i]->name] = git::OidHex(heads[i]->oid);
+      }
+    }
+    // Closed whatever happened: the callbacks' state lives on this stack frame only.
+    git_remote_disconnect(remote_);
+    if (rc == 0) return found;
+    if (std::optional<core::Error> failed = TransferFailure(rc, what, state, ssh, attempt == 0)) {
+      return *failed;
+    }
+  }
 }
 
 core::Status GitWorkspace::PushCommit(const std::string& commit_hex, const std::string& branch) {

@@ -10,7 +10,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,6 +105,13 @@ class GitWorkspace {
   int64_t network_us() const { return network_us_.load(); }
   // How often Fetch compacted the clone (its packs and loose objects into one pack).
   int compactions() const { return compactions_; }
+
+  // The commits the remote's refs among `names` point at now (full ref names; "<tag>^{}" for
+  // an annotated tag's commit), by name; a name the remote lacks is left out. One ls-remote:
+  // nothing is fetched or written. Errors as Fetch's; kInvalidInput for a repository read in
+  // place (it has no remote).
+  core::Result<std::map<std::string, std::string>> RemoteRefs(
+      const std::set<std::string, std::less<>>& names);
 
   // The remote's default branch as of the last Fetch, e.g. "refs/heads/main"; empty when
   // unknown (an empty remote).

@@ -318,6 +318,13 @@ void LogActionTotals(const engine::PassResult& result) {
 }  // namespace
 
 void LogPass(const engine::PassResult& result) {
+  for (const engine::TipMoved& moved : result.tip_moves) {
+    LogEvent("info", "tip moved before stops; starting over on the new tip",
+             {{"ref", moved.ref},
+              {"from", moved.from},
+              {"to", moved.to},
+              {"changed", engine::ChangedPathsText(moved)}});
+  }
   for (const core::Diagnostic& d : result.diagnostics) LogEvent("error", d.ToString());
   for (const engine::ActionOutcome& o : result.outcomes) {
     std::map<std::string, std::string> fields = {{"job", o.action.name},

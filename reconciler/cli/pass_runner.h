@@ -43,6 +43,12 @@ class LoadedSnapshotSource : public ports::DesiredStateSource {
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
     return inner_.Relate(commit, pass_commit);
   }
+  core::Result<std::optional<std::string>> RemoteTip(const std::string& ref) override {
+    return inner_.RemoteTip(ref);
+  }
+  core::Result<ports::TipChanges> ChangesAtTip(const ports::DesiredSnapshot& snapshot) override {
+    return inner_.ChangesAtTip(snapshot);
+  }
   std::string SpecText(const ports::DesiredSnapshot& snapshot, const std::string& path) override {
     return inner_.SpecText(snapshot, path);
   }

@@ -128,6 +128,17 @@ core::Result<std::optional<ports::SpecChanges>> InstrumentedDesiredStateSource::
                [&] { return inner_.LoadChanges(ref, since, max_files); });
 }
 
+core::Result<std::optional<std::string>> InstrumentedDesiredStateSource::RemoteTip(
+    const std::string& ref) {
+  return Timed(metrics_, clock_, kGitHistogram, "ls_remote", [&] { return inner_.RemoteTip(ref); });
+}
+
+core::Result<ports::TipChanges> InstrumentedDesiredStateSource::ChangesAtTip(
+    const ports::DesiredSnapshot& snapshot) {
+  return Timed(metrics_, clock_, kGitHistogram, "tip_changes",
+               [&] { return inner_.ChangesAtTip(snapshot); });
+}
+
 InstrumentedStatusStore::InstrumentedStatusStore(ports::StatusStore& inner,
                                                  core::MetricsRegistry& metrics,
                                                  ports::Clock& clock)

@@ -71,7 +71,8 @@ class InstrumentedJobServer : public ports::JobServer {
   std::atomic<int64_t>* spent_us_;
 };
 
-// Times Load (fetch included) and LoadChanges under call=load, Head under call=head.
+// Times Load (fetch included) and LoadChanges under call=load, Head under call=head, the tip
+// check before stops under call=ls_remote and call=tip_changes.
 class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
  public:
   // `inner`, `metrics` and `clock` must outlive this object.
@@ -85,6 +86,10 @@ class InstrumentedDesiredStateSource : public ports::DesiredStateSource {
   core::Result<std::optional<ports::SpecChanges>> LoadChanges(const std::string& ref,
                                                               const std::string& since,
                                                               size_t max_files) override;
+  // Timed under call=ls_remote.
+  core::Result<std::optional<std::string>> RemoteTip(const std::string& ref) override;
+  // Timed under call=tip_changes (a fetch, then trees compared).
+  core::Result<ports::TipChanges> ChangesAtTip(const ports::DesiredSnapshot& snapshot) override;
   // Not timed: answered from the local object database, no network.
   ports::CommitRelation Relate(const std::string& commit, const std::string& pass_commit) override {
     return inner_.Relate(commit, pass_commit);

@@ -272,7 +272,14 @@ std::optional<PassResult> NarrowPass(const PassIndex& index, const ReconcileDeps
   result.warnings = index.warnings;
   ReconcileDeps narrowed = deps;
   if (artifacts) narrowed.artifacts = artifacts(in->snapshot);
-  PlanApplyRecord(narrowed, options, *in, result);
+  // A tip that moved before the stops, or a remote that cannot be asked: a full pass sorts it
+  // out, with its own reloads.
+  if (const TipCheck check = PlanApplyRecord(narrowed, options, *in, result); !check.proceed()) {
+    why = check.moved
+              ? "the watched branch moved again before the stops: " + TipMovedSummary(*check.moved)
+              : check.error->message();
+    return cannot();
+  }
   FinishPass(result);
   return result;
 }

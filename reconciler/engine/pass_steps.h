@@ -16,6 +16,7 @@
 #include "reconciler/core/status_model.h"
 #include "reconciler/engine/job_secrets.h"
 #include "reconciler/engine/reconcile_pass.h"
+#include "reconciler/engine/tip_check.h"
 #include "reconciler/ports/desired_state_source.h"
 #include "reconciler/ports/status_store.h"
 
@@ -58,9 +59,11 @@ std::map<std::string, std::string> RunsFromNewerCommits(ports::DesiredStateSourc
                                                         const PassInputs& in);
 
 // Steps 4 to 6 on the inputs read: plan, apply (unless a dry run), record. Sets the result's
-// snapshot, plan, outcomes, records, transitions, status commit and ledger.
-void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
-                     PassResult& result);
+// snapshot, plan, outcomes, records, transitions, status commit and ledger. Before it applies a
+// plan with stops it checks the branch's tip (engine/tip_check.h): when that does not let the
+// pass proceed, nothing was applied or recorded, and the caller starts over or reports.
+TipCheck PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                         PassResult& result);
 
 // Redacts what the result holds and sets its exit status: the last step of every pass.
 void FinishPass(PassResult& result);

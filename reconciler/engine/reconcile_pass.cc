@@ -291,24 +291,56 @@ void ReportStale(const std::map<std::string, std::string>& newer, const std::str
 }
 
 // Steps 1 to 3, again on a fresh load while a run of ours comes from a newer commit than the
-// view (docs/reconcile.md). nullopt when the pass stops: an error, or a stale view.
+// view (docs/reconcile.md), while the pass has reloads left (result.loads counts them, the tip
+// check's restarts included). nullopt when the pass stops: an error, or a stale view. `seen`:
+// the commits found newer in an earlier round; one still not included after that fresh fetch
+// was removed from the branch (a force push, or it moved back) and the branch is the truth.
 std::optional<PassInputs> ReadCurrentInputs(const ReconcileDeps& deps,
-                                            const ReconcileOptions& options, PassResult& result) {
-  // Commits found newer in an earlier round: one still not included after that fresh fetch
-  // was removed from the branch (a force push, or it moved back) and the branch is the truth.
-  std::set<std::string> seen;
-  for (int reloads = 0;; ++reloads) {
+                                            const ReconcileOptions& options,
+                                            std::set<std::string>& seen, PassResult& result) {
+  for (;;) {
     std::optional<PassInputs> in = ReadInputs(deps, options, result);
     if (!in) return std::nullopt;
     std::map<std::string, std::string> newer = RunsFromNewerCommits(*deps.source, *in);
     std::erase_if(newer, [&](const auto& entry) { return seen.contains(entry.first); });
     if (newer.empty()) return in;
-    if (reloads == kMaxStaleReloads) {
+    if (result.loads > kMaxStaleReloads) {
       ReportStale(newer, in->snapshot.commit, result);
       return std::nullopt;
     }
     for (const auto& [commit, run] : newer) seen.insert(commit);
   }
+}
+
+// A pass that starts over, or stops, after its tip check: nothing of the round that planned is
+// kept but what it cost (its loads) and the restarts so far.
+PassResult AfterTipCheck(const ReconcileOptions& options, PassResult& planned) {
+  PassResult next;
+  next.redactor = options.secrets;
+  next.loads = planned.loads;
+  next.tip_moves = std::move(planned.tip_moves);
+  return next;
+}
+
+// The tip check's answer when it does not let the pass proceed. True: start over on the new
+// tip. False: the pass stops, applying nothing: the remote could not be asked, or the branch
+// moved again after every reload (Stale).
+bool StartOverAfterTipCheck(const ReconcileOptions& options, TipCheck check, PassResult& result) {
+  result = AfterTipCheck(options, result);
+  if (check.error) {
+    if (CannotReach(*check.error)) result.unreachable = "Git";
+    AddError(result, std::move(*check.error));
+    return false;
+  }
+  const std::string summary = TipMovedSummary(*check.moved);
+  result.tip_moves.push_back(std::move(*check.moved));
+  if (result.loads <= kMaxStaleReloads) return true;
+  result.stale = true;
+  AddError(result, core::Error::Transient("stale view: " + summary +
+                                          " before the pass's stops; the branch moved on after " +
+                                          "each of " + std::to_string(result.loads) +
+                                          " fresh loads; nothing was done (retrying soon)"));
+  return false;
 }
 
 // Ray's jobs as the pass last saw them, and a view of them by submission id (what the records
@@ -597,13 +629,19 @@ PassResult RunReconcilePass(const ReconcileDeps& deps, const ReconcileOptions& o
     return std::move(result);
   };
 
-  // 1 to 3. Desired, observed, ledger; loaded again while the view is older than the cluster.
-  std::optional<PassInputs> in = ReadCurrentInputs(deps, options, result);
-  if (!in) return finish();
-  if (deps.after_reads) deps.after_reads();
+  std::set<std::string> seen;
+  for (;;) {
+    // 1 to 3. Desired, observed, ledger; loaded again while the view is older than the cluster.
+    std::optional<PassInputs> in = ReadCurrentInputs(deps, options, seen, result);
+    if (!in) return finish();
+    if (deps.after_reads) deps.after_reads();
 
-  PlanApplyRecord(deps, options, *in, result);
-  return finish();
+    // 4 to 6, unless the tip check before stops sends the pass back to step 1.
+    TipCheck check = PlanApplyRecord(deps, options, *in, result);
+    if (check.proceed()) return finish();
+    in.reset();
+    if (!StartOverAfterTipCheck(options, std::move(check), result)) return finish();
+  }
 }
 
 namespace {
@@ -668,8 +706,8 @@ void AddPlanWarnings(bool narrow, const ReconcileOptions& planned, const PassInp
 
 }  // namespace
 
-void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
-                     PassResult& result) {
+TipCheck PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options, PassInputs& in,
+                         PassResult& result) {
   const NameSet* only = in.only ? &*in.only : nullptr;
 
   // 4. Plan.
@@ -695,7 +733,13 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
 
   if (options.dry_run && !options.build_records) {  // `plan`: nothing applied, nothing recorded
     result.ledger = std::make_shared<const core::Ledger>(std::move(in.ledger));
-    return;
+    return {};
+  }
+
+  // Before any stop: is the plan's view still the branch's tip?
+  if (!options.dry_run) {
+    TipCheck check = CheckTipBeforeStops(*deps.source, snapshot, result.plan);
+    if (!check.proceed()) return check;
   }
 
   // 5. Apply. (Nothing reads Ray's list as first read after the plan.)
@@ -717,6 +761,7 @@ void PlanApplyRecord(const ReconcileDeps& deps, const ReconcileOptions& options,
       (!result.plan.recheck_at_ms || *finished.next_due_ms < *result.plan.recheck_at_ms)) {
     result.plan.recheck_at_ms = finished.next_due_ms;
   }
+  return {};
 }
 
 void FinishPass(PassResult& result) {

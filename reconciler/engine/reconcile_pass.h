@@ -15,6 +15,9 @@
 // from the branch (a force push): the branch is the truth and the pass goes on. When every
 // round finds a newer commit, the pass is Stale: it plans, applies and records nothing
 // (`stale`, a kTransient error, exit 1), so the daemon retries after its short backoff.
+// Before a pass sends a stop it asks the remote for the branch's tip once more
+// (engine/tip_check.h); a tip that moved to another desired state starts the pass over too,
+// as one of the same kMaxStaleReloads.
 
 #include <functional>
 #include <map>
@@ -29,6 +32,7 @@
 #include "reconciler/core/result.h"
 #include "reconciler/core/siphash.h"
 #include "reconciler/engine/apply.h"
+#include "reconciler/engine/tip_check.h"
 #include "reconciler/engine/warning.h"
 #include "reconciler/ports/artifact_sink.h"
 #include "reconciler/ports/desired_state_source.h"
@@ -106,7 +110,8 @@ struct ReconcileOptions {
   bool overlap_reads = false;
 };
 
-// Fresh loads after the first when the pass finds runs from newer commits.
+// Fresh loads after the first when the pass finds runs from newer commits, or the tip check
+// before stops finds the branch moved to another desired state.
 inline constexpr int kMaxStaleReloads = 2;
 
 // Exit statuses of `sync` (docs/reconcile.md).
@@ -130,6 +135,8 @@ struct PassResult {
   // applied or recorded (`errors` says which run and commit).
   bool stale = false;
   int loads = 0;  // desired-state loads (fetches) this pass made: 1, or more after a stale view
+  // Each time the tip check before stops started the pass over, in order (engine/tip_check.h).
+  std::vector<TipMoved> tip_moves;
   std::string spec_commit;
   // The keyed digest of Ray's job list as first read (ReconcileOptions::digest_key); nullopt
   // when not asked for or the list was not read.

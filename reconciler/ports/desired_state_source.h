@@ -66,6 +66,17 @@ struct SpecChanges {
   std::vector<std::string> gone;
 };
 
+// What the tip check before a pass's stops finds at the tip of the branch after a fresh fetch
+// (docs/reconcile.md, "Stale views").
+struct TipChanges {
+  std::string commit;  // the tip, full hex id
+  // What of the pass's desired state differs there, repository paths, sorted: the cluster
+  // file, spec files under the jobs folder (or the folder itself, when more than spec files
+  // changed in it), the code folders of the pass's specs. Empty: the tip moved without
+  // changing the desired state (a README, the status folder of a same-branch setup).
+  std::vector<std::string> changed;
+};
+
 class DesiredStateSource {
  public:
   virtual ~DesiredStateSource() = default;
@@ -83,6 +94,29 @@ class DesiredStateSource {
   virtual core::Result<std::optional<std::string>> Head(const std::string& ref) {
     (void)ref;
     return std::optional<std::string>();
+  }
+
+  // The commit the remote's `ref` names now, asked of the remote itself: one ls-remote, no
+  // fetch, nothing read from the local copy. `ref` is a snapshot's (DesiredSnapshot::ref): a
+  // full ref such as "refs/heads/main". nullopt when nothing can move under a pass: this
+  // source has no remote (a repository read in place, a fake), or `ref` is no ref (a commit
+  // id). kNotFound when the remote no longer has the ref; kTransient and kUnauthorized as for
+  // Load. Every call has the deadline of a fetch.
+  virtual core::Result<std::optional<std::string>> RemoteTip(const std::string& ref) {
+    (void)ref;
+    return std::optional<std::string>();
+  }
+
+  // Brings the local copy up to date (a fetch) and says what of `snapshot`'s desired state (one
+  // this source loaded) differs at the commit its ref names now. The default, for sources
+  // that cannot compare commits: any other commit differs as a whole.
+  virtual core::Result<TipChanges> ChangesAtTip(const DesiredSnapshot& snapshot) {
+    core::Result<std::optional<std::string>> head = Head(snapshot.ref);
+    if (!head.ok()) return head.error();
+    TipChanges tip;
+    tip.commit = head->value_or(snapshot.commit);
+    if (tip.commit != snapshot.commit) tip.changed.emplace_back("the desired state");
+    return tip;
   }
 
   // The spec files that differ between commit `since` and the commit `ref` names, read from

@@ -1,5 +1,6 @@
 #include "tests/support/in_memory_ports.h"
 
+#include <set>
 #include <utility>
 
 #include "reconciler/spec/spec_loader.h"
@@ -50,6 +51,35 @@ core::Result<std::optional<std::string>> InMemoryDesiredStateSource::Head(
     const std::string& /*ref*/) {
   if (error_) return *error_;
   return std::optional<std::string>(commit_);
+}
+
+core::Result<std::optional<std::string>> InMemoryDesiredStateSource::RemoteTip(
+    const std::string& /*ref*/) {
+  ++remote_tips_;
+  if (!remote_) return std::optional<std::string>();
+  if (on_remote_tip_) on_remote_tip_();
+  if (remote_error_) return *remote_error_;
+  return std::optional<std::string>(commit_);
+}
+
+core::Result<ports::TipChanges> InMemoryDesiredStateSource::ChangesAtTip(
+    const ports::DesiredSnapshot& snapshot) {
+  if (error_) return *error_;
+  ports::TipChanges tip;
+  tip.commit = commit_;
+  std::set<std::string> paths;
+  auto read = [](const std::string& path) {
+    return path == "cluster.yaml" || spec::IsSpecPath(path, "jobs");
+  };
+  for (const auto& [path, text] : files_) {
+    auto it = snapshot.texts.find(path);
+    if (read(path) && (it == snapshot.texts.end() || it->second != text)) paths.insert(path);
+  }
+  for (const auto& [path, text] : snapshot.texts) {
+    if (read(path) && !files_.contains(path)) paths.insert(path);
+  }
+  tip.changed.assign(paths.begin(), paths.end());
+  return tip;
 }
 
 core::Result<core::Ledger> InMemoryStatusStore::ReadLedger(const ports::LedgerScope& /*scope*/) {

@@ -38,6 +38,20 @@ class InMemoryDesiredStateSource : public ports::DesiredStateSource {
     auto it = relations_.find(commit);
     return it == relations_.end() ? ports::CommitRelation::kAncestorOrSame : it->second;
   }
+  // A remote to ask for the tip (the tip check before stops): RemoteTip answers the current
+  // commit, after running `on_remote_tip` (a push while the pass planned, say), and
+  // ChangesAtTip names the cluster file and spec files whose texts differ from the snapshot's.
+  // Without a remote (the default) RemoteTip answers nullopt, as a repository read in place.
+  void EnableRemote(std::function<void()> on_remote_tip = nullptr) {
+    remote_ = true;
+    on_remote_tip_ = std::move(on_remote_tip);
+  }
+  // Every RemoteTip fails with this error until cleared.
+  void FailRemoteTipWith(std::optional<core::Error> error) { remote_error_ = std::move(error); }
+  core::Result<std::optional<std::string>> RemoteTip(const std::string& ref) override;
+  core::Result<ports::TipChanges> ChangesAtTip(const ports::DesiredSnapshot& snapshot) override;
+  int remote_tips() const { return remote_tips_; }
+
   // Runs at the start of every Load (a fetch that finds the remote moved, say).
   void OnLoad(std::function<void()> hook) { on_load_ = std::move(hook); }
   // Runs on every loaded desired state, as a real source completes it (the zones of scheduled
@@ -52,6 +66,10 @@ class InMemoryDesiredStateSource : public ports::DesiredStateSource {
   std::string commit_ = "0000000000000000000000000000000000000000";
   std::optional<core::Error> error_;
   int loads_ = 0;
+  bool remote_ = false;
+  std::function<void()> on_remote_tip_;
+  std::optional<core::Error> remote_error_;
+  int remote_tips_ = 0;
 };
 
 class InMemoryStatusStore : public ports::StatusStore {

@@ -118,6 +118,26 @@ TEST_CASE("A remote that accepts and never answers fails the fetch after the I/O
   CHECK(adapters::OpenGitConnections() == 0);
 }
 
+TEST_CASE("An ls-remote of a remote that never answers fails after the I/O timeout, as a fetch",
+          "[git][deadline][tip]") {
+  BlackholeServer blackhole;
+  testing::TempDir tmp;
+  ScopedLimits limits({milliseconds(2000), milliseconds(1000), milliseconds(600'000)});
+  auto ws = OpenWorkspace("http://127.0.0.1:" + std::to_string(blackhole.port()) + "/r.git",
+                          tmp.Sub("cache"));
+
+  const auto start = SteadyClock::now();
+  const auto refs = ws->RemoteRefs({"refs/heads/main"});
+  const double seconds = SecondsSince(start);
+  INFO("ls-remote failed after " << seconds << " s");
+  REQUIRE_FALSE(refs.ok());
+  CHECK(refs.error().IsTransient());
+  CHECK_THAT(refs.error().message(), Catch::Contains("timed out"));
+  CHECK(seconds >= 0.9);
+  CHECK(seconds < 10);
+  CHECK(adapters::OpenGitConnections() == 0);
+}
+
 TEST_CASE("An ssh remote that never answers is cut off at the transfer timeout",
           "[git][deadline]") {
   BlackholeServer blackhole;

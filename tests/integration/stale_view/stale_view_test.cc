@@ -213,3 +213,169 @@ TEST_CASE("a run's commit removed by a force push: after a fresh fetch the branc
 
 }  // namespace
 }  // namespace rg
+
+namespace rg {
+namespace {
+
+// The tip check before stops (docs/reconcile.md, "Stale views"): commit C1 runs v1, C2 changes
+// the spec, C3 reverts it. Daemon A runs C1's v1; daemon B fetched C2, and C3 is pushed while B
+// lists Ray, after B's fetch and before B applies its plan (stop v1, submit v2).
+struct TipRace {
+  World w;
+  std::string c1 = testing::BranchTip(w.remote, "main");
+  std::vector<std::string> v1_running;
+
+  TipRace() {
+    REQUIRE(Actions(w.a->Pass()) == "submit j@0;");
+    w.ray.Tick();
+    v1_running = w.ActiveHashes();
+    REQUIRE(v1_running.size() == 1);
+    w.person->Write("jobs/j.yaml", Spec("sleep 299"));
+    w.person->CommitAndPush("main", "C2: v2");
+  }
+
+  // B's next pass; `push` runs (pushes) after B's fetch of C2, before it applies.
+  engine::PassResult PassOfB(const std::function<std::string()>& push, std::string& pushed) {
+    w.b->server().before_next_list = [&] { pushed = push(); };
+    return w.b->Pass();
+  }
+
+  std::string Push(const std::string& path, const std::string& text, const std::string& message) {
+    w.person->Write(path, text);
+    return w.person->CommitAndPush("main", message);
+  }
+};
+
+TEST_CASE(
+    "C1 -> C2 -> C3 (a revert): a replica that fetched C2 never stops the run C3 wants, and "
+    "starts over on C3",
+    "[stale][tip]") {
+  TipRace t;
+  const size_t jobs_before = t.w.ray.JobCount();
+  std::string c3;
+  const engine::PassResult r =
+      t.PassOfB([&] { return t.Push("jobs/j.yaml", Spec("sleep 300"), "C3: revert"); }, c3);
+  REQUIRE_FALSE(c3.empty());
+  CHECK(r.errors.empty());
+  CHECK_FALSE(r.stale);
+  CHECK(r.loads == 2);  // C2, then C3
+  REQUIRE(r.tip_moves.size() == 1);
+  CHECK(r.tip_moves[0].to == c3);
+  CHECK(r.tip_moves[0].ref == "refs/heads/main");
+  CHECK(r.tip_moves[0].changed == std::vector<std::string>{"jobs/j.yaml"});
+  CHECK(r.spec_commit == c3);
+  CHECK(r.plan.actions.empty());  // C3 wants the run that is running
+  CHECK(r.outcomes.empty());
+
+  t.w.ray.Tick();
+  CHECK(t.w.ActiveHashes() == t.v1_running);  // v1 keeps running ...
+  CHECK(t.w.ray.JobCount() == jobs_before);   // ... and no v2 was ever submitted
+}
+
+TEST_CASE("a tip that moved without changing the desired state lets the stop go ahead",
+          "[stale][tip]") {
+  TipRace t;
+  std::string c3;
+  const engine::PassResult r = t.PassOfB(
+      [&] {
+        t.w.person->Write("README.md", "how we train\n");
+        t.w.person->Write("jobs/notes.txt", "not a spec\n");
+        t.w.person->Write("jobs/.drafts/next.yaml", Spec("sleep 1"));  // hidden: never read
+        return t.w.person->CommitAndPush("main", "C3: docs");
+      },
+      c3);
+  REQUIRE_FALSE(c3.empty());
+  CHECK(r.errors.empty());
+  CHECK(r.loads == 1);
+  CHECK(r.tip_moves.empty());
+  CHECK(r.spec_commit != c3);  // planned from C2, which has the same desired state
+  CHECK(Actions(r) == "stop j@0;submit j@0;");
+  REQUIRE(r.outcomes.size() == 2);
+  CHECK(r.outcomes[0].ok);
+  CHECK(r.outcomes[1].ok);
+  t.w.ray.Tick();
+  const std::vector<std::string> active = t.w.ActiveHashes();
+  REQUIRE(active.size() == 1);
+  CHECK(active[0] != t.v1_running[0]);
+}
+
+TEST_CASE("a tip that moved to a state that still stops the run: the pass on the new tip stops it",
+          "[stale][tip]") {
+  TipRace t;
+  const size_t jobs_before = t.w.ray.JobCount();
+  std::string c3;
+  const engine::PassResult r =
+      t.PassOfB([&] { return t.Push("jobs/j.yaml", Spec("sleep 298"), "C3: v3"); }, c3);
+  CHECK(r.errors.empty());
+  CHECK(r.loads == 2);
+  CHECK(r.tip_moves.size() == 1);
+  CHECK(r.spec_commit == c3);
+  CHECK(Actions(r) == "stop j@0;submit j@0;");
+  REQUIRE(r.outcomes.size() == 2);
+  CHECK(r.outcomes[0].ok);
+  CHECK(r.outcomes[1].ok);
+  CHECK(t.w.ray.JobCount() == jobs_before + 1);  // v3 only: v2 was never submitted
+  t.w.ray.Tick();
+  const std::vector<std::string> active = t.w.ActiveHashes();
+  REQUIRE(active.size() == 1);
+  CHECK(active[0] != t.v1_running[0]);
+}
+
+TEST_CASE("the tip check's restarts and the stale-view reloads share one budget of two",
+          "[stale][tip]") {
+  TipRace t;
+  // Round 1 (B at C2): C3 (v3) is pushed; B's stop of v1 meets the tip check: start over.
+  // Round 2 (B at C3): C4 (v4) is pushed and A applies it: a run from a commit B lacks.
+  // Round 3 (B at C4): C5 (v5) is pushed and A applies it: the view is older again, and the
+  // two reloads are spent: Stale, with nothing applied.
+  int round = 0;
+  std::function<void()> next_round = [&] {
+    ++round;
+    const std::string version = std::to_string(299 - round);
+    t.Push("jobs/j.yaml", Spec("sleep " + version), "v" + version);
+    if (round >= 2) {
+      REQUIRE(t.w.a->Pass().errors.empty());
+      t.w.ray.Tick();
+    }
+    if (round < 3) t.w.b->server().before_next_list = next_round;
+  };
+  t.w.b->server().before_next_list = next_round;
+  const int b_commits = testing::CountCommits(t.w.remote, "ray-gitops/status");
+  const engine::PassResult r = t.w.b->Pass();
+  CHECK(round == 3);
+  CHECK(r.stale);
+  CHECK(r.loads == 1 + engine::kMaxStaleReloads);
+  CHECK(r.tip_moves.size() == 1);
+  CHECK(r.outcomes.empty());
+  CHECK_FALSE(r.planned);
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].IsTransient());
+  // Only A's passes (rounds 2 and 3) recorded status.
+  CHECK(testing::CountCommits(t.w.remote, "ray-gitops/status") == b_commits + 2);
+}
+
+TEST_CASE("a tip that moves before every round's stops ends the pass as Stale after two reloads",
+          "[stale][tip]") {
+  TipRace t;
+  int round = 0;
+  std::function<void()> next_round = [&] {
+    ++round;
+    t.Push("jobs/j.yaml", Spec("sleep " + std::to_string(299 - round)), "round");
+    if (round < 3) t.w.b->server().before_next_list = next_round;
+  };
+  t.w.b->server().before_next_list = next_round;
+  const size_t jobs_before = t.w.ray.JobCount();
+  const engine::PassResult r = t.w.b->Pass();
+  CHECK(r.stale);
+  CHECK(r.loads == 1 + engine::kMaxStaleReloads);
+  CHECK(r.tip_moves.size() == 3);
+  CHECK(r.outcomes.empty());
+  REQUIRE(r.errors.size() == 1);
+  CHECK_THAT(r.errors[0].message(), Catch::Contains("before the pass's stops"));
+  CHECK(t.w.ray.JobCount() == jobs_before);
+  t.w.ray.Tick();
+  CHECK(t.w.ActiveHashes() == t.v1_running);
+}
+
+}  // namespace
+}  // namespace rg
