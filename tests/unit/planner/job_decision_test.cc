@@ -85,6 +85,25 @@ JobSpec Retries(JobSpec spec, int retries) {
   return spec;
 }
 
+JobSpec InfraRetries(JobSpec spec, int infra_retries) {
+  spec.infra_retries = infra_retries;
+  return spec;
+}
+
+// A run as Ray lists it once it ended with `error_type` at `end_ms` (on the head's clock).
+RayJob Ended(RayJob job, const std::string& error_type, int64_t end_ms) {
+  job.error_type = error_type;
+  job.end_time_ms = end_ms;
+  return job;
+}
+
+AttemptRecord LostAt(AttemptRecord a, int64_t lost_ms) {
+  a.phase = Phase::kLost;
+  a.failure_class = FailureClass::kInfra;
+  a.ending.mutable_get().lost_ms = lost_ms;
+  return a;
+}
+
 JobSpec Suspended(JobSpec spec) {
   spec.suspend = true;
   return spec;
@@ -186,19 +205,7 @@ TEST_CASE("each row of the per-job decision gives its actions and its status rec
        kId + " failed; retrying as attempt 1 (retry 1 of 2)",
        RayJobStatus::kPending,
        kId + "-r1"},
-      {"lost from Ray with a retry left: resubmitted, counted the same way",
-       {Retries(a, 1)},
-       {},
-       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
-       Applied::kAllOk,
-       "submit " + kId + "-r1;",
-       Phase::kLost,
-       "Ray no longer knows " + kId +
-           " (was RUNNING; the head restarted?); resubmitting as "
-           "attempt 1 (retry 1 of 1)",
-       RayJobStatus::kPending,
-       kId + "-r1"},
-      {"lost from Ray with no retries: Lost, and says so",
+      {"lost from Ray, first found: Lost, waiting for the infrastructure retry's backoff",
        {a},
        {},
        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
@@ -206,9 +213,56 @@ TEST_CASE("each row of the per-job decision gives its actions and its status rec
        "",
        Phase::kLost,
        "Ray no longer knows " + kId +
-           " (was RUNNING; the head restarted?); no retries left (the spec allows none)",
+           " (was RUNNING; the head restarted?); retrying after Lost, 1 of 3: attempt 1 waits "
+           "30s after it was found lost",
        RayJobStatus::kRunning,
        kId},
+      {"lost from Ray, the backoff over: resubmitted as an infrastructure retry, retries untouched",
+       {a},
+       {},
+       {{"a", Record("a", {LostAt(Attempt("a", 0, RayJobStatus::kRunning), kNow - 30'000)})}},
+       Applied::kAllOk,
+       "submit " + kId + "-r1;",
+       Phase::kPending,
+       "Ray no longer knows " + kId +
+           " (was RUNNING; the head restarted?); retrying after Lost, 1 of 3: attempt 1 is "
+           "submitted",
+       RayJobStatus::kPending,
+       kId + "-r1"},
+      {"lost from Ray with no infrastructure retries: Lost, and says so",
+       {InfraRetries(a, 0)},
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
+       Applied::kAllOk,
+       "",
+       Phase::kLost,
+       "Ray no longer knows " + kId +
+           " (was RUNNING; the head restarted?); infrastructure retries exhausted (the spec "
+           "allows none) after Lost",
+       RayJobStatus::kRunning,
+       kId},
+      {"failed for the cluster, within the backoff: Pending, the record says why",
+       {a},
+       {Ended(Job("a", 0, RayJobStatus::kFailed), "JOB_SUPERVISOR_ACTOR_DIED", kNow - 1'000)},
+       {},
+       Applied::kAllOk,
+       "",
+       Phase::kPending,
+       "retrying after JOB_SUPERVISOR_ACTOR_DIED, 1 of 3: attempt 1 waits 30s after " + kId +
+           " ended",
+       RayJobStatus::kFailed,
+       kId},
+      {"failed for the cluster with its budget spent: Failed, the record says so",
+       {InfraRetries(a, 1)},
+       {Ended(Job("a", 0, RayJobStatus::kFailed), "JOB_SUPERVISOR_ACTOR_DIED", kNow - 100'000),
+        Ended(Job("a", 1, RayJobStatus::kFailed), "JOB_SUPERVISOR_ACTOR_DIED", kNow - 1'000)},
+       {},
+       Applied::kAllOk,
+       "",
+       Phase::kFailed,
+       "infrastructure retries exhausted (1 of 1 used) after JOB_SUPERVISOR_ACTOR_DIED",
+       RayJobStatus::kFailed,
+       kId + "-r1"},
       {"spec changed while running: the old run stopped as replaced, the new one submitted",
        {a},
        {Job("a", 0, RayJobStatus::kRunning, kOldHash)},

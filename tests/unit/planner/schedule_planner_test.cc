@@ -250,9 +250,11 @@ TEST_CASE("a failed slot run is retried per slot, up to retries") {
                           {}, now);
   CHECK(Describe(out).empty());
   CHECK(out.jobs.at(0).phase == Phase::kFailed);
-  // Lost while running, with a retry left: resubmitted as the slot's next attempt.
-  Ledger lost = {
-      {"a", fixtures::Record("a", {SlotAttempt("202611281200", 0, RayJobStatus::kRunning)})}};
+  // Lost while running, found lost a minute ago: resubmitted as the slot's next attempt, an
+  // infrastructure retry.
+  AttemptRecord running = SlotAttempt("202611281200", 0, RayJobStatus::kRunning);
+  running.ending.mutable_get().lost_ms = now - 60'000;
+  Ledger lost = {{"a", fixtures::Record("a", {running})}};
   CHECK(Describe(PlanAt(spec, {}, lost, now)) == "submit a-aaaaaaaaaa-202611281200-r1;");
 }
 
