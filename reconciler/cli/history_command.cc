@@ -1,8 +1,8 @@
 // `ray-gitops history NAME`: the audit trail of one job from the status branch, oldest first,
 // one row per transition of each attempt (core::JobHistory), an attempt's end with Ray's
 // error_type and its failure class, and the commit that caused the transition (a submit's, a
-// stop's; else the spec commit) with its author. --format text (a table) or json. Exit 0; 1 when the name has no history or the
-// branch cannot be read.
+// stop's; else the spec commit) with its author. --format text (a table) or json. Exit 0; 1 when
+// the name has no history or the branch cannot be read.
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

@@ -768,8 +768,8 @@ class Planner {
                                  std::to_string(latest + 1);
     if (!f.due) {
       jp.phase = f.waiting;
-      jp.message = retrying + " waits " + FormatDurationMs(InfraRetryBackoffMs(used)) + " after " +
-                   f.since;
+      jp.message =
+          retrying + " waits " + FormatDurationMs(InfraRetryBackoffMs(used)) + " after " + f.since;
       if (f.due_ms) NoteRecheck(*f.due_ms);
       return;
     }
@@ -780,8 +780,7 @@ class Planner {
 
   // The latest attempt is active in the ledger and missing from Ray (the head restarted): an
   // infrastructure failure, whose backoff counts from when a pass first found it lost.
-  void PlanLost(const JobSpec& spec, const VersionAttempts& at, RayJobStatus status,
-                JobPlan& jp) {
+  void PlanLost(const JobSpec& spec, const VersionAttempts& at, RayJobStatus status, JobPlan& jp) {
     const int latest = at.Latest();
     const std::string lost = "Ray no longer knows " + jp.submission_id + " (was " +
                              std::string(RayJobStatusName(status)) + "; the head restarted?)";
@@ -868,8 +867,8 @@ class Planner {
       InfraFailure f;
       f.cause = job != nullptr ? job->error_type.value_or("") : remembered->ending.get().error_type;
       f.since = jp.submission_id + " ended";
-      const std::optional<int64_t> end = job != nullptr ? job->end_time_ms
-                                                        : remembered->end_time_ms;
+      const std::optional<int64_t> end =
+          job != nullptr ? job->end_time_ms : remembered->end_time_ms;
       if (policy_.now_ms != 0) {
         // Ray's end_time is on the head's clock: so is the backoff.
         const int64_t due_on_head = end.value_or(RayNow()) + InfraRetryBackoffMs(spent.infra);
@@ -879,8 +878,8 @@ class Planner {
       PlanInfraRetry(spec, latest, spent.infra, f, jp);
     } else if (spent.own < spec.retries) {
       jp.phase = Phase::kPending;
-      jp.message = jp.submission_id + " failed; retrying as " +
-                   RetryOf(latest + 1, spent.own, spec.retries);
+      jp.message =
+          jp.submission_id + " failed; retrying as " + RetryOf(latest + 1, spent.own, spec.retries);
       Submit(spec, latest + 1, jp.message, jp);
     }
   }

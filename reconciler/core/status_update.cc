@@ -33,18 +33,15 @@ void RefreshAttempt(AttemptRecord& a, const RayJob& job) {
 // How each attempt ended, as the budgets of DESIGN §3.1 count it: an attempt ray-gitops sent a
 // stop has no class, whatever it ended in; a Lost one is the cluster's; a FAILED one is by its
 // error_type.
+FailureClass ClassOf(const AttemptRecord& a) {
+  if (a.stop_reason != StopReason::kNone || a.stop_sent_ms) return FailureClass::kNone;
+  if (a.phase == Phase::kLost) return FailureClass::kInfra;
+  if (a.status == RayJobStatus::kFailed) return ClassifyFailure(a.ending.get().error_type);
+  return FailureClass::kNone;
+}
+
 void ClassifyAttempts(StatusRecord& rec) {
-  for (AttemptRecord& a : rec.attempts) {
-    if (a.stop_reason != StopReason::kNone || a.stop_sent_ms) {
-      a.failure_class = FailureClass::kNone;
-    } else if (a.phase == Phase::kLost) {
-      a.failure_class = FailureClass::kInfra;
-    } else if (a.status == RayJobStatus::kFailed) {
-      a.failure_class = ClassifyFailure(a.ending.get().error_type);
-    } else {
-      a.failure_class = FailureClass::kNone;
-    }
-  }
+  for (AttemptRecord& a : rec.attempts) a.failure_class = ClassOf(a);
 }
 
 void SetRayFields(StatusRecord& rec, const RayJob& job) {

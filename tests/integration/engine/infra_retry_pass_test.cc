@@ -136,9 +136,10 @@ TEST_CASE("a run whose supervisor died is retried after the backoff with retries
     const core::StatusRecord& rec = w.Record("train");
     INFO(rec.message);
     CHECK(rec.phase == Phase::kPending);
-    CHECK(rec.message == "retrying after JOB_SUPERVISOR_ACTOR_DIED, 1 of 3: attempt 1 waits 30s "
-                         "after " +
-                             first + " ended");
+    CHECK(rec.message ==
+          "retrying after JOB_SUPERVISOR_ACTOR_DIED, 1 of 3: attempt 1 waits 30s "
+          "after " +
+              first + " ended");
     CHECK(w.Submits() == submits);
   }
   w.Advance(30s);

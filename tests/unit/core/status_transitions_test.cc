@@ -242,8 +242,9 @@ TEST_CASE("JobHistory lists every transition oldest first with its commits", "[s
   CHECK(rows[3].spec_commit == "spec1");  // the last record's
 }
 
-TEST_CASE("An attempt's end names its error_type and class, each transition the commit that caused it",
-          "[status][history]") {
+TEST_CASE(
+    "An attempt's end names its error_type and class, each transition the commit that caused it",
+    "[status][history]") {
   core::AttemptRecord running = kR0Running;
   running.commit = "spec1";
   core::AttemptRecord died = kR0Failed;

@@ -104,12 +104,14 @@ TEST_CASE("a FAILED run's error_type decides which budget its retry spends") {
       if (row.infra) {
         CHECK(Describe(other).empty());
         CHECK(other.jobs.at(0).phase == Phase::kFailed);
-        CHECK(other.jobs.at(0).message == "infrastructure retries exhausted (the spec allows "
-                                          "none) after " +
-                                              row.error_type);
+        CHECK(other.jobs.at(0).message ==
+              "infrastructure retries exhausted (the spec allows "
+              "none) after " +
+                  row.error_type);
       } else {
         CHECK(Describe(other) == "submit a-aaaaaaaaaa-r1;");
-        CHECK(other.jobs.at(0).message == "a-aaaaaaaaaa failed; retrying as attempt 1 (retry 1 of 1)");
+        CHECK(other.jobs.at(0).message ==
+              "a-aaaaaaaaaa failed; retrying as attempt 1 (retry 1 of 1)");
       }
     }
   }
@@ -120,9 +122,8 @@ TEST_CASE("an infrastructure retry waits min(30 s x 2^n, 10 min) after the attem
   SECTION("the first retry, 10 s after the end on the head's clock: waits, recheck when due") {
     // The head's clock 5 min behind the daemon's: the due time moves onto the daemon's clock.
     const int64_t head_now = kNow - 300 * kSecond;
-    const Plan plan =
-        PlanNow(spec, {FailedJob(0, "JOB_SUPERVISOR_ACTOR_DIED", head_now - 10 * kSecond)}, {},
-                head_now);
+    const Plan plan = PlanNow(
+        spec, {FailedJob(0, "JOB_SUPERVISOR_ACTOR_DIED", head_now - 10 * kSecond)}, {}, head_now);
     CHECK(Describe(plan).empty());
     CHECK(plan.jobs.at(0).phase == Phase::kPending);
     CHECK(plan.jobs.at(0).message ==
@@ -157,8 +158,8 @@ TEST_CASE("an infrastructure retry waits min(30 s x 2^n, 10 min) after the attem
     CHECK(InfraRetryBackoffMs(60) == 600 * kSecond);
   }
   SECTION("the pass's time unknown: never submitted, no recheck") {
-    const Plan plan = PlanActions(Desired({spec}), {FailedJob(0, "JOB_SUPERVISOR_ACTOR_DIED")},
-                                  {}, PlanPolicy{});
+    const Plan plan =
+        PlanActions(Desired({spec}), {FailedJob(0, "JOB_SUPERVISOR_ACTOR_DIED")}, {}, PlanPolicy{});
     CHECK(Describe(plan).empty());
     CHECK_FALSE(plan.recheck_at_ms);
   }
@@ -193,8 +194,9 @@ TEST_CASE("the budgets are counted by class, so restores and infra retries leave
     CHECK(plan.jobs.at(0).phase == Phase::kFailed);
   }
   SECTION("infra, infra with infra_retries 1: the infra budget is spent") {
-    const Plan plan = PlanNow(Budgets(5, 1), {FailedJob(0, "JOB_SUPERVISOR_ACTOR_DIED"),
-                                              FailedJob(1, "JOB_SUPERVISOR_ACTOR_UNKNOWN_FAILURE")});
+    const Plan plan =
+        PlanNow(Budgets(5, 1), {FailedJob(0, "JOB_SUPERVISOR_ACTOR_DIED"),
+                                FailedJob(1, "JOB_SUPERVISOR_ACTOR_UNKNOWN_FAILURE")});
     CHECK(Describe(plan).empty());
     CHECK(plan.jobs.at(0).phase == Phase::kFailed);
     CHECK(plan.jobs.at(0).message ==
@@ -229,25 +231,24 @@ TEST_CASE("a run ray-gitops sent a stop is never retried, whatever error_type Ra
   const RayJob timed_out = FailedJob(0, "JOB_SUPERVISOR_ACTOR_START_TIMEOUT");
   const JobSpec spec = Budgets(3, 3);
   SECTION("stopped for its deadline: DeadlineExceeded") {
-    const Plan plan = PlanNow(
-        spec, {timed_out},
-        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "deadline")})}});
+    const Plan plan =
+        PlanNow(spec, {timed_out},
+                {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "deadline")})}});
     CHECK(Describe(plan).empty());
     CHECK(plan.jobs.at(0).phase == Phase::kDeadlineExceeded);
   }
   SECTION("stopped for suspend, still suspended: Suspended") {
     JobSpec suspended = spec;
     suspended.suspend = true;
-    const Plan plan = PlanNow(
-        suspended, {timed_out},
-        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "suspend")})}});
+    const Plan plan =
+        PlanNow(suspended, {timed_out},
+                {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "suspend")})}});
     CHECK(Describe(plan).empty());
     CHECK(plan.jobs.at(0).phase == Phase::kSuspended);
   }
   SECTION("stopped for a reason a newer version wrote: Failed, not retried") {
-    const Plan plan =
-        PlanNow(spec, {timed_out},
-                {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "quota")})}});
+    const Plan plan = PlanNow(
+        spec, {timed_out}, {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kFailed, "quota")})}});
     CHECK(Describe(plan).empty());
     CHECK(plan.jobs.at(0).phase == Phase::kFailed);
   }
@@ -260,7 +261,7 @@ TEST_CASE("a run ray-gitops sent a stop is never retried, whatever error_type Ra
   }
 }
 
-TEST_CASE("a head restart resubmits each active run once as Lost; finished runs never re-run") {
+TEST_CASE("a head restart resubmits each active run once as Lost, and finished runs never re-run") {
   Ledger ledger = {
       {"a", Record("a", {LostAttempt(0, std::nullopt)})},
       {"b", Record("b", {Attempt("b", 0, RayJobStatus::kSucceeded)})},

@@ -391,7 +391,8 @@ TEST_CASE("each attempt records its error_type, its class and the commits of its
     CHECK(rec.FindAttempt(kId)->failure_class == FailureClass::kOwn);
     CHECK(rec.phase == Phase::kFailed);
   }
-  SECTION("stopped by this pass, then ended FAILED with START_TIMEOUT: the stop's commit, no class") {
+  SECTION(
+      "stopped by this pass, then ended FAILED with START_TIMEOUT: the stop's commit, no class") {
     const RayJob old_run = Job("a", 0, RayJobStatus::kPending, kOldHash);
     const Ledger ledger = {
         {"a", Record("a", {Attempt("a", 0, RayJobStatus::kPending, "", kOldHash)})}};

@@ -447,8 +447,9 @@ TEST_CASE("the job page names how the latest attempt failed, whose failure it wa
         std::string::npos);
   CHECK(html.find("<td class=\"failure\">JOB_SUPERVISOR_ACTOR_DIED (infra)</td>") !=
         std::string::npos);
-  CHECK(html.find(">retrying after JOB_SUPERVISOR_ACTOR_DIED, 1 of 3: attempt 3 waits 30s after ") !=
-        std::string::npos);
+  CHECK(
+      html.find(">retrying after JOB_SUPERVISOR_ACTOR_DIED, 1 of 3: attempt 3 waits 30s after ") !=
+      std::string::npos);
   const auto j = nlohmann::json::parse(RenderJobJson(s, *job));
   CHECK(j["job"]["attempts"].back()["failure_class"] == "infra");
   CHECK(j["job"]["attempts"].back()["error_type"] == "JOB_SUPERVISOR_ACTOR_DIED");
