@@ -314,8 +314,7 @@ TEST_CASE("after a head restart finished runs stay finished and lost ones retry 
   fo.start_delay = 10ms;
   World w(fo);
   w.source().SetFile("jobs/done.yaml", CustomSpec("echo hi"), CommitId(1));
-  w.source().SetFile("jobs/once.yaml", CustomSpec("sleep 300", "infra_retries: 0\n"),
-                     CommitId(1));
+  w.source().SetFile("jobs/once.yaml", CustomSpec("sleep 300", "infra_retries: 0\n"), CommitId(1));
   w.source().SetFile("jobs/twice.yaml", CustomSpec("sleep 301"), CommitId(1));
   int64_t now = 1'800'000'000'000;
   const auto pass_at = [&](int64_t t) {
