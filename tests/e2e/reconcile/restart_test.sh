@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A Ray head restart seen through the binary (docs/operations.md, "Lost"): the fake head
-# forgets every job and takes a new session_name; the next sync must not re-run finished work,
-# must resubmit a lost run that has retries left as attempt -r1, and must only report a lost
-# run without retries. Usage:
+# A Ray head restart seen through the binary (docs/operations.md, "Lost"; docs/reconcile.md,
+# "Failure classes"): the fake head forgets every job and takes a new session_name; the next
+# sync must not re-run finished work and marks the active runs Lost; once the infrastructure
+# retry's backoff (30 s) has passed, a lost run with infra_retries left is resubmitted as
+# attempt -r1, and a lost run without is only reported. Usage:
 #   restart_test.sh RAY_GITOPS_BINARY SOURCE_DIR FAKE_RAY_SERVER_BINARY
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,8 +38,8 @@ sync_() {
   fi
 }
 session() { rg_api_get /api/version | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["session_name"])'; }
-spec() {  # spec NAME ENTRYPOINT RETRIES
-  printf 'workload: custom\nentrypoint: %s\nentrypoint_num_cpus: 0\nretries: %s\n' "$2" "$3" \
+spec() {  # spec NAME ENTRYPOINT INFRA_RETRIES
+  printf 'workload: custom\nentrypoint: %s\nentrypoint_num_cpus: 0\ninfra_retries: %s\n' "$2" "$3" \
     >"$work/jobs/$1.yaml"
   rg_tag_spec "$work/jobs/$1.yaml"
 }
@@ -76,34 +77,44 @@ read -r ack <&"${RG_FAKE[0]}"
 [ -z "$(list_ours)" ] || { list_ours >&2; rg_fail "the restarted fake still lists jobs"; }
 [ "$(session)" != "$session_before" ] || rg_fail "session_name did not change on restart"
 
-# --- the pass after the restart ---
+# --- the pass after the restart: both sleepers Lost, nothing submitted before the backoff ---
+sync_
+[ -z "$(list_ours)" ] || { list_ours >&2; rg_fail "a run was submitted before the backoff"; }
+# Finished work is not re-run, and its record is untouched.
+expect_field quick phase Succeeded
+expect_field quick submission_id "$quick_id"
+expect_field runner phase Lost
+expect_field runner submission_id "$runner_id"
+field runner message | grep -q 'retrying after Lost, 1 of 1' || rg_fail "runner's message does not say it retries"
+# The lost run without infrastructure retries: Lost, same attempt, nothing submitted.
+expect_field single phase Lost
+expect_field single submission_id "$single_id"
+expect_field single attempt 0
+field single message | grep -q 'infrastructure retries exhausted' || rg_fail "single's message does not say why"
+# The commit lists both transitions to Lost, with their class.
+git -C "$remote" log -1 --format=%B ray-gitops/status-$instance >"$RG_TMP/commit.txt"
+grep -q '^runner: Running -> Lost (.*infra)' "$RG_TMP/commit.txt" || { cat "$RG_TMP/commit.txt" >&2; rg_fail "commit lacks runner -> Lost"; }
+grep -q '^single: Running -> Lost' "$RG_TMP/commit.txt" || { cat "$RG_TMP/commit.txt" >&2; rg_fail "commit lacks single -> Lost"; }
+grep -q '^quick:' "$RG_TMP/commit.txt" && rg_fail "the commit touches quick, which did not change"
+git -C "$remote" show ray-gitops/status-$instance:STATUS.md | grep -q 'Lost' || rg_fail "STATUS.md shows no Lost job"
+
+# --- once the backoff is over: runner is resubmitted as attempt 1, from infra_retries ---
+sleep 31
 sync_
 want_r1="$runner_id-r1"
 after_restart=$(list_ours)
 [ "$after_restart" = "$want_r1 RUNNING" ] || [ "$after_restart" = "$want_r1 PENDING" ] ||
   rg_fail "after the restart Ray should hold only $want_r1, it holds: $after_restart"
 grep -q "submission_id=$want_r1" "$RG_TMP/sync.log" || { cat "$RG_TMP/sync.log" >&2; rg_fail "no submit of $want_r1 logged"; }
-# Finished work is not re-run, and its record is untouched.
-expect_field quick phase Succeeded
-expect_field quick submission_id "$quick_id"
-# The lost run with a retry left: Lost, resubmitted as attempt 1, attempt 0 remembered as Lost.
-expect_field runner phase Lost
 expect_field runner submission_id "$want_r1"
 expect_field runner attempt 1
 git -C "$remote" show "ray-gitops/status-$instance:status/runner.yaml" >"$RG_TMP/runner.yaml"
 grep -q "$runner_id" "$RG_TMP/runner.yaml" || rg_fail "runner's status forgot attempt 0"
 grep -q 'phase: Lost' "$RG_TMP/runner.yaml" || rg_fail "runner's status has no Lost phase"
-# The lost run without retries: Lost, same attempt, nothing submitted.
+grep -q 'failure_class: infra' "$RG_TMP/runner.yaml" || rg_fail "runner's attempt 0 has no class"
+grep -q 'lost_at: ' "$RG_TMP/runner.yaml" || rg_fail "runner's attempt 0 has no lost_at"
 expect_field single phase Lost
-expect_field single submission_id "$single_id"
-expect_field single attempt 0
-field single message | grep -q 'no retries left' || rg_fail "single's message does not say why"
-# The commit lists both transitions to Lost.
-git -C "$remote" log -1 --format=%B ray-gitops/status-$instance >"$RG_TMP/commit.txt"
-grep -q '^runner: Running -> Lost' "$RG_TMP/commit.txt" || { cat "$RG_TMP/commit.txt" >&2; rg_fail "commit lacks runner -> Lost"; }
-grep -q '^single: Running -> Lost' "$RG_TMP/commit.txt" || { cat "$RG_TMP/commit.txt" >&2; rg_fail "commit lacks single -> Lost"; }
-grep -q '^quick:' "$RG_TMP/commit.txt" && rg_fail "the commit touches quick, which did not change"
-git -C "$remote" show ray-gitops/status-$instance:STATUS.md | grep -q 'Lost' || rg_fail "STATUS.md shows no Lost job"
+expect_field quick phase Succeeded
 
 # --- the pass after that: the new attempt runs; nothing else moves ---
 deadline=$((SECONDS + 30))

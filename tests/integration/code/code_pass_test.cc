@@ -69,6 +69,9 @@ class Process {
   // Where passes keep artifacts; null: none.
   ports::ArtifactSink* artifacts = nullptr;
 
+  // The next pass runs `ms` later (an infrastructure retry's backoff).
+  void Wait(int64_t ms) { now_ms_ += ms; }
+
   engine::PassResult Pass(bool dry_run = false) {
     engine::ReconcileOptions options;
     options.ref = ref_;
@@ -232,6 +235,8 @@ TEST_CASE("A head restart that drops the package: the next attempt uploads it ag
   ray.Restart();  // the run and the package are gone
   CHECK(ray.PackageNames().empty());
   ray.ResetCounters();
+  REQUIRE(Submitted(daemon.Pass()).empty());  // Lost: its retry waits for the backoff
+  daemon.Wait(30'000);
   engine::PassResult again = daemon.Pass();
   INFO(Errors(again));
   REQUIRE(Submitted(again).size() == 1);

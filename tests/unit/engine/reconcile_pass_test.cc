@@ -305,6 +305,8 @@ TEST_CASE("a desired state that cannot be loaded or an invalid cluster file does
   CHECK(w.store().commits().empty());
 }
 
+// A head restart is the cluster's failure (docs/reconcile.md, "Failure classes"): a lost run
+// is resubmitted from `infra_retries`, after its backoff, never from `retries`.
 TEST_CASE("after a head restart finished runs stay finished and lost ones retry only if allowed",
           "[engine]") {
   FakeRayOptions fo;
@@ -312,16 +314,28 @@ TEST_CASE("after a head restart finished runs stay finished and lost ones retry 
   fo.start_delay = 10ms;
   World w(fo);
   w.source().SetFile("jobs/done.yaml", CustomSpec("echo hi"), CommitId(1));
-  w.source().SetFile("jobs/once.yaml", CustomSpec("sleep 300"), CommitId(1));
-  w.source().SetFile("jobs/twice.yaml", CustomSpec("sleep 301", "retries: 1\n"), CommitId(1));
-  REQUIRE(w.Pass().exit_status == kExitApplied);
+  w.source().SetFile("jobs/once.yaml", CustomSpec("sleep 300", "infra_retries: 0\n"), CommitId(1));
+  w.source().SetFile("jobs/twice.yaml", CustomSpec("sleep 301"), CommitId(1));
+  int64_t now = 1'800'000'000'000;
+  const auto pass_at = [&](int64_t t) {
+    ReconcileOptions options;
+    options.now_ms = t;
+    return w.Pass(options);
+  };
+  REQUIRE(pass_at(now += 1000).exit_status == kExitApplied);
   w.Advance(150ms);
-  REQUIRE(w.Pass().plan.actions.empty());
+  REQUIRE(pass_at(now += 1000).plan.actions.empty());
   REQUIRE(w.Record("done").phase == Phase::kSucceeded);
   REQUIRE(w.Record("once").phase == Phase::kRunning);
 
   w.ray().Restart();
-  PassResult r = w.Pass();
+  // The pass that finds them lost resubmits nothing yet: the backoff first.
+  PassResult found = pass_at(now += 1000);
+  CHECK(found.plan.actions.empty());
+  CHECK(w.Record("twice").phase == Phase::kLost);
+  CHECK(w.Record("twice").attempts.back().ending.get().lost_ms == now);
+
+  PassResult r = pass_at(now += 30'000);
   CHECK(r.exit_status == kExitApplied);
   REQUIRE(r.plan.actions.size() == 1);
   CHECK(r.plan.actions[0].name == "twice");
@@ -336,9 +350,11 @@ TEST_CASE("after a head restart finished runs stay finished and lost ones retry 
   CHECK(w.Record("twice").attempt == 1);
   REQUIRE(w.Record("twice").attempts.size() == 2);
   CHECK(w.Record("twice").attempts[0].phase == Phase::kLost);
+  CHECK(w.Record("twice").attempts[0].failure_class == core::FailureClass::kInfra);
 
-  // Nothing new on the next pass: the lost run without retries is not resubmitted.
-  PassResult again = w.Pass();
+  // Nothing new on the next pass: the lost run without infrastructure retries is not
+  // resubmitted.
+  PassResult again = pass_at(now += 600'000);
   CHECK(again.plan.actions.empty());
   CHECK(w.ray().JobCount() == 1);
 }
