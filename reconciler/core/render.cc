@@ -368,6 +368,15 @@ Result<std::string> RenderEntrypoint(const JobSpec& spec, const RayConfig& clust
   return RenderVerlEntrypoint(spec, cluster, submission_id, run_id);
 }
 
+std::optional<std::string> VerlCheckpointDirectory(const JobSpec& spec, const RayConfig& cluster,
+                                                   std::string_view run_id) {
+  if (spec.workload == Workload::kCustom || !cluster.shared_root ||
+      OverridesSetKey(spec.trainer().overrides, "trainer.default_local_dir")) {
+    return std::nullopt;
+  }
+  return CheckpointDirectory(*cluster.shared_root, run_id);
+}
+
 namespace {
 
 // The env_vars of the body: the cluster's, the job's runtime_env's, then the job's top-level

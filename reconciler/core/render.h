@@ -70,6 +70,12 @@ Result<std::string> InterpolateSharedRoot(std::string_view text, const RayConfig
 Result<std::string> RenderEntrypoint(const JobSpec& spec, const RayConfig& cluster,
                                      std::string_view submission_id, std::string_view run_id);
 
+// The trainer.default_local_dir every attempt of a verl run with id `run_id` gets
+// (CheckpointDirectory); nullopt for a custom workload, a cluster without a shared_root, or a
+// spec whose overrides set trainer.default_local_dir themselves (theirs wins).
+std::optional<std::string> VerlCheckpointDirectory(const JobSpec& spec, const RayConfig& cluster,
+                                                   std::string_view run_id);
+
 // The whole POST /api/jobs/ body: submission_id, entrypoint, runtime_env, entrypoint_* and
 // metadata. Unset fields are left out, never null. Each secret of EffectiveSecrets is an env
 // var: `${NAME}` with secret_delivery node; with env, its value from context.secret_values (a
