@@ -7,6 +7,7 @@
 #include "reconciler/core/markdown.h"
 #include "reconciler/core/pipeline.h"
 #include "reconciler/core/secrets.h"
+#include "reconciler/core/spec_warnings.h"
 #include "reconciler/core/text_table.h"
 #include "reconciler/core/time_format.h"
 #include "reconciler/core/value.h"
@@ -209,6 +210,15 @@ std::vector<const Action*> PlanActionIndex::Stops(std::string_view name) const {
 
 namespace {
 
+// The warnings of every valid spec (core/spec_warnings.h), "path:line:col: warning: ...".
+std::vector<std::string> SpecWarningLines(const DesiredState& desired) {
+  std::vector<std::string> out;
+  for (const JobSpec& spec : desired.jobs) {
+    for (const Diagnostic& d : SpecWarnings(spec)) out.push_back(d.ToString("warning"));
+  }
+  return out;
+}
+
 // With secret_delivery node: the names the Ray nodes' environment must hold, "A, B".
 std::string NodeSecretList(const PlanView& view) {
   std::string out;
@@ -233,6 +243,7 @@ std::string FormatPlanText(const PlanView& view) {
   if (!view.ledger_note.empty()) out += EscapedLine("Note: " + view.ledger_note);
   for (const std::string& notice : OwnershipNotices(plan)) out += EscapedLine(notice);
   for (const Diagnostic& d : view.desired->AllDiagnostics()) out += EscapedLine(d.ToString());
+  for (const std::string& warning : SpecWarningLines(*view.desired)) out += EscapedLine(warning);
   if (const std::string names = NodeSecretList(view); !names.empty()) {
     out += EscapedLine("Secrets expected in the Ray nodes' environment: " + names +
                        " (secret_delivery: node: Ray expands ${NAME} on each node from its "
@@ -283,6 +294,12 @@ std::string MarkdownHeader(const PlanView& view) {
   if (!diagnostics.empty()) {
     out += "Invalid files (their jobs are frozen: nothing is submitted or stopped):\n\n";
     for (const Diagnostic& d : diagnostics) out += "- " + MarkdownCode(d.ToString()) + "\n";
+    out += "\n";
+  }
+  if (const std::vector<std::string> warnings = SpecWarningLines(*view.desired);
+      !warnings.empty()) {
+    out += "Warnings (the jobs run as written):\n\n";
+    for (const std::string& w : warnings) out += "- " + MarkdownCode(w) + "\n";
     out += "\n";
   }
   return out;
@@ -477,6 +494,9 @@ std::string FormatPlanJson(const PlanView& view) {
   Value::Array diagnostics;
   for (const Diagnostic& d : view.desired->AllDiagnostics()) diagnostics.push_back(d.ToString());
   root["diagnostics"] = std::move(diagnostics);
+  Value::Array warnings;
+  for (std::string& w : SpecWarningLines(*view.desired)) warnings.emplace_back(std::move(w));
+  root["warnings"] = std::move(warnings);
   return ToPrettyJson(root) + "\n";
 }
 

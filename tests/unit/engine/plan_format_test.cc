@@ -178,6 +178,29 @@ TEST_CASE("a plan shows the checkpoint folder of each verl submit, shared by its
   }
 }
 
+TEST_CASE("a plan shows the warning of a retried verl spec that saves no checkpoint",
+          "[plan_format]") {
+  const DesiredState desired = spec::LoadDesiredState(
+      spec::SourceFile{"cluster.yaml", "address: http://127.0.0.1:8265\nshared_root: /s\n"},
+      {spec::SourceFile{"jobs/sft.yaml", "workload: sft\nmodel_id: m\nretries: 1\n"},
+       spec::SourceFile{"jobs/ppo.yaml", "workload: ppo\nmodel_id: m\nsave_freq: 5\n"}});
+  REQUIRE(desired.invalid.empty());
+  const Plan plan = PlanActions(desired, {}, {}, {});
+  PlanView view{&plan, &desired, nullptr, "c0ffee", {}};
+  const std::string prefix =
+      "jobs/sft.yaml:3:1: warning: sft job can be retried (retries: 1, "
+      "infra_retries: 3 by default) but sets no save_freq above 0";
+  const std::string text = FormatPlanText(view);
+  INFO(text);
+  CHECK(text.find("\n" + prefix) != std::string::npos);
+  CHECK(text.find("jobs/ppo.yaml:") == std::string::npos);
+  CHECK(FormatPlanMarkdown(view).find("- `" + prefix) != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+  REQUIRE(j["warnings"].size() == 1);
+  CHECK(j["warnings"][0].get<std::string>().starts_with(prefix));
+  CHECK(j["diagnostics"].empty());
+}
+
 // Issue 9, point 10: jobs/a.yaml moved to jobs/team/a2.yaml, content unchanged.
 TEST_CASE("a plan says a moved unnamed spec is a rename that starts a new run", "[plan_format]") {
   const DesiredState before = TwoJobs("sleep 1");
