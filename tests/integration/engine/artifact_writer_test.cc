@@ -173,7 +173,7 @@ class ScopedUmask {
 
 fs::perms ModeOf(const fs::path& p) { return fs::status(p).permissions() & fs::perms::all; }
 
-TEST_CASE("the folders of a submission are 0755 whatever the umask; checkpoints/ is not made") {
+TEST_CASE("the folders of a submission are 0755 whatever the umask, and checkpoints/ is not made") {
   TempDir tmp;
   const fs::path root = tmp.dir() / "shared";
   fs::create_directories(root);
