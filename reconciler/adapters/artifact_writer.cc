@@ -79,14 +79,16 @@ core::Status CreateArtifactFolders(const fs::path& dir) {
     missing.push_back(p);
     if (p == p.parent_path()) break;
   }
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0755) != 0) {
+  std::reverse(missing.begin(), missing.end());  // outermost first
+  for (const fs::path& folder : missing) {
+    if (::mkdir(folder.c_str(), 0755) != 0) {
       if (errno == EEXIST) continue;  // another writer made it meanwhile
-      return core::Error::Fatal("cannot create " + it->string() + ": " + ErrnoText(errno));
+      return core::Error::Fatal("cannot create " + folder.string() + ": " + ErrnoText(errno));
     }
     // mkdir's mode is cut by the umask; this one is not.
-    if (::chmod(it->c_str(), 0755) != 0) {
-      return core::Error::Fatal("cannot set the mode of " + it->string() + ": " + ErrnoText(errno));
+    if (::chmod(folder.c_str(), 0755) != 0) {
+      return core::Error::Fatal("cannot set the mode of " + folder.string() + ": " +
+                                ErrnoText(errno));
     }
   }
   return core::OkStatus();

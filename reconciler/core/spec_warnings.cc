@@ -14,13 +14,13 @@ constexpr std::string_view kSaveFreqKey = "trainer.save_freq";
 // whether the last item that names it leaves checkpoints on (`key=N` with N > 0, or a value
 // that is not a plain integer), as Hydra applies the items in order.
 std::optional<bool> OverridesSaveCheckpoints(const std::vector<std::string>& overrides) {
-  for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
-    std::string_view item = *it;
+  std::optional<bool> saves;
+  for (std::string_view item : overrides) {
     if (item.starts_with('~')) {
       item.remove_prefix(1);
       if (item == kSaveFreqKey ||
           (item.starts_with(kSaveFreqKey) && item.substr(kSaveFreqKey.size()).starts_with('='))) {
-        return false;  // deleted: verl's default, -1
+        saves = false;  // deleted: verl's default, -1
       }
       continue;
     }
@@ -31,10 +31,9 @@ std::optional<bool> OverridesSaveCheckpoints(const std::vector<std::string>& ove
     const std::string_view value = item.substr(kSaveFreqKey.size() + 1);
     int64_t n = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc() || end != value.data() + value.size()) return true;
-    return n > 0;
+    saves = ec != std::errc() || end != value.data() + value.size() || n > 0;
   }
-  return std::nullopt;
+  return saves;
 }
 
 SourcePos PositionOf(const JobSpec& spec, std::string_view field) {
