@@ -1,6 +1,7 @@
 #include "reconciler/adapters/artifact_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "reconciler/adapters/fd_io.h"
 #include "reconciler/core/render.h"
@@ -66,14 +68,38 @@ std::string WithTrailingNewline(std::string text) {
   return text;
 }
 
+// Creates `dir` and its missing parents, each mode 0755 whatever the umask: a run's folder is
+// where verl, as the Ray workers' user, creates checkpoints/ and reads them back (DESIGN §1.3).
+// Folders that exist are left as they are.
+core::Status CreateArtifactFolders(const fs::path& dir) {
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(fs::symlink_status(p, ec));
+       p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  std::reverse(missing.begin(), missing.end());  // outermost first
+  for (const fs::path& folder : missing) {
+    if (::mkdir(folder.c_str(), 0755) != 0) {
+      if (errno == EEXIST) continue;  // another writer made it meanwhile
+      return core::Error::Fatal("cannot create " + folder.string() + ": " + ErrnoText(errno));
+    }
+    // mkdir's mode is cut by the umask; this one is not.
+    if (::chmod(folder.c_str(), 0755) != 0) {
+      return core::Error::Fatal("cannot set the mode of " + folder.string() + ": " +
+                                ErrnoText(errno));
+    }
+  }
+  return core::OkStatus();
+}
+
 }  // namespace
 
 core::Status WriteFileAtomically(const fs::path& path, std::string_view content) {
   static std::atomic<unsigned> counter{0};
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  if (ec) {
-    return core::Error::Fatal("cannot create " + path.parent_path().string() + ": " + ec.message());
+  if (core::Status folders = CreateArtifactFolders(path.parent_path()); !folders.ok()) {
+    return folders;
   }
   fs::path temp = path;
   temp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);

@@ -57,7 +57,8 @@ class ArtifactWriter : public ports::ArtifactSink {
 std::string LastOfDriverLog(std::string_view log, size_t max_bytes, size_t skipped_bytes = 0);
 
 // Writes `content` to `path` through a temporary file in the same directory, flushed to disk
-// and renamed over `path`. Creates missing parent directories.
+// and renamed over `path`. Creates missing parent directories, mode 0755 whatever the umask
+// (the file itself is 0644 less the umask).
 core::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
 
 }  // namespace rg::adapters

@@ -20,6 +20,7 @@
 #include "reconciler/cli/logging.h"
 #include "reconciler/core/diagnostic.h"
 #include "reconciler/core/render.h"
+#include "reconciler/core/spec_warnings.h"
 #include "reconciler/core/value.h"
 #include "reconciler/spec/spec_entry.h"
 #include "reconciler/spec/spec_loader.h"
@@ -36,10 +37,12 @@ struct ValidateOptions : LocalRepoOptions {
   std::string format = "text";
 };
 
-// A diagnostic and, where one is known, the spec field it concerns (for --format json).
+// A diagnostic and, where one is known, the spec field it concerns (for --format json). A
+// warning (core/spec_warnings.h) is shown, but leaves the file valid.
 struct Reported {
   core::Diagnostic diagnostic;
   std::string field;
+  bool warning = false;
 };
 
 std::string Plural(size_t n, const std::string& word) {
@@ -236,6 +239,12 @@ std::vector<Reported> Collect(const core::DesiredState& state, const Selection& 
   for (Reported& r : CheckVerlKeys(state, selection, options, failed)) {
     reported.push_back(std::move(r));
   }
+  for (const core::JobSpec& job : state.jobs) {
+    if (!selection.Contains(job.path)) continue;
+    for (core::Diagnostic& d : core::SpecWarnings(job)) {
+      reported.push_back({std::move(d), "", /*warning=*/true});
+    }
+  }
   std::stable_sort(reported.begin(), reported.end(), [](const auto& a, const auto& b) {
     return std::tie(a.diagnostic.path, a.diagnostic.line, a.diagnostic.column) <
            std::tie(b.diagnostic.path, b.diagnostic.line, b.diagnostic.column);
@@ -245,8 +254,14 @@ std::vector<Reported> Collect(const core::DesiredState& state, const Selection& 
 
 core::Value PositionOrNull(int n) { return n > 0 ? core::Value(n) : core::Value(); }
 
+size_t CountErrors(const std::vector<Reported>& reported) {
+  return static_cast<size_t>(std::count_if(reported.begin(), reported.end(),
+                                           [](const Reported& r) { return !r.warning; }));
+}
+
 // {"version":1,"valid":…,"files":N,"diagnostics":[{"file","line","column","field",
-// "severity","message"}]}: line, column and field are null where unknown.
+// "severity","message"}]}: line, column and field are null where unknown; severity is "error"
+// or "warning", and only errors make it invalid.
 std::string ToJson(const std::vector<Reported>& reported, size_t files) {
   core::Value::Array diagnostics;
   for (const Reported& r : reported) {
@@ -255,13 +270,13 @@ std::string ToJson(const std::vector<Reported>& reported, size_t files) {
     d["line"] = PositionOrNull(r.diagnostic.line);
     d["column"] = PositionOrNull(r.diagnostic.column);
     d["field"] = r.field.empty() ? core::Value() : core::Value(r.field);
-    d["severity"] = "error";
+    d["severity"] = r.warning ? "warning" : "error";
     d["message"] = RedactForOutput(r.diagnostic.message);
     diagnostics.emplace_back(std::move(d));
   }
   core::Value::Object doc;
   doc["version"] = 1;
-  doc["valid"] = reported.empty();
+  doc["valid"] = CountErrors(reported) == 0;
   doc["files"] = static_cast<int64_t>(files);
   doc["diagnostics"] = std::move(diagnostics);
   return core::ToPrettyJson(core::Value(std::move(doc)));
@@ -282,20 +297,21 @@ size_t CountFiles(const core::DesiredState& state, const Selection& selection,
 
 void PrintText(const std::vector<Reported>& reported, const ValidateOptions& options,
                size_t valid_specs) {
-  core::Diagnostics diagnostics;
   std::set<std::string> files_with_errors;
   for (const Reported& r : reported) {
-    diagnostics.push_back(r.diagnostic);
-    files_with_errors.insert(r.diagnostic.path);
+    std::cerr << RedactForOutput(r.diagnostic.ToString(r.warning ? "warning" : "error")) << "\n";
+    if (!r.warning) files_with_errors.insert(r.diagnostic.path);
   }
-  ReportDiagnostics(diagnostics);
-  if (!diagnostics.empty()) {
-    std::cout << Plural(diagnostics.size(), "error") << " in "
-              << Plural(files_with_errors.size(), "file") << "\n";
+  const size_t errors = CountErrors(reported);
+  const size_t warnings = reported.size() - errors;
+  const std::string warned = warnings == 0 ? "" : " (" + Plural(warnings, "warning") + ")";
+  if (errors > 0) {
+    std::cout << Plural(errors, "error") << " in " << Plural(files_with_errors.size(), "file")
+              << warned << "\n";
     return;
   }
   std::cout << "ok: " << options.cluster_file << " and " << Plural(valid_specs, "jobspec")
-            << (valid_specs == 1 ? " is" : " are") << " valid\n";
+            << (valid_specs == 1 ? " is" : " are") << " valid" << warned << "\n";
 }
 
 int RunValidate(const ValidateOptions& options) {
@@ -317,7 +333,7 @@ int RunValidate(const ValidateOptions& options) {
         }));
     PrintText(reported, options, valid_specs);
   }
-  return reported.empty() ? 0 : 1;
+  return CountErrors(reported) == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // A problem found in a file a person wrote, located precisely enough to jump to.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rg::core {
@@ -13,8 +14,9 @@ struct Diagnostic {
   std::string message;
 
   // "path:line:col: error: message" (line and column left out when 0), one line: the path and
-  // the message, which may quote a value, are shown as EscapeText shows them.
-  std::string ToString() const;
+  // the message, which may quote a value, are shown as EscapeText shows them. `severity` is
+  // "warning" for a warning (core/spec_warnings.h).
+  std::string ToString(std::string_view severity = "error") const;
   friend bool operator==(const Diagnostic&, const Diagnostic&) = default;
 };
 

@@ -193,9 +193,9 @@ struct SpecExtras {
   friend bool operator==(const SpecExtras&, const SpecExtras&) = default;
 };
 
-// Written in a JobSpec's strings: `${runs.<name>.dir}` is the run directory
-// (<shared_root>/jobs/<submission_id>) of the current successful run of the job <name>, which
-// the spec must list in `after`.
+// Written in a JobSpec's strings: `${runs.<name>.dir}` is the run folder
+// (<shared_root>/jobs/<run id>, core/pipeline.h) of the current successful run of the job
+// <name>, which the spec must list in `after`.
 inline constexpr std::string_view kRunsVariablePrefix = "${runs.";
 inline constexpr std::string_view kRunsVariableSuffix = ".dir}";
 

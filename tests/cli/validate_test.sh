@@ -89,6 +89,44 @@ run huge validate --repo "$work/repo"
 expect_rc huge 1
 grep -qx "jobs/huge.yaml: error: file is too large (over 1048576 bytes)" "$work/huge.err" || fail "huge: not rejected"
 
+# A verl spec that can be retried but saves no checkpoint: a warning at its line and column, and
+# the repository stays valid (exit 0). Retried by default (infra_retries: 3).
+mkdir -p "$work/ckpt/jobs"
+printf 'address: http://127.0.0.1:8265\nshared_root: /shared\n' >"$work/ckpt/cluster.yaml"
+printf '# no save_freq\nworkload: ppo\nmodel_id: m\n' >"$work/ckpt/jobs/default.yaml"
+printf 'workload: grpo\nmodel_id: m\nsave_freq: 10\nretries: 2\noverrides:\n  - trainer.save_freq=-1\n' \
+  >"$work/ckpt/jobs/overridden.yaml"
+printf 'workload: sft\nmodel_id: m\nretries: 1\ninfra_retries: 0\n' >"$work/ckpt/jobs/retried.yaml"
+printf 'workload: sft\nmodel_id: m\ninfra_retries: 0\n' >"$work/ckpt/jobs/never-retried.yaml"
+printf 'workload: ppo\nmodel_id: m\nsave_freq: 20\n' >"$work/ckpt/jobs/saves.yaml"
+printf 'workload: ppo\nmodel_id: m\noverrides:\n  - +trainer.save_freq=5\n' >"$work/ckpt/jobs/saves-by-override.yaml"
+printf 'workload: custom\nentrypoint: echo\nretries: 3\n' >"$work/ckpt/jobs/custom.yaml"
+run ckpt validate --repo "$work/ckpt"
+expect_rc ckpt 0
+expect_out ckpt "ok: cluster.yaml and 7 jobspecs are valid (3 warnings)"
+grep -qx "jobs/default.yaml:2:1: warning: ppo job can be retried (infra_retries: 3 by default) but sets no save_freq above 0: .*" \
+  "$work/ckpt.err" || fail "ckpt: default infra_retries not warned at workload: $(cat "$work/ckpt.err")"
+grep -q "^jobs/overridden.yaml:5:1: warning: grpo job can be retried (retries: 2, infra_retries: 3 by default) but sets no save_freq above 0: verl then saves no checkpoint, so a retried attempt starts again from step 0" \
+  "$work/ckpt.err" || fail "ckpt: an override turning save_freq off not warned at overrides: $(cat "$work/ckpt.err")"
+grep -q "^jobs/retried.yaml:3:1: warning: sft job can be retried (retries: 1) " "$work/ckpt.err" ||
+  fail "ckpt: retries not warned at retries: $(cat "$work/ckpt.err")"
+grep -q -e "^jobs/never-retried" -e "^jobs/saves" -e "^jobs/custom" "$work/ckpt.err" && fail "ckpt: warned about a spec that needs no checkpoint: $(cat "$work/ckpt.err")"
+run ckpt-json validate --repo "$work/ckpt" --format json
+expect_rc ckpt-json 0
+python3 - "$work/ckpt-json.out" <<'PY' || fail "ckpt-json: $(cat "$work/ckpt-json.out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["valid"] is True, d
+got = sorted((x["file"], x["line"], x["column"], x["severity"]) for x in d["diagnostics"])
+assert got == [("jobs/default.yaml", 2, 1, "warning"), ("jobs/overridden.yaml", 5, 1, "warning"),
+               ("jobs/retried.yaml", 3, 1, "warning")], got
+PY
+# With an error beside it, the warning is still shown and the exit status is the error's.
+printf 'workload: custom\n' >"$work/ckpt/jobs/broken.yaml"
+run ckpt-broken validate --repo "$work/ckpt"
+expect_rc ckpt-broken 1
+expect_out ckpt-broken "1 error in 1 file (3 warnings)"
+
 run help validate --help
 expect_rc help 0
 grep -q -- "--cluster-file" "$work/help.out" || fail "help: --cluster-file not described"

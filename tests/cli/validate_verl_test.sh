@@ -118,6 +118,8 @@ overrides:
   - +data.prompt_key=question
   - ~data.val_max_samples
   - ++actor_rollout_ref.model.override_config.attention_dropout=0.0
+# Never retried: no save_freq warning beside the errors this test is about.
+infra_retries: 0
 EOF
 run typo validate --repo "$repo" --verl-config "$verl"
 expect_rc typo 1

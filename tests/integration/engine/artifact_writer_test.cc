@@ -3,6 +3,8 @@
 
 #include "reconciler/adapters/artifact_writer.h"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -155,6 +157,45 @@ TEST_CASE("WriteFileAtomically replaces content and reports an unwritable place"
   auto status = rg::adapters::WriteFileAtomically(tmp.dir() / "plain" / "c.txt", "three");
   REQUIRE_FALSE(status.ok());
   CHECK_THAT(status.error().message(), Catch::Contains("plain"));
+}
+
+// Sets the process umask for one scope.
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t mask) : old_(::umask(mask)) {}
+  ~ScopedUmask() { ::umask(old_); }
+  ScopedUmask(const ScopedUmask&) = delete;
+  ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+ private:
+  mode_t old_;
+};
+
+fs::perms ModeOf(const fs::path& p) { return fs::status(p).permissions() & fs::perms::all; }
+
+TEST_CASE("the folders of a submission are 0755 whatever the umask, and checkpoints/ is not made") {
+  TempDir tmp;
+  const fs::path root = tmp.dir() / "shared";
+  fs::create_directories(root);
+  fs::permissions(root, fs::perms::owner_all);  // a folder that exists is left as it is
+  constexpr auto kFolder = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec;
+  for (mode_t mask : {mode_t{077}, mode_t{022}, mode_t{0}}) {
+    INFO("umask " << mask);
+    ScopedUmask umask(mask);
+    auto record = SampleRecord();
+    record.submission_id = "ppo-a-0123456789-u" + std::to_string(mask);
+    ArtifactWriter writer(root, rg::core::Redactor{}, FixedClock(1700000000));
+    REQUIRE(writer.WriteSubmission(record).ok());
+    const fs::path dir = writer.JobDir(record.submission_id);
+    CHECK(ModeOf(root / "jobs") == kFolder);
+    CHECK(ModeOf(dir) == kFolder);
+    for (const char* sub : {"config", "logs", "debug"}) CHECK(ModeOf(dir / sub) == kFolder);
+    CHECK_FALSE(fs::exists(dir / "checkpoints"));
+    REQUIRE(writer.WriteDriverLog(record.submission_id + "-r1", "line\n", 0).ok());
+    CHECK(ModeOf(writer.JobDir(record.submission_id + "-r1")) == kFolder);
+  }
+  CHECK(ModeOf(root) == fs::perms::owner_all);
 }
 
 }  // namespace
