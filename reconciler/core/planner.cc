@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <iterator>
 #include <map>
 #include <set>
@@ -389,6 +390,25 @@ class Planner {
       if (!in_ledger.empty()) latest = std::max(latest, in_ledger.rbegin()->first);
       return latest;
     }
+    const RayJob* RayAttempt(int k) const {
+      auto it = in_ray.find(k);
+      return it == in_ray.end() ? nullptr : it->second;
+    }
+    const AttemptRecord* LedgerAttempt(int k) const {
+      auto it = in_ledger.find(k);
+      return it == in_ledger.end() ? nullptr : it->second;
+    }
+    // When the run began (DESIGN §3.4, "Deadlines"): Ray's start_time of its first attempt
+    // known (attempt 0, unless the ledger has cut it), from Ray when listed, else the ledger's.
+    std::optional<int64_t> RunStartMs() const {
+      const int first = std::min(in_ray.empty() ? INT_MAX : in_ray.begin()->first,
+                                 in_ledger.empty() ? INT_MAX : in_ledger.begin()->first);
+      if (const RayJob* job = RayAttempt(first); job != nullptr && job->start_time_ms) {
+        return job->start_time_ms;
+      }
+      const AttemptRecord* a = LedgerAttempt(first);
+      return a != nullptr ? a->start_time_ms : std::nullopt;
+    }
   };
 
   VersionAttempts CollectAttempts(const JobSpec& spec, const StatusRecord* rec) const {
@@ -516,14 +536,10 @@ class Planner {
               ReplacementReason(*old, spec));
     }
 
-    const int latest = at.Latest();
-    if (latest < 0) {
+    if (at.Latest() < 0) {
       PlanFirstRun(spec, jp);
     } else {
-      const RayJob* job = at.in_ray.contains(latest) ? at.in_ray.at(latest) : nullptr;
-      const AttemptRecord* remembered =
-          at.in_ledger.contains(latest) ? at.in_ledger.at(latest) : nullptr;
-      PlanLatestAttempt(spec, latest, job, remembered, jp);
+      PlanLatestAttempt(spec, at, jp);
     }
     AddJobPlan(std::move(jp));
   }
@@ -550,10 +566,12 @@ class Planner {
     Submit(spec, 0, jp.message, jp);
   }
 
-  // REQUIRES: job or remembered: attempt `latest` is in Ray or in the ledger (it is the
-  // latest of the two).
-  void PlanLatestAttempt(const JobSpec& spec, int latest, const RayJob* job,
-                         const AttemptRecord* remembered, JobPlan& jp) {
+  // The run's latest attempt (in Ray or in the ledger) decides (DESIGN §3.1); its earlier
+  // attempts give the budgets and the deadline's start. REQUIRES: at.Latest() >= 0.
+  void PlanLatestAttempt(const JobSpec& spec, const VersionAttempts& at, JobPlan& jp) {
+    const int latest = at.Latest();
+    const RayJob* job = at.RayAttempt(latest);
+    const AttemptRecord* remembered = at.LedgerAttempt(latest);
     if (job == nullptr && remembered == nullptr) return;
     jp.submission_id = job != nullptr ? job->submission_id : remembered->submission_id;
     jp.attempt = latest;
@@ -580,21 +598,21 @@ class Planner {
       return;
     }
     if (lost) {
-      PlanLost(spec, latest, status, jp);
+      PlanLost(spec, at, status, jp);
       return;
     }
     switch (status) {
       case RayJobStatus::kPending:
       case RayJobStatus::kRunning:
       case RayJobStatus::kUnknown:
-        PlanActive(spec, latest, job, status, jp);
+        PlanActive(spec, at, job, status, jp);
         break;
       case RayJobStatus::kSucceeded:
         jp.phase = Phase::kSucceeded;
         jp.message = message;
         break;
       case RayJobStatus::kFailed:
-        PlanFailed(spec, latest, message, jp);
+        PlanFailed(spec, at, message, jp);
         break;
       case RayJobStatus::kStopped:
         jp.phase = spec.suspend ? Phase::kSuspended : Phase::kStopped;
@@ -657,10 +675,60 @@ class Planner {
     Submit(spec, latest + 1, jp.message, jp);
   }
 
-  // Retries are counted the same way wherever a message mentions them: attempt k is retry k
-  // of the spec's `retries`. "attempt 2 (retry 2 of 3)".
-  static std::string RetryOf(int attempt, int64_t retries) {
-    return "attempt " + std::to_string(attempt) + " (retry " + std::to_string(attempt) + " of " +
+  // How many attempts of a run before its latest ended in each failure class: the two budgets
+  // of DESIGN §3.1, rebuilt on every pass from Ray and the ledger.
+  struct Budgets {
+    int own = 0;
+    int infra = 0;
+  };
+
+  // How attempt `job`/`a` of a run ended (either may be null): from Ray when it lists it, else
+  // as the ledger recorded it (a record from before classes: FAILED by its error_type, Lost or
+  // still active there as infra). An attempt ray-gitops sent a stop has none, whatever it ended
+  // in.
+  static FailureClass AttemptClass(const RayJob* job, const AttemptRecord* a) {
+    if (a != nullptr && (a->stop_reason != StopReason::kNone || a->stop_sent_ms)) {
+      return FailureClass::kNone;
+    }
+    if (job != nullptr) {
+      return job->status == RayJobStatus::kFailed ? ClassifyFailure(job->error_type.value_or(""))
+                                                  : FailureClass::kNone;
+    }
+    if (a == nullptr) return FailureClass::kNone;
+    if (a->failure_class != FailureClass::kNone) return a->failure_class;
+    if (a->phase == Phase::kLost || IsActive(a->status)) return FailureClass::kInfra;
+    if (a->status == RayJobStatus::kFailed) return ClassifyFailure(a->ending.get().error_type);
+    return FailureClass::kNone;
+  }
+
+  static Budgets SpentBefore(const VersionAttempts& at, int latest) {
+    std::set<int> earlier;
+    for (const auto& [k, job] : at.in_ray) {
+      if (k < latest) earlier.insert(k);
+    }
+    for (const auto& [k, a] : at.in_ledger) {
+      if (k < latest) earlier.insert(k);
+    }
+    Budgets spent;
+    for (const int k : earlier) {
+      switch (AttemptClass(at.RayAttempt(k), at.LedgerAttempt(k))) {
+        case FailureClass::kInfra:
+          ++spent.infra;
+          break;
+        case FailureClass::kOwn:
+          ++spent.own;
+          break;
+        case FailureClass::kNone:
+          break;
+      }
+    }
+    return spent;
+  }
+
+  // Retries are counted the same way wherever a message mentions them: the earlier attempts of
+  // the run that failed by their own doing, plus this one. "attempt 2 (retry 1 of 3)".
+  static std::string RetryOf(int attempt, int used, int64_t retries) {
+    return "attempt " + std::to_string(attempt) + " (retry " + std::to_string(used + 1) + " of " +
            std::to_string(retries) + ")";
   }
   static std::string NoRetriesLeft(int64_t retries) {
@@ -669,25 +737,82 @@ class Planner {
            " used)";
   }
 
-  void PlanLost(const JobSpec& spec, int latest, RayJobStatus status, JobPlan& jp) {
-    jp.phase = spec.suspend ? Phase::kSuspended : Phase::kLost;
-    jp.message = "Ray no longer knows " + jp.submission_id + " (was " +
-                 std::string(RayJobStatusName(status)) + "; the head restarted?)";
-    if (spec.suspend) return;
-    if (latest < spec.retries) {
-      jp.message += "; resubmitting as " + RetryOf(latest + 1, spec.retries);
-      if (Submit(spec, latest + 1, jp.message, jp)) jp.phase = Phase::kLost;
-    } else {
-      jp.message += "; " + NoRetriesLeft(spec.retries);
+  // The cluster's failure of a run's latest attempt (DESIGN §3.1): what it was, and when its
+  // backoff is over.
+  struct InfraFailure {
+    std::string cause;   // Ray's error_type, or "Lost"
+    std::string prefix;  // what the message says before the retry
+    std::string since;   // what the backoff counts from: "<id> ended"
+    // When the backoff is over, on the daemon's clock; nullopt: the pass's time is unknown.
+    std::optional<int64_t> due_ms;
+    bool due = false;  // the backoff is over
+    Phase waiting = Phase::kPending;
+    Phase exhausted = Phase::kFailed;
+  };
+
+  // Attempt latest+1 once the backoff is over, while fewer than `infra_retries` earlier
+  // attempts of the run (`used`) failed for the cluster.
+  void PlanInfraRetry(const JobSpec& spec, int latest, int used, const InfraFailure& f,
+                      JobPlan& jp) {
+    const std::string budget = std::to_string(spec.infra_retries);
+    if (used >= spec.infra_retries) {
+      jp.phase = f.exhausted;
+      jp.message = f.prefix + "infrastructure retries exhausted (" +
+                   (spec.infra_retries == 0 ? std::string("the spec allows none")
+                                            : std::to_string(used) + " of " + budget + " used") +
+                   ") after " + f.cause;
+      return;
     }
+    const std::string retrying = f.prefix + "retrying after " + f.cause + ", " +
+                                 std::to_string(used + 1) + " of " + budget + ": attempt " +
+                                 std::to_string(latest + 1);
+    if (!f.due) {
+      jp.phase = f.waiting;
+      jp.message = retrying + " waits " + FormatDurationMs(InfraRetryBackoffMs(used)) + " after " +
+                   f.since;
+      if (f.due_ms) NoteRecheck(*f.due_ms);
+      return;
+    }
+    jp.phase = Phase::kPending;
+    jp.message = retrying + " is submitted";
+    Submit(spec, latest + 1, jp.message, jp);
   }
 
-  void PlanActive(const JobSpec& spec, int latest, const RayJob* job, RayJobStatus status,
-                  JobPlan& jp) {
+  // The latest attempt is active in the ledger and missing from Ray (the head restarted): an
+  // infrastructure failure, whose backoff counts from when a pass first found it lost.
+  void PlanLost(const JobSpec& spec, const VersionAttempts& at, RayJobStatus status,
+                JobPlan& jp) {
+    const int latest = at.Latest();
+    const std::string lost = "Ray no longer knows " + jp.submission_id + " (was " +
+                             std::string(RayJobStatusName(status)) + "; the head restarted?)";
+    if (spec.suspend) {
+      jp.phase = Phase::kSuspended;
+      jp.message = lost;
+      return;
+    }
+    const int used = SpentBefore(at, latest).infra;
+    InfraFailure f;
+    f.cause = "Lost";
+    f.prefix = lost + "; ";
+    f.since = "it was found lost";
+    f.waiting = Phase::kLost;
+    f.exhausted = Phase::kLost;
+    if (policy_.now_ms != 0) {
+      const AttemptRecord* a = at.LedgerAttempt(latest);
+      const std::optional<int64_t> found = a != nullptr ? a->ending.get().lost_ms : std::nullopt;
+      f.due_ms = found.value_or(policy_.now_ms) + InfraRetryBackoffMs(used);
+      f.due = policy_.now_ms >= *f.due_ms;
+    }
+    PlanInfraRetry(spec, latest, used, f, jp);
+  }
+
+  void PlanActive(const JobSpec& spec, const VersionAttempts& at, const RayJob* job,
+                  RayJobStatus status, JobPlan& jp) {
+    const int latest = at.Latest();
     if (!spec.suspend) {
       jp.phase = PhaseForRayStatus(status);
       jp.message = job != nullptr ? job->message : "";
-      if (job != nullptr) CheckDeadline(spec, latest, *job, jp);
+      if (job != nullptr) CheckDeadline(spec, latest, *job, at.RunStartMs(), jp);
       return;
     }
     jp.phase = Phase::kSuspended;
@@ -699,35 +824,63 @@ class Planner {
     }
   }
 
-  // An active run past the spec's deadline, counted from Ray's start_time (the submission:
-  // time spent PENDING counts), is stopped and not retried. One not past it yet makes its due
-  // time a time to plan again (Plan::recheck_at_ms). Without the pass's time, nothing.
-  // Ray's start_time is on the head's clock: the deadline is too (PlanPolicy::ray_now_ms).
-  void CheckDeadline(const JobSpec& spec, int latest, const RayJob& job, JobPlan& jp) {
+  // An active run past the spec's deadline, counted from Ray's start_time of the run's first
+  // attempt (`run_start_ms`; the submission: time spent PENDING and earlier attempts count), is
+  // stopped and not retried. One not past it yet makes its due time a time to plan again
+  // (Plan::recheck_at_ms). Without the pass's time, nothing. Ray's start_time is on the head's
+  // clock: the deadline is too (PlanPolicy::ray_now_ms).
+  void CheckDeadline(const JobSpec& spec, int latest, const RayJob& job,
+                     std::optional<int64_t> run_start_ms, JobPlan& jp) {
     const std::optional<int64_t> deadline = spec.lifecycle().deadline_ms;
-    if (!deadline || !job.start_time_ms || policy_.now_ms == 0) return;
-    const int64_t due = *job.start_time_ms + *deadline;
+    const std::optional<int64_t> start = run_start_ms ? run_start_ms : job.start_time_ms;
+    if (!deadline || !start || policy_.now_ms == 0) return;
+    const int64_t due = *start + *deadline;
     if (RayNow() < due) {
       NoteRecheck(DaemonTimeOf(due));
       return;
     }
     const std::string why = "deadline " + FormatDurationMs(*deadline) + " exceeded (submitted at " +
-                            FormatRfc3339Millis(*job.start_time_ms) + ")";
+                            FormatRfc3339Millis(*start) + ")";
     const int64_t sent = AddStop(job, spec.name, latest, StopReason::kDeadline,
                                  why + ": stopping the run; it is not retried");
     jp.phase = Phase::kDeadlineExceeded;
     jp.message = StoppingMessage(why, sent, job);
   }
 
-  void PlanFailed(const JobSpec& spec, int latest, const std::string& message, JobPlan& jp) {
+  // The latest attempt FAILED, and ray-gitops sent it no stop it undoes: the cluster's failure
+  // spends `infra_retries`, the run's own `retries` (DESIGN §3.1).
+  void PlanFailed(const JobSpec& spec, const VersionAttempts& at, const std::string& message,
+                  JobPlan& jp) {
+    const int latest = at.Latest();
+    const RayJob* job = at.RayAttempt(latest);
+    const AttemptRecord* remembered = at.LedgerAttempt(latest);
     jp.phase = Phase::kFailed;
     jp.message = message;
     if (spec.suspend) {
       jp.phase = Phase::kSuspended;
       jp.message = "suspend: true; the failed run is not retried";
-    } else if (latest < spec.retries) {
+      return;
+    }
+    const FailureClass failure = AttemptClass(job, remembered);
+    if (failure == FailureClass::kNone) return;  // a stop was sent: never retried
+    const Budgets spent = SpentBefore(at, latest);
+    if (failure == FailureClass::kInfra) {
+      InfraFailure f;
+      f.cause = job != nullptr ? job->error_type.value_or("") : remembered->ending.get().error_type;
+      f.since = jp.submission_id + " ended";
+      const std::optional<int64_t> end = job != nullptr ? job->end_time_ms
+                                                        : remembered->end_time_ms;
+      if (policy_.now_ms != 0) {
+        // Ray's end_time is on the head's clock: so is the backoff.
+        const int64_t due_on_head = end.value_or(RayNow()) + InfraRetryBackoffMs(spent.infra);
+        f.due_ms = DaemonTimeOf(due_on_head);
+        f.due = !end || RayNow() >= due_on_head;
+      }
+      PlanInfraRetry(spec, latest, spent.infra, f, jp);
+    } else if (spent.own < spec.retries) {
       jp.phase = Phase::kPending;
-      jp.message = jp.submission_id + " failed; retrying as " + RetryOf(latest + 1, spec.retries);
+      jp.message = jp.submission_id + " failed; retrying as " +
+                   RetryOf(latest + 1, spent.own, spec.retries);
       Submit(spec, latest + 1, jp.message, jp);
     }
   }
@@ -773,6 +926,16 @@ class Planner {
       }
     }
     return runs;
+  }
+
+  // When the run `job` is an attempt of began: its slot's first attempt's start; else its own.
+  static std::optional<int64_t> RunStartOf(const ScheduledRuns& runs, const RayJob& job) {
+    for (const auto& [s, at] : runs.slots) {
+      for (const auto& [k, listed] : at.in_ray) {
+        if (listed == &job) return at.RunStartMs();
+      }
+    }
+    return job.start_time_ms;
   }
 
   // The active runs of this version other than those of `slot`, with their attempts.
@@ -922,18 +1085,14 @@ class Planner {
     std::vector<std::pair<int, const RayJob*>> active;
     for (const auto& [k, job] : ActiveOutside(runs, slot)) {
       JobPlan scratch;
-      CheckDeadline(spec, k, *job, scratch);
+      CheckDeadline(spec, k, *job, RunStartOf(runs, *job), scratch);
       if (scratch.phase != Phase::kDeadlineExceeded) active.emplace_back(k, job);
     }
     NotePreviousSlotSkipped(schedule, runs, *latest, jp);
     if (auto it = runs.slots.find(slot); it != runs.slots.end()) {
       // The slot has its run: the usual rules (retries, lost, deadline, restore) per slot.
-      const int k = it->second.Latest();
-      const RayJob* job = it->second.in_ray.contains(k) ? it->second.in_ray.at(k) : nullptr;
-      const AttemptRecord* remembered =
-          it->second.in_ledger.contains(k) ? it->second.in_ledger.at(k) : nullptr;
       slot_ = slot;
-      PlanLatestAttempt(spec, k, job, remembered, jp);
+      PlanLatestAttempt(spec, it->second, jp);
       slot_.clear();
       return;
     }

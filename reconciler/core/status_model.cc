@@ -45,6 +45,20 @@ AttemptRecord MergeAttempt(const AttemptRecord& theirs, const AttemptRecord& our
   if (other.stop_sent_ms && (!out.stop_sent_ms || *other.stop_sent_ms > *out.stop_sent_ms)) {
     out.stop_sent_ms = other.stop_sent_ms;
   }
+  // What either writer knew of where the attempt came from and how it ended is kept.
+  if (out.commit.empty()) out.commit = other.commit;
+  const AttemptEnding& theirs_end = other.ending.get();
+  if (theirs_end != AttemptEnding{} && out.ending.get() != theirs_end) {
+    AttemptEnding& end = out.ending.mutable_get();
+    if (end.error_type.empty()) end.error_type = theirs_end.error_type;
+    if (end.stop_commit.empty()) end.stop_commit = theirs_end.stop_commit;
+    if (!end.lost_ms) end.lost_ms = theirs_end.lost_ms;
+  }
+  if (out.failure_class == FailureClass::kNone) out.failure_class = other.failure_class;
+  // A stop either writer sent outranks any class: such an attempt is never retried.
+  if (out.stop_reason != StopReason::kNone || out.stop_sent_ms) {
+    out.failure_class = FailureClass::kNone;
+  }
   return out;
 }
 

@@ -22,6 +22,29 @@ void RefreshAttempt(AttemptRecord& a, const RayJob& job) {
   a.start_time_ms = job.start_time_ms;
   a.end_time_ms = job.end_time_ms;
   a.message = job.message;
+  // Boxed: touched only when Ray gives an error_type, or the record had one.
+  const std::string_view error_type = job.error_type ? *job.error_type : std::string_view();
+  if (a.ending.get().error_type != error_type) {
+    a.ending.mutable_get().error_type = std::string(error_type);
+  }
+  if (a.commit.empty()) a.commit = job.Label(kMetaCommit);
+}
+
+// How each attempt ended, as the budgets of DESIGN §3.1 count it: an attempt ray-gitops sent a
+// stop has no class, whatever it ended in; a Lost one is the cluster's; a FAILED one is by its
+// error_type.
+void ClassifyAttempts(StatusRecord& rec) {
+  for (AttemptRecord& a : rec.attempts) {
+    if (a.stop_reason != StopReason::kNone || a.stop_sent_ms) {
+      a.failure_class = FailureClass::kNone;
+    } else if (a.phase == Phase::kLost) {
+      a.failure_class = FailureClass::kInfra;
+    } else if (a.status == RayJobStatus::kFailed) {
+      a.failure_class = ClassifyFailure(a.ending.get().error_type);
+    } else {
+      a.failure_class = FailureClass::kNone;
+    }
+  }
 }
 
 void SetRayFields(StatusRecord& rec, const RayJob& job) {
@@ -208,6 +231,8 @@ void MergeRayAttempts(StatusRecord& rec, const StatusInputs& in, const JobsByNam
     if (IsActive(a.status) && a.phase != Phase::kLost && !in.ray_jobs.contains(a.submission_id) &&
         !done.submitted.contains(a.submission_id)) {
       a.phase = Phase::kLost;
+      // The infrastructure retry's backoff counts from here (core/planner.h).
+      if (in.now_ms != 0 && !a.ending.get().lost_ms) a.ending.mutable_get().lost_ms = in.now_ms;
     }
   }
 }
@@ -222,11 +247,13 @@ void AddPassAttempts(StatusRecord& rec, const StatusInputs& in, const PassOutcom
     a.spec_hash = spec != nullptr ? spec->spec_hash : "";
     a.status = RayJobStatus::kPending;
     a.phase = Phase::kPending;
+    a.commit = in.spec_commit;
   });
   PassOutcomes::ForEach(done.stopped_by_name, rec.name, [&](const ActionOutcome& o) {
     AttemptRecord& a = FindOrAddAttempt(rec, o.action.submission_id, o.action.attempt);
     a.stop_reason = o.action.stop_reason;
     if (in.now_ms != 0) a.stop_sent_ms = in.now_ms;
+    if (!in.spec_commit.empty()) a.ending.mutable_get().stop_commit = in.spec_commit;
   });
 }
 
@@ -267,6 +294,13 @@ void SetSpecCode(StatusRecord& rec, const JobSpec* spec) {
   code.commit = spec->code().commit;
 }
 
+// True when the record's latest attempt failed for the cluster: the planner's message (the
+// retry to come, or the budget spent) says more than Ray's.
+bool LatestFailedForCluster(const StatusRecord& rec) {
+  const AttemptRecord* a = rec.FindAttempt(rec.submission_id);
+  return a != nullptr && a->failure_class == FailureClass::kInfra;
+}
+
 // The latest attempt, as Ray last reported it, and the record's message.
 void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& in,
                       const PassOutcomes& done, const JobSpec* spec) {
@@ -305,8 +339,9 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
   if (auto it = done.submitted.find(jp.submission_id);
       it != done.submitted.end() && it->second->adopted) {
     rec.message = "adopted " + jp.submission_id + ", which Ray already had";
-  } else if (ray_message && (jp.phase == Phase::kPending || jp.phase == Phase::kRunning ||
-                             jp.phase == Phase::kSucceeded || jp.phase == Phase::kFailed)) {
+  } else if (ray_message && !LatestFailedForCluster(rec) &&
+             (jp.phase == Phase::kPending || jp.phase == Phase::kRunning ||
+              jp.phase == Phase::kSucceeded || jp.phase == Phase::kFailed)) {
     // Ray's own words while the run follows its course: the planner's reason for a submit
     // ("new job") would otherwise turn into Ray's message one pass later, a commit of noise.
     rec.message = *ray_message;
@@ -373,6 +408,7 @@ void BuildRecords(const StatusInputs& in, L& ledger, StatusUpdate& update, Built
                                    ray_cluster, spec, desired);
     MergeRayAttempts(rec, in, ours, done);
     AddPassAttempts(rec, in, done, spec);
+    ClassifyAttempts(rec);
     SetLatestAttempt(rec, jp, in, done, spec);
     KeepRecentSlots(rec, jp, spec);
     const auto it = update.records.insert_or_assign(update.records.end(), jp.name, std::move(rec));

@@ -85,6 +85,25 @@ JobSpec Retries(JobSpec spec, int retries) {
   return spec;
 }
 
+JobSpec InfraRetries(JobSpec spec, int infra_retries) {
+  spec.infra_retries = infra_retries;
+  return spec;
+}
+
+// A run as Ray lists it once it ended with `error_type` at `end_ms` (on the head's clock).
+RayJob Ended(RayJob job, const std::string& error_type, int64_t end_ms) {
+  job.error_type = error_type;
+  job.end_time_ms = end_ms;
+  return job;
+}
+
+AttemptRecord LostAt(AttemptRecord a, int64_t lost_ms) {
+  a.phase = Phase::kLost;
+  a.failure_class = FailureClass::kInfra;
+  a.ending.mutable_get().lost_ms = lost_ms;
+  return a;
+}
+
 JobSpec Suspended(JobSpec spec) {
   spec.suspend = true;
   return spec;
@@ -186,19 +205,7 @@ TEST_CASE("each row of the per-job decision gives its actions and its status rec
        kId + " failed; retrying as attempt 1 (retry 1 of 2)",
        RayJobStatus::kPending,
        kId + "-r1"},
-      {"lost from Ray with a retry left: resubmitted, counted the same way",
-       {Retries(a, 1)},
-       {},
-       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
-       Applied::kAllOk,
-       "submit " + kId + "-r1;",
-       Phase::kLost,
-       "Ray no longer knows " + kId +
-           " (was RUNNING; the head restarted?); resubmitting as "
-           "attempt 1 (retry 1 of 1)",
-       RayJobStatus::kPending,
-       kId + "-r1"},
-      {"lost from Ray with no retries: Lost, and says so",
+      {"lost from Ray, first found: Lost, waiting for the infrastructure retry's backoff",
        {a},
        {},
        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
@@ -206,9 +213,56 @@ TEST_CASE("each row of the per-job decision gives its actions and its status rec
        "",
        Phase::kLost,
        "Ray no longer knows " + kId +
-           " (was RUNNING; the head restarted?); no retries left (the spec allows none)",
+           " (was RUNNING; the head restarted?); retrying after Lost, 1 of 3: attempt 1 waits "
+           "30s after it was found lost",
        RayJobStatus::kRunning,
        kId},
+      {"lost from Ray, the backoff over: resubmitted as an infrastructure retry, retries untouched",
+       {a},
+       {},
+       {{"a", Record("a", {LostAt(Attempt("a", 0, RayJobStatus::kRunning), kNow - 30'000)})}},
+       Applied::kAllOk,
+       "submit " + kId + "-r1;",
+       Phase::kPending,
+       "Ray no longer knows " + kId +
+           " (was RUNNING; the head restarted?); retrying after Lost, 1 of 3: attempt 1 is "
+           "submitted",
+       RayJobStatus::kPending,
+       kId + "-r1"},
+      {"lost from Ray with no infrastructure retries: Lost, and says so",
+       {InfraRetries(a, 0)},
+       {},
+       {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
+       Applied::kAllOk,
+       "",
+       Phase::kLost,
+       "Ray no longer knows " + kId +
+           " (was RUNNING; the head restarted?); infrastructure retries exhausted (the spec "
+           "allows none) after Lost",
+       RayJobStatus::kRunning,
+       kId},
+      {"failed for the cluster, within the backoff: Pending, the record says why",
+       {a},
+       {Ended(Job("a", 0, RayJobStatus::kFailed), "JOB_SUPERVISOR_ACTOR_DIED", kNow - 1'000)},
+       {},
+       Applied::kAllOk,
+       "",
+       Phase::kPending,
+       "retrying after JOB_SUPERVISOR_ACTOR_DIED, 1 of 3: attempt 1 waits 30s after " + kId +
+           " ended",
+       RayJobStatus::kFailed,
+       kId},
+      {"failed for the cluster with its budget spent: Failed, the record says so",
+       {InfraRetries(a, 1)},
+       {Ended(Job("a", 0, RayJobStatus::kFailed), "JOB_SUPERVISOR_ACTOR_DIED", kNow - 100'000),
+        Ended(Job("a", 1, RayJobStatus::kFailed), "JOB_SUPERVISOR_ACTOR_DIED", kNow - 1'000)},
+       {},
+       Applied::kAllOk,
+       "",
+       Phase::kFailed,
+       "infrastructure retries exhausted (1 of 1 used) after JOB_SUPERVISOR_ACTOR_DIED",
+       RayJobStatus::kFailed,
+       kId + "-r1"},
       {"spec changed while running: the old run stopped as replaced, the new one submitted",
        {a},
        {Job("a", 0, RayJobStatus::kRunning, kOldHash)},
@@ -288,6 +342,93 @@ TEST_CASE("the attempts of a record say what the pass did to each run") {
   CHECK(new_attempt->stop_reason == StopReason::kNone);
   CHECK_FALSE(new_attempt->stop_sent_ms.has_value());
   CHECK(new_attempt->spec_hash == kHash);
+}
+
+// A pass's records over the given Ray jobs and outcomes of `plan` (every action carried out),
+// from the commit "c2".
+StatusRecord RecordAfter(const DesiredState& desired, const Plan& plan, const Ledger& ledger,
+                         const std::vector<RayJob>& ray, int64_t now_ms) {
+  StatusInputs in;
+  in.desired = &desired;
+  in.plan = &plan;
+  in.ledger = &ledger;
+  for (const RayJob& job : ray) in.ray_jobs.emplace(job.submission_id, &job);
+  in.outcomes = Outcomes(plan, Applied::kAllOk);
+  in.now_ms = now_ms;
+  in.spec_commit = "c2";
+  return BuildStatusUpdate(in).records.at("a");
+}
+
+TEST_CASE("each attempt records its error_type, its class and the commits of its transitions") {
+  PlanPolicy policy;
+  policy.now_ms = kNow;
+  const DesiredState desired = Desired({Spec("a")});
+  SECTION("failed for the cluster, retried: the class and error_type, each submit's commit") {
+    RayJob died = Job("a", 0, RayJobStatus::kFailed);
+    died.error_type = "JOB_SUPERVISOR_ACTOR_DIED";
+    died.end_time_ms = kNow - 60'000;
+    died.metadata[std::string(kMetaCommit)] = "c0";
+    const Ledger ledger = {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}};
+    const Plan plan = PlanActions(desired, {died}, ledger, policy);
+    REQUIRE(Describe(plan) == "submit " + kId + "-r1;");
+    const StatusRecord rec = RecordAfter(desired, plan, ledger, {died}, kNow);
+    const AttemptRecord* first = rec.FindAttempt(kId);
+    REQUIRE(first != nullptr);
+    CHECK(first->ending.get().error_type == "JOB_SUPERVISOR_ACTOR_DIED");
+    CHECK(first->failure_class == FailureClass::kInfra);
+    CHECK(first->commit == "c0");
+    const AttemptRecord* retry = rec.FindAttempt(kId + "-r1");
+    REQUIRE(retry != nullptr);
+    CHECK(retry->commit == "c2");
+    CHECK(retry->failure_class == FailureClass::kNone);
+  }
+  SECTION("failed by its own doing: own") {
+    RayJob failed = Job("a", 0, RayJobStatus::kFailed);
+    failed.error_type = "JOB_ENTRYPOINT_COMMAND_ERROR";
+    const Plan plan = PlanActions(desired, {failed}, {}, policy);
+    const StatusRecord rec = RecordAfter(desired, plan, {}, {failed}, kNow);
+    REQUIRE(rec.FindAttempt(kId) != nullptr);
+    CHECK(rec.FindAttempt(kId)->failure_class == FailureClass::kOwn);
+    CHECK(rec.phase == Phase::kFailed);
+  }
+  SECTION("stopped by this pass, then ended FAILED with START_TIMEOUT: the stop's commit, no class") {
+    const RayJob old_run = Job("a", 0, RayJobStatus::kPending, kOldHash);
+    const Ledger ledger = {
+        {"a", Record("a", {Attempt("a", 0, RayJobStatus::kPending, "", kOldHash)})}};
+    const Plan plan = PlanActions(desired, {old_run}, ledger, policy);
+    REQUIRE(Describe(plan) == "stop " + kOldId + ";submit " + kId + ";");
+    const StatusRecord stopped = RecordAfter(desired, plan, ledger, {old_run}, kNow);
+    REQUIRE(stopped.FindAttempt(kOldId) != nullptr);
+    CHECK(stopped.FindAttempt(kOldId)->ending.get().stop_commit == "c2");
+    RayJob ended = old_run;
+    ended.status = RayJobStatus::kFailed;
+    ended.error_type = "JOB_SUPERVISOR_ACTOR_START_TIMEOUT";
+    const Ledger next = {{"a", stopped}};
+    const Plan later = PlanActions(desired, {ended}, next, policy);
+    const StatusRecord rec = RecordAfter(desired, later, next, {ended}, kNow + 1000);
+    const AttemptRecord* a = rec.FindAttempt(kOldId);
+    REQUIRE(a != nullptr);
+    CHECK(a->ending.get().error_type == "JOB_SUPERVISOR_ACTOR_START_TIMEOUT");
+    CHECK(a->failure_class == FailureClass::kNone);
+  }
+  SECTION("lost: infra, with the time it was first found lost, kept by later passes") {
+    const Ledger ledger = {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}};
+    const Plan plan = PlanActions(desired, {}, ledger, policy);
+    const StatusRecord rec = RecordAfter(desired, plan, ledger, {}, kNow);
+    const AttemptRecord* lost = rec.FindAttempt(kId);
+    REQUIRE(lost != nullptr);
+    CHECK(lost->phase == Phase::kLost);
+    CHECK(lost->failure_class == FailureClass::kInfra);
+    CHECK(lost->ending.get().lost_ms == kNow);
+    const Ledger next = {{"a", rec}};
+    PlanPolicy later_policy = policy;
+    later_policy.now_ms = kNow + 10'000;
+    const Plan later = PlanActions(desired, {}, next, later_policy);
+    CHECK(Describe(later).empty());
+    const StatusRecord again = RecordAfter(desired, later, next, {}, kNow + 10'000);
+    CHECK(again.FindAttempt(kId)->ending.get().lost_ms == kNow);
+    CHECK_FALSE(MeaningfulChange(rec, again));  // waiting out the backoff commits nothing
+  }
 }
 
 TEST_CASE("an active attempt missing from Ray is lost only when the listing was complete") {

@@ -36,6 +36,8 @@ TEST_CASE("each row of the per-job state machine gives its action and phase") {
   suspended.suspend = true;
   JobSpec retry2 = Spec("a");
   retry2.retries = 2;
+  JobSpec no_infra = Spec("a");
+  no_infra.infra_retries = 0;
 
   const std::vector<Row> rows = {
       {"no attempt: submit attempt 0", plain, {}, {}, Phase::kPending, "submit a-aaaaaaaaaa;"},
@@ -91,14 +93,14 @@ TEST_CASE("each row of the per-job state machine gives its action and phase") {
        {},
        Phase::kStopped,
        ""},
-      {"lost (ledger active, Ray forgot), retries left: resubmit",
+      {"lost (ledger active, Ray forgot), the pass's time unknown: Lost, its retry waits",
        retry2,
        {},
        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
        Phase::kLost,
-       "submit a-aaaaaaaaaa-r1;"},
-      {"lost, no retries: reported, nothing submitted",
-       plain,
+       ""},
+      {"lost, no infrastructure retries: reported, nothing submitted",
+       no_infra,
        {},
        {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kRunning)})}},
        Phase::kLost,

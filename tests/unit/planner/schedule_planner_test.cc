@@ -250,10 +250,44 @@ TEST_CASE("a failed slot run is retried per slot, up to retries") {
                           {}, now);
   CHECK(Describe(out).empty());
   CHECK(out.jobs.at(0).phase == Phase::kFailed);
-  // Lost while running, with a retry left: resubmitted as the slot's next attempt.
-  Ledger lost = {
-      {"a", fixtures::Record("a", {SlotAttempt("202611281200", 0, RayJobStatus::kRunning)})}};
+  // Lost while running, found lost a minute ago: resubmitted as the slot's next attempt, an
+  // infrastructure retry.
+  AttemptRecord running = SlotAttempt("202611281200", 0, RayJobStatus::kRunning);
+  running.ending.mutable_get().lost_ms = now - 60'000;
+  Ledger lost = {{"a", fixtures::Record("a", {running})}};
   CHECK(Describe(PlanAt(spec, {}, lost, now)) == "submit a-aaaaaaaaaa-202611281200-r1;");
+}
+
+// Each slot is a run of its own (DESIGN §3.1): its budgets count its own attempts only.
+TEST_CASE("a slot run the cluster failed is retried after the backoff, its budget per slot") {
+  JobSpec spec = Scheduled("0 * * * *");
+  spec.infra_retries = 1;
+  const int64_t now = UtcMs(2026, 11, 28, 12, 20);
+  auto died = [](const std::string& slot, int attempt, int64_t end_ms) {
+    RayJob job = SlotJob(slot, attempt, RayJobStatus::kFailed);
+    job.error_type = "JOB_SUPERVISOR_ACTOR_DIED";
+    job.end_time_ms = end_ms;
+    return job;
+  };
+  // The previous slot spent its infrastructure retry; this slot's is whole.
+  const std::vector<RayJob> before = {died("202611281100", 0, now - 3'000'000),
+                                      died("202611281100", 1, now - 2'000'000)};
+  std::vector<RayJob> ray = before;
+  ray.push_back(died("202611281200", 0, now - 10'000));
+  const Plan early = PlanAt(spec, ray, {}, now);
+  CHECK(Describe(early).empty());
+  CHECK(early.jobs.at(0).phase == Phase::kPending);
+  CHECK(early.recheck_at_ms == now + 20'000);
+  ray.back().end_time_ms = now - 30'000;
+  const Plan due = PlanAt(spec, ray, {}, now);
+  CHECK(Describe(due) == "submit a-aaaaaaaaaa-202611281200-r1;");
+  REQUIRE(due.actions.size() == 1);
+  CHECK(due.actions[0].slot == "202611281200");
+  // The slot's retry failed for the cluster too: its budget is spent.
+  ray.push_back(died("202611281200", 1, now - 600'000));
+  const Plan spent = PlanAt(spec, ray, {}, now);
+  CHECK(Describe(spent).empty());
+  CHECK(spent.jobs.at(0).phase == Phase::kFailed);
 }
 
 TEST_CASE("suspend, a spec change and an unknown time around scheduled runs") {

@@ -159,5 +159,43 @@ TEST_CASE("two writers' records of one job merge: attempts joined, a finished ru
   CHECK(MergeRecords(ours, theirs) == theirs);
 }
 
+TEST_CASE("a merge keeps what either writer knew of an attempt's commit, class and ending") {
+  StatusRecord theirs;  // a replica that saw attempt 0 fail for the cluster, and submitted it
+  theirs.name = "x";
+  theirs.submission_id = "x-0";
+  theirs.status = RayJobStatus::kFailed;
+  theirs.attempts = {Attempt("x-0", 0, RayJobStatus::kFailed)};
+  theirs.attempts[0].commit = "c0";
+  theirs.attempts[0].failure_class = FailureClass::kInfra;
+  theirs.attempts[0].ending.mutable_get().error_type = "JOB_SUPERVISOR_ACTOR_DIED";
+  StatusRecord ours = theirs;  // a writer that saw the same end without knowing more
+  ours.attempts[0].commit.clear();
+  ours.attempts[0].failure_class = FailureClass::kNone;
+  ours.attempts[0].ending.reset();
+  for (const StatusRecord& merged : {MergeRecords(theirs, ours), MergeRecords(ours, theirs)}) {
+    REQUIRE(merged.attempts.size() == 1);
+    CHECK(merged.attempts[0].commit == "c0");
+    CHECK(merged.attempts[0].failure_class == FailureClass::kInfra);
+    CHECK(merged.attempts[0].ending.get().error_type == "JOB_SUPERVISOR_ACTOR_DIED");
+  }
+  // A Lost time and a stop's commit either knew are kept; a stop outranks any class.
+  StatusRecord lost = theirs;
+  lost.attempts = {Attempt("x-0", 0, RayJobStatus::kRunning)};
+  lost.attempts[0].phase = Phase::kLost;
+  lost.attempts[0].failure_class = FailureClass::kInfra;
+  lost.attempts[0].ending.mutable_get().lost_ms = 42;
+  StatusRecord stopped = lost;
+  stopped.attempts[0].phase = Phase::kRunning;
+  stopped.attempts[0].failure_class = FailureClass::kNone;
+  stopped.attempts[0].ending.reset();
+  stopped.attempts[0].stop_reason = StopReason::kSuspend;
+  stopped.attempts[0].ending.mutable_get().stop_commit = "c9";
+  const StatusRecord merged = MergeRecords(lost, stopped);
+  CHECK(merged.attempts[0].ending.get().lost_ms == 42);
+  CHECK(merged.attempts[0].ending.get().stop_commit == "c9");
+  CHECK(merged.attempts[0].stop_reason == StopReason::kSuspend);
+  CHECK(merged.attempts[0].failure_class == FailureClass::kNone);
+}
+
 }  // namespace
 }  // namespace rg::core
