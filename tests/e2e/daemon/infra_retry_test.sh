@@ -63,8 +63,8 @@ kill_supervisor() {  # kill_supervisor ID
   dmn_wait 120 "$1 RUNNING" running "$1" >/dev/null
   dmn_wait 30 "the shell of $1's entrypoint under a ray::JobSupervisor" supervisor_of "$1" >/dev/null
   sup=$(supervisor_of "$1")
+  echo "infra: killing $1's supervisor (pid $sup: $(ps -o args= -p "$sup" | tr -s ' '))"
   kill -9 "$sup"
-  echo "infra: killed $1's supervisor (pid $sup: $(ps -o args= -p "$sup" 2>/dev/null || echo gone))"
 }
 
 ray_error_is() { [ "$(field_of "$1" error_type)" = "$2" ]; }
