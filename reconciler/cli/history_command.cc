@@ -1,6 +1,7 @@
 // `ray-gitops history NAME`: the audit trail of one job from the status branch, oldest first,
-// one row per transition of each attempt (core::JobHistory), with the spec commit and its
-// author. --format text (a table) or json. Exit 0; 1 when the name has no history or the
+// one row per transition of each attempt (core::JobHistory), an attempt's end with Ray's
+// error_type and its failure class, and the commit that caused the transition (a submit's, a
+// stop's; else the spec commit) with its author. --format text (a table) or json. Exit 0; 1 when the name has no history or the
 // branch cannot be read.
 
 #include <CLI/CLI.hpp>
@@ -100,7 +101,7 @@ void PrintText(const std::vector<core::HistoryRow>& rows, Authors& authors) {
     core::TextRow cells = {core::FormatRfc3339Millis(row.time_ms),
                            t.attempt ? std::to_string(*t.attempt) : "-",
                            OrDash(t.submission_id),
-                           t.from + " -> " + t.to,
+                           t.from + " -> " + core::TransitionTarget(t),
                            StatusText(t.status),
                            OrDash(row.spec_commit.substr(0, kShortCommit)),
                            author ? OrDash(author->name) : "-",
@@ -127,6 +128,8 @@ core::Value RowJson(const core::HistoryRow& row, Authors& authors) {
   o["ray_status"] = t.status == core::RayJobStatus::kUnknown
                         ? core::Value()
                         : core::Value(std::string(core::RayJobStatusName(t.status)));
+  o["error_type"] = OrNull(t.error_type);
+  o["failure_class"] = OrNull(std::string(core::FailureClassName(t.failure_class)));
   o["spec_commit"] = OrNull(row.spec_commit);
   o["author"] = author ? OrNull(author->name) : core::Value();
   o["author_email"] = author ? OrNull(author->email) : core::Value();

@@ -63,11 +63,10 @@ void NoteRunsVariables(const core::DesiredState& state, const core::JobSpec& spe
     note.append(spec.path).append(": waits for ").append(name);
     if (up != nullptr) {
       note.append("; ${runs.").append(name);
-      note += ".dir} is resolved, when the daemon submits this job, to the run directory of ";
+      note += ".dir} is resolved, when the daemon submits this job, to the run folder of ";
       note.append(name).append("'s successful run: ");
       note += core::RunDirectory(state.cluster->shared_root.value_or("<shared_root>"),
                                  core::SubmissionIdBase(*up));
-      note += " if its first attempt succeeds";
     } else {
       note += ", whose spec is invalid: this job is frozen until it is valid";
     }

@@ -35,12 +35,37 @@ std::vector<RunsVariableUse> FindRunsVariables(std::string_view text) {
   return uses;
 }
 
-std::string RunDirectory(std::string_view shared_root, std::string_view submission_id) {
+std::string RunDirectory(std::string_view shared_root, std::string_view id) {
   std::string dir(shared_root);
   if (dir.empty() || dir.back() != '/') dir += '/';
   dir += "jobs/";
-  dir += submission_id;
+  dir += id;
   return dir;
+}
+
+std::string CheckpointDirectory(std::string_view shared_root, std::string_view run_id) {
+  return RunDirectory(shared_root, run_id) + "/checkpoints";
+}
+
+std::string RunIdOf(std::string_view submission_id, int attempt) {
+  if (attempt < 1) return std::string(submission_id);
+  const std::string suffix = "-r" + std::to_string(attempt);
+  if (submission_id.size() > suffix.size() && submission_id.ends_with(suffix)) {
+    submission_id.remove_suffix(suffix.size());
+  }
+  return std::string(submission_id);
+}
+
+UpstreamRun UpstreamRunOf(std::string_view submission_id, int attempt, const StatusRecord* record,
+                          const RayConfig& cluster) {
+  UpstreamRun run;
+  run.submission_id = std::string(submission_id);
+  if (record != nullptr && record->submission_id == submission_id) {
+    run.run_dir = record->run_dir;
+  } else if (cluster.shared_root) {
+    run.run_dir = RunDirectory(*cluster.shared_root, RunIdOf(submission_id, attempt));
+  }
+  return run;
 }
 
 namespace {
@@ -65,12 +90,16 @@ class RunsResolver {
                              : "not ${runs.<name>.dir}");
         continue;
       }
+      if (!run->second.run_dir.empty()) {
+        out += run->second.run_dir;
+        continue;
+      }
       if (!cluster_.shared_root) {
         Fail(text.substr(use.begin, use.end - use.begin),
              cluster_.path + " sets no shared_root, which run directories are under");
         continue;
       }
-      out += RunDirectory(*cluster_.shared_root, run->second);
+      out += RunDirectory(*cluster_.shared_root, run->second.submission_id);
     }
     out += std::string_view(text).substr(done);
     text = std::move(out);

@@ -5,6 +5,7 @@
 
 #include "reconciler/core/escape.h"
 #include "reconciler/core/markdown.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/secrets.h"
 #include "reconciler/core/text_table.h"
 #include "reconciler/core/time_format.h"
@@ -105,6 +106,48 @@ const JobSpec* FindSpec(const DesiredState& desired, std::string_view path) {
 
 Value OptionalInt(const std::optional<int>& v) { return v ? Value(*v) : Value(nullptr); }
 
+// Where a submit's run keeps its files (docs/artifacts.md): its run folder, shared by all its
+// attempts, and for a verl spec the checkpoint folder in it (trainer.default_local_dir). Empty
+// without a shared_root; checkpoint_dir empty for a custom spec or one that sets its own.
+struct SubmitFolders {
+  std::string run_dir;
+  std::string checkpoint_dir;
+};
+
+SubmitFolders FoldersOf(const PlanView& view, const Action& submit) {
+  SubmitFolders out;
+  if (submit.kind != ActionKind::kSubmit || !view.desired->cluster ||
+      !view.desired->cluster->shared_root) {
+    return out;
+  }
+  const std::string run_id = RunIdOf(submit.submission_id, submit.attempt);
+  out.run_dir = RunDirectory(*view.desired->cluster->shared_root, run_id);
+  if (const JobSpec* spec = FindSpec(*view.desired, submit.spec_path); spec != nullptr) {
+    out.checkpoint_dir =
+        VerlCheckpointDirectory(*spec, *view.desired->cluster, run_id).value_or("");
+  }
+  return out;
+}
+
+// For a retry, what its shared checkpoint folder means: " (attempt N resumes ...)"; else "".
+std::string ResumeNote(const Action& submit) {
+  if (submit.attempt < 1) return "";
+  return " (attempt " + std::to_string(submit.attempt) +
+         " resumes from the latest checkpoint its run saved there, if any)";
+}
+
+// The text plan's block of verl checkpoint folders, one line per submit of a verl spec.
+std::string CheckpointsText(const PlanView& view) {
+  std::string lines;
+  for (const Action& a : view.plan->actions) {
+    const SubmitFolders folders = FoldersOf(view, a);
+    if (folders.checkpoint_dir.empty()) continue;
+    lines += EscapedLine("  " + a.submission_id + ": " + folders.checkpoint_dir + ResumeNote(a));
+  }
+  if (lines.empty()) return "";
+  return "\nCheckpoints (trainer.default_local_dir, shared by every attempt of a run):\n" + lines;
+}
+
 // The JSON plan's `foreign` and `adopted_previous` arrays (docs/plan-format.md).
 void AddOwnershipJson(const Plan& plan, Value& root) {
   Value::Array foreign;
@@ -201,6 +244,7 @@ std::string FormatPlanText(const PlanView& view) {
     table.push_back({r.action, r.name, r.submission_id, r.phase, r.reason});
   }
   AppendTextTable(table, out);
+  out += CheckpointsText(view);
   const PlanActionIndex acts(plan);
   for (const auto& [name, change] : view.job_changes) {
     const JobPlan* jp = plan.FindJob(name);
@@ -294,12 +338,19 @@ std::string MarkdownSubmitChanges(const PlanView& view, const Action& submit) {
   return JobChangesMarkdown(DiffJob(nullptr, nullptr, spec, &cluster, view.context.instance));
 }
 
+// A verl submit's checkpoint folder, shared by the attempts of its run.
+std::string MarkdownCheckpoints(const PlanView& view, const Action& submit) {
+  const SubmitFolders folders = FoldersOf(view, submit);
+  if (folders.checkpoint_dir.empty()) return "";
+  return "Checkpoints: " + MarkdownCode(folders.checkpoint_dir) + ResumeNote(submit) + ".\n\n";
+}
+
 std::string MarkdownSubmitDetails(const PlanView& view, const PlanActionIndex& acts,
                                   const Action& submit) {
   return "<details><summary>submit <code>" + EscapeHtml(submit.submission_id) + "</code> (<code>" +
          EscapeHtml(submit.spec_path) + "</code>)</summary>\n\n" +
-         MarkdownSubmitCause(view, acts, submit) + MarkdownSubmitChanges(view, submit) +
-         "</details>\n\n";
+         MarkdownSubmitCause(view, acts, submit) + MarkdownCheckpoints(view, submit) +
+         MarkdownSubmitChanges(view, submit) + "</details>\n\n";
 }
 
 }  // namespace
@@ -332,9 +383,9 @@ Value SummaryJson(const Plan& plan) {
   return summary;
 }
 
-Value ActionsJson(const Plan& plan) {
+Value ActionsJson(const PlanView& view) {
   Value::Array actions;
-  for (const Action& a : plan.actions) {
+  for (const Action& a : view.plan->actions) {
     Value v = Value::Object{};
     v["action"] = a.kind == ActionKind::kStop ? "stop" : "submit";
     v["name"] = a.name;
@@ -342,7 +393,13 @@ Value ActionsJson(const Plan& plan) {
     v["attempt"] = a.attempt;
     v["reason"] = a.reason;
     if (a.kind == ActionKind::kStop) v["stop_reason"] = std::string(StopReasonName(a.stop_reason));
-    if (a.kind == ActionKind::kSubmit) v["spec_path"] = a.spec_path;
+    if (a.kind == ActionKind::kSubmit) {
+      v["spec_path"] = a.spec_path;
+      const SubmitFolders folders = FoldersOf(view, a);
+      v["run_dir"] = folders.run_dir.empty() ? Value(nullptr) : Value(folders.run_dir);
+      v["checkpoint_dir"] =
+          folders.checkpoint_dir.empty() ? Value(nullptr) : Value(folders.checkpoint_dir);
+    }
     if (!a.slot.empty()) v["slot"] = a.slot;
     actions.push_back(std::move(v));
   }
@@ -394,7 +451,7 @@ std::string FormatPlanJson(const PlanView& view) {
   root["commit"] = view.commit;
   root["ledger_note"] = view.ledger_note;
   root["summary"] = SummaryJson(plan);
-  root["actions"] = ActionsJson(plan);
+  root["actions"] = ActionsJson(view);
   Value::Array jobs;
   const PlanActionIndex acts(plan);
   for (const JobPlan& jp : plan.jobs) {

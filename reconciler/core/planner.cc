@@ -204,7 +204,7 @@ class Planner {
 
   // What `after` asks of `spec`, from the rows of its upstreams (planned before it).
   struct Upstreams {
-    std::map<std::string, std::string, std::less<>> runs;  // the ones SUCCEEDED: name -> run
+    UpstreamRuns runs;    // the ones SUCCEEDED: name -> run
     std::string waiting;  // "on a: Running; on b: Failed (...)": why it must wait, if it must
     bool frozen = false;  // an upstream's identity is unknown (its spec is invalid)
   };
@@ -232,7 +232,10 @@ class Planner {
         out.frozen = true;
         state = "Invalid (its spec is invalid)";
       } else if (up->phase == Phase::kSucceeded && !up->submission_id.empty()) {
-        out.runs.emplace(name, up->submission_id);
+        auto rec = ledger_.find(name);
+        out.runs.emplace(
+            name, UpstreamRunOf(up->submission_id, up->attempt.value_or(0),
+                                rec == ledger_.end() ? nullptr : &rec->second, *desired_.cluster));
         continue;
       } else {
         out.frozen = out.frozen || up->frozen ||

@@ -14,6 +14,7 @@
 #include "reconciler/core/code_change.h"
 #include "reconciler/core/desired_state.h"
 #include "reconciler/core/ownership.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/ray_job.h"
 #include "reconciler/core/result.h"
 #include "reconciler/core/status_model.h"
@@ -63,9 +64,9 @@ struct Action {
   std::string spec_path;  // kSubmit: the spec to render (a path in DesiredState::jobs)
   // kStop: what Ray last reported for the run being stopped (its phase in a plan's stop row).
   RayJobStatus stopped_status = RayJobStatus::kUnknown;
-  // kSubmit of a job with `after`: the submission id of each upstream's successful current
-  // run, which the job's ${runs.<name>.dir} resolve to (core/pipeline.h).
-  std::map<std::string, std::string, std::less<>> upstream_runs;
+  // kSubmit of a job with `after`: each upstream's successful current run, whose folder the
+  // job's ${runs.<name>.dir} resolve to (core/pipeline.h).
+  UpstreamRuns upstream_runs;
   // kSubmit of a scheduled job: the slot, "YYYYMMDDHHMM" in UTC (RenderContext::slot).
   std::string slot;
 };

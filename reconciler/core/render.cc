@@ -252,17 +252,8 @@ bool OverridesSetKey(const std::vector<std::string>& overrides, std::string_view
   return false;
 }
 
-std::string CheckpointDir(std::string_view shared_root, std::string_view submission_id) {
-  std::string dir(shared_root);
-  if (dir.empty() || dir.back() != '/') dir += '/';
-  dir += "jobs/";
-  dir += submission_id;
-  dir += "/checkpoints";
-  return dir;
-}
-
 Result<std::string> RenderVerlEntrypoint(const JobSpec& spec, const RayConfig& cluster,
-                                         std::string_view submission_id) {
+                                         std::string_view submission_id, std::string_view run_id) {
   OverrideList line(cluster);
   line.Word("python3");
   line.Word("-m");
@@ -288,7 +279,7 @@ Result<std::string> RenderVerlEntrypoint(const JobSpec& spec, const RayConfig& c
   line.Integer("trainer.test_freq", spec.trainer().test_freq);
   line.Text("trainer.experiment_name", submission_id);
   if (cluster.shared_root.has_value()) {
-    line.Text("trainer.default_local_dir", CheckpointDir(*cluster.shared_root, submission_id));
+    line.Text("trainer.default_local_dir", CheckpointDirectory(*cluster.shared_root, run_id));
   }
   // verl's SFT driver computes on trainer.device and the driver holds no GPU.
   if (spec.workload == Workload::kSft &&
@@ -366,7 +357,7 @@ Result<std::string> InterpolateSharedRoot(std::string_view text, const RayConfig
 }
 
 Result<std::string> RenderEntrypoint(const JobSpec& spec, const RayConfig& cluster,
-                                     std::string_view submission_id) {
+                                     std::string_view submission_id, std::string_view run_id) {
   if (spec.workload == Workload::kCustom) {
     // The user's own shell command: interpolated, never quoted.
     if (!spec.entrypoint.has_value()) {
@@ -374,7 +365,16 @@ Result<std::string> RenderEntrypoint(const JobSpec& spec, const RayConfig& clust
     }
     return InterpolateSharedRoot(*spec.entrypoint, cluster);
   }
-  return RenderVerlEntrypoint(spec, cluster, submission_id);
+  return RenderVerlEntrypoint(spec, cluster, submission_id, run_id);
+}
+
+std::optional<std::string> VerlCheckpointDirectory(const JobSpec& spec, const RayConfig& cluster,
+                                                   std::string_view run_id) {
+  if (spec.workload == Workload::kCustom || !cluster.shared_root ||
+      OverridesSetKey(spec.trainer().overrides, "trainer.default_local_dir")) {
+    return std::nullopt;
+  }
+  return CheckpointDirectory(*cluster.shared_root, run_id);
 }
 
 namespace {
@@ -536,7 +536,8 @@ Result<Value> RenderSubmission(const JobSpec& spec, const RayConfig& cluster,
     return RenderSubmission(*resolved, cluster, rest);
   }
   std::string submission_id = SubmissionIdForSlot(spec, context.slot, context.attempt);
-  auto entrypoint = RenderEntrypoint(spec, cluster, submission_id);
+  auto entrypoint =
+      RenderEntrypoint(spec, cluster, submission_id, SubmissionIdForSlot(spec, context.slot, 0));
   if (!entrypoint.ok()) return entrypoint.error();
   Result<Value> runtime_env = RenderRuntimeEnv(spec, cluster, context.secret_values);
   if (!runtime_env.ok()) return runtime_env.error();

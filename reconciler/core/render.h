@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "reconciler/core/ownership.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/result.h"
 #include "reconciler/core/secrets.h"
 #include "reconciler/core/spec_model.h"
@@ -40,10 +41,10 @@ struct RenderContext {
   std::string slot;
   std::string commit;    // the commit the spec was read from; left out of metadata when empty
   std::string repo_url;  // credentials are stripped before it is recorded; left out when empty
-  // For a spec with `after`: the submission id of each upstream's successful run, which its
+  // For a spec with `after`: each upstream's successful run, whose folder its
   // ${runs.<name>.dir} resolve to (core/pipeline.h); a name missing from it is an error. Unset:
   // the variables are left as written (a review's rendering: `diff`, `render`).
-  std::optional<std::map<std::string, std::string, std::less<>>> upstream_runs;
+  std::optional<UpstreamRuns> upstream_runs;
   // The values of the secrets directory, for a submission with secret_delivery env. Null: every
   // secret is rendered as SecretPlaceholder(reference) (`render`, `plan`, `diff`, artifacts),
   // so a value reaches only the body that is POSTed.
@@ -62,9 +63,18 @@ std::string HydraQuoteValue(std::string_view value);
 // the cluster has no shared_root.
 Result<std::string> InterpolateSharedRoot(std::string_view text, const RayConfig& cluster);
 
-// The entrypoint command line for the spec (already shell-quoted).
+// The entrypoint command line for the spec (already shell-quoted). A verl workload's
+// trainer.experiment_name is `submission_id` (the attempt's), its trainer.default_local_dir
+// CheckpointDirectory(shared_root, run_id): `run_id` is the id of the run's attempt 0, so every
+// attempt of the run reads and writes the same checkpoints (DESIGN §1.3).
 Result<std::string> RenderEntrypoint(const JobSpec& spec, const RayConfig& cluster,
-                                     std::string_view submission_id);
+                                     std::string_view submission_id, std::string_view run_id);
+
+// The trainer.default_local_dir every attempt of a verl run with id `run_id` gets
+// (CheckpointDirectory); nullopt for a custom workload, a cluster without a shared_root, or a
+// spec whose overrides set trainer.default_local_dir themselves (theirs wins).
+std::optional<std::string> VerlCheckpointDirectory(const JobSpec& spec, const RayConfig& cluster,
+                                                   std::string_view run_id);
 
 // The whole POST /api/jobs/ body: submission_id, entrypoint, runtime_env, entrypoint_* and
 // metadata. Unset fields are left out, never null. Each secret of EffectiveSecrets is an env

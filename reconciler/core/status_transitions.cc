@@ -26,7 +26,28 @@ Transition AttemptTransition(const StatusRecord& rec, const AttemptRecord& a, st
   t.from = std::move(from);
   t.to = PhaseText(a.phase);
   t.status = a.status;
+  if (a.phase == Phase::kFailed || a.phase == Phase::kLost) {
+    t.error_type = a.ending.get().error_type;
+    t.failure_class = a.failure_class;
+  }
+  const std::string& stop_commit = a.ending.get().stop_commit;
+  if (!stop_commit.empty() && (IsTerminal(a.status) || a.phase == Phase::kLost)) {
+    t.commit = stop_commit;
+  } else if (t.from == kNewState || a.phase == Phase::kPending) {
+    t.commit = a.commit;
+  }
   return t;
+}
+
+// ", JOB_SUPERVISOR_ACTOR_DIED, infra": how a failed or lost attempt ended, for a detail list.
+std::string EndingDetail(const Transition& t) {
+  std::string out;
+  if (!t.error_type.empty()) out += ", " + OneLineName(t.error_type);
+  if (t.failure_class != FailureClass::kNone) {
+    out += ", ";
+    out += FailureClassName(t.failure_class);
+  }
+  return out;
 }
 
 Transition JobTransition(const StatusRecord& rec, std::string from, std::string to) {
@@ -120,8 +141,16 @@ std::string TransitionLine(const Transition& t) {
   if (!t.submission_id.empty()) {
     detail += (detail.empty() ? "" : ", ") + OneLineName(t.submission_id);
   }
+  detail += EndingDetail(t);
+  if (detail.starts_with(", ")) detail.erase(0, 2);
   if (!detail.empty()) out += " (" + detail + ")";
   return out;
+}
+
+std::string TransitionTarget(const Transition& t) {
+  std::string detail = EndingDetail(t);
+  if (detail.empty()) return t.to;
+  return t.to + " (" + detail.substr(2) + ")";
 }
 
 std::vector<std::string> ChangeLines(const StatusRecord* before, const StatusRecord* after) {
@@ -196,7 +225,7 @@ std::vector<HistoryRow> JobHistory(const std::vector<RecordVersion>& versions) {
       row.time_ms = v.time_ms;
       row.status_commit = v.commit;
       if (holder != nullptr) {
-        row.spec_commit = holder->spec_commit;
+        row.spec_commit = t.commit.empty() ? holder->spec_commit : t.commit;
         row.code_folder = holder->code.get().folder;
         row.code_tree = holder->code.get().tree;
         row.code_commit = holder->code.get().commit;

@@ -29,6 +29,12 @@ struct Transition {
   std::string from;                              // a phase name, or kNewState
   std::string to;                                // a phase name, or kDeletedState
   RayJobStatus status = RayJobStatus::kUnknown;  // the run's Ray status after the transition
+  // An attempt's end: Ray's error_type and the failure class (DESIGN §3.1); empty otherwise.
+  std::string error_type;
+  FailureClass failure_class = FailureClass::kNone;
+  // The commit that caused it, when the record knows: the commit an attempt was submitted
+  // from (its start), or the commit whose pass sent it a stop (its end). Empty otherwise.
+  std::string commit;
 
   friend bool operator==(const Transition&, const Transition&) = default;
 };
@@ -41,7 +47,8 @@ struct Transition {
 std::vector<Transition> RecordTransitions(const StatusRecord* before, const StatusRecord* after);
 
 // One body line of a status commit: "ppo-qwen: Pending -> Running (ppo-qwen-3f2a1c9b0e)",
-// "ppo-qwen: new -> Pending (attempt 1, ppo-qwen-3f2a1c9b0e-r1)", "smoke: new -> Invalid".
+// "ppo-qwen: new -> Pending (attempt 1, ppo-qwen-3f2a1c9b0e-r1)", "smoke: new -> Invalid",
+// "ppo-qwen: Running -> Failed (ppo-qwen-3f2a1c9b0e, JOB_SUPERVISOR_ACTOR_DIED, infra)".
 // Control characters in the name become spaces.
 std::string TransitionLine(const Transition& t);
 
@@ -74,11 +81,17 @@ struct RecordVersion {
   std::optional<StatusRecord> record;  // nullopt: the file was deleted in this commit
 };
 
+// "Failed (JOB_SUPERVISOR_ACTOR_DIED, infra)", "Lost (infra)": the state a transition moved
+// to, with how the attempt ended when it failed or was lost; else the state alone.
+std::string TransitionTarget(const Transition& t);
+
 // One row of `ray-gitops history`: a transition and the commit that recorded it.
 struct HistoryRow {
   int64_t time_ms = 0;
   std::string status_commit;
-  std::string spec_commit;  // of the record that holds the transition; empty when unknown
+  // The commit that caused the transition (Transition::commit), else the spec commit of the
+  // record that holds it; empty when unknown.
+  std::string spec_commit;
   // The code of that record's run (a spec with `code`): folder, tree id and commit; else empty.
   std::string code_folder;
   std::string code_tree;

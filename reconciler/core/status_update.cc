@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reconciler/core/identity.h"
+#include "reconciler/core/pipeline.h"
 #include "reconciler/core/redaction.h"
 #include "reconciler/core/render.h"
 #include "reconciler/core/status_transitions.h"
@@ -364,6 +365,24 @@ void SetLatestAttempt(StatusRecord& rec, const JobPlan& jp, const StatusInputs& 
       DashboardUrl(in.dashboard_url.empty() ? in.ray_address : in.dashboard_url, rec.submission_id);
 }
 
+// The run folder (DESIGN §5) of the record's latest run: set when this pass submitted or adopted
+// an attempt of it, or proved an unknown one to be the run it renders (both were rendered with
+// that folder); kept while the latest attempt stays of the same run; cleared when the record
+// moves to a run this version did not render (its attempts used folders of their own).
+void SetRunDirectory(StatusRecord& rec, const StatusRecord* old, const StatusInputs& in,
+                     const PassOutcomes& done) {
+  const std::string run = RunIdOf(rec.submission_id, rec.attempt.value_or(0));
+  if (!rec.submission_id.empty() &&
+      (done.submitted.contains(rec.submission_id) ||
+       (in.proven_runs != nullptr && in.proven_runs->contains(rec.submission_id)))) {
+    const bool shared = in.desired != nullptr && in.desired->cluster &&
+                        in.desired->cluster->shared_root.has_value();
+    rec.run_dir = shared ? RunDirectory(*in.desired->cluster->shared_root, run) : "";
+  } else if (old == nullptr || RunIdOf(old->submission_id, old->attempt.value_or(0)) != run) {
+    rec.run_dir.clear();
+  }
+}
+
 // A scheduled job's record keeps the attempts of its latest kKeptSlots slots only (and any
 // attempt still active, and the latest), so that a job run every minute does not grow its
 // status file forever; the slots that got no run are added (the latest kKeptSkippedSlots).
@@ -410,6 +429,7 @@ void BuildRecords(const StatusInputs& in, L& ledger, StatusUpdate& update, Built
     AddPassAttempts(rec, in, done, spec);
     ClassifyAttempts(rec);
     SetLatestAttempt(rec, jp, in, done, spec);
+    SetRunDirectory(rec, old != ledger.end() ? &old->second : nullptr, in, done);
     KeepRecentSlots(rec, jp, spec);
     const auto it = update.records.insert_or_assign(update.records.end(), jp.name, std::move(rec));
     if (i + 1 == jobs.size() || jobs[i + 1].name != jp.name) built(it->first, old, it->second);

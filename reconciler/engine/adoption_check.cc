@@ -35,6 +35,7 @@ std::optional<core::RenderContext> ClaimedContext(const core::RayJob& job,
                                                   const core::JobSpec& spec,
                                                   const ports::DesiredSnapshot& snapshot,
                                                   const core::Plan& plan,
+                                                  const core::Ledger& ledger,
                                                   const core::Ownership& owner, std::string& why) {
   core::RenderContext context;
   context.instance = owner.instance;
@@ -51,7 +52,11 @@ std::optional<core::RenderContext> ClaimedContext(const core::RayJob& job,
             " has no successful run, so ray-gitops cannot have submitted this one";
       return std::nullopt;
     }
-    context.upstream_runs->emplace(name, up->submission_id);
+    auto rec = ledger.find(name);
+    context.upstream_runs->emplace(
+        name,
+        core::UpstreamRunOf(up->submission_id, up->attempt.value_or(0),
+                            rec == ledger.end() ? nullptr : &rec->second, *snapshot.state.cluster));
   }
   return context;
 }
@@ -59,11 +64,11 @@ std::optional<core::RenderContext> ClaimedContext(const core::RayJob& job,
 // What differs between `job` and the render of the attempt it claims; empty when it is that run.
 std::string CheckOne(ports::JobServer& server, const core::RayJob& listed,
                      const core::JobSpec& spec, const ports::DesiredSnapshot& snapshot,
-                     const core::Plan& plan, const core::Ownership& owner,
-                     const PackageOwners& packages, bool& gone) {
+                     const core::Plan& plan, const core::Ledger& ledger,
+                     const core::Ownership& owner, const PackageOwners& packages, bool& gone) {
   std::string why;
   std::optional<core::RenderContext> context =
-      ClaimedContext(listed, spec, snapshot, plan, owner, why);
+      ClaimedContext(listed, spec, snapshot, plan, ledger, owner, why);
   if (!context) return why;
   // A run recorded under an earlier rule's hash (core::JobSpec::legacy_spec_hashes) was
   // rendered with that hash in its id.
@@ -124,7 +129,8 @@ UnknownRunCheck CheckUnknownRuns(ports::JobServer& server, const ports::DesiredS
     }
     ++out.checked;
     bool gone = false;
-    std::string what = CheckOne(server, *job, *it->second, snapshot, plan, owner, packages, gone);
+    std::string what =
+        CheckOne(server, *job, *it->second, snapshot, plan, ledger, owner, packages, gone);
     if (gone) continue;
     if (what.empty()) {
       out.proven.insert(job->submission_id);

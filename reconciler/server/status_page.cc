@@ -464,6 +464,18 @@ std::string RenderJobJson(const engine::DaemonSnapshot& s, const core::StatusRec
 
 namespace {
 
+// "JOB_SUPERVISOR_ACTOR_DIED (infra)": how an attempt failed or was lost, and whose failure it
+// was (DESIGN §3.1); empty for none.
+std::string FailureText(const core::AttemptRecord* a) {
+  if (a == nullptr) return "";
+  std::string out = a->ending.get().error_type;
+  if (a->failure_class != core::FailureClass::kNone) {
+    if (!out.empty()) out += " ";
+    out += "(" + std::string(core::FailureClassName(a->failure_class)) + ")";
+  }
+  return out;
+}
+
 // The job's facts as a definition list; links only to http(s) addresses.
 std::string JobFacts(const engine::DaemonSnapshot& s, const core::StatusRecord& job) {
   const auto e = [](std::string_view v) { return HtmlEscape(v); };
@@ -494,6 +506,7 @@ std::string JobFacts(const engine::DaemonSnapshot& s, const core::StatusRecord& 
   row("Submission", "job-submission",
       link(JobDashboardLink(s, job), job.submission_id, "dashboard-link"));
   row("Attempt", "job-attempt", job.attempt ? std::to_string(*job.attempt) : std::string());
+  row("Failure", "job-failure", e(FailureText(job.FindAttempt(job.submission_id))));
   row("Ray status", "job-ray-status",
       job.submission_id.empty() ? std::string() : e(core::RayJobStatusName(job.status)));
   row("Started", "job-start", e(HumanTime(job.start_time_ms)));
@@ -515,7 +528,8 @@ std::string AttemptsTable(const core::StatusRecord& job) {
   if (job.attempts.empty()) return "<p class=\"empty\" id=\"attempts\">No attempts yet.</p>\n";
   std::string h =
       "<table id=\"attempts\">\n<thead><tr><th>Attempt</th><th>Submission</th><th>Phase</th>"
-      "<th>Ray status</th><th>Started</th><th>Ended</th><th>Stop reason</th><th>Message</th>"
+      "<th>Ray status</th><th>Failure</th><th>Started</th><th>Ended</th><th>Stop reason</th>"
+      "<th>Message</th>"
       "</tr></thead>\n<tbody>\n";
   for (const core::AttemptRecord& a : job.attempts) {
     const std::string phase(core::PhaseName(a.phase));
@@ -524,6 +538,7 @@ std::string AttemptsTable(const core::StatusRecord& job) {
     h += R"(<td class="mono nowrap">)" + e(a.submission_id) + "</td>";
     h += R"(<td><span class="phase )" + PhaseClass(a.phase) + R"(">)" + e(phase) + "</span></td>";
     h += "<td>" + e(core::RayJobStatusName(a.status)) + "</td>";
+    h += R"(<td class="failure">)" + e(FailureText(&a)) + "</td>";
     h += "<td>" + e(HumanTime(a.start_time_ms)) + "</td>";
     h += "<td>" + e(HumanTime(a.end_time_ms)) + "</td>";
     h += "<td>" + e(core::StopReasonText(a)) + "</td>";

@@ -56,6 +56,11 @@ grep -Eq "^stop if active +old " "$work/out" || fail "the removed spec is not a 
 grep -q "total_training_steps: 100 -> 200" "$work/out" || fail "no field diff"
 grep -Eq "^ +\+ trainer\.total_training_steps=200$" "$work/out" || fail "rendered token not added"
 grep -Eq "^ +- trainer\.total_training_steps=100$" "$work/out" || fail "rendered token not removed"
+# The replaced run checkpoints in its own run folder (its retries share it: never an -r<k> folder).
+grep -Eq "^ +- trainer\.default_local_dir=/shared/jobs/ppo-[0-9a-f]{10}/checkpoints$" "$work/out" ||
+  fail "the old run's checkpoint folder is not shown: $(cat "$work/out")"
+grep -Eq "^ +\+ trainer\.default_local_dir=/shared/jobs/ppo-[0-9a-f]{10}/checkpoints$" "$work/out" ||
+  fail "the new run's checkpoint folder is not shown: $(cat "$work/out")"
 grep -q "entrypoint_num_gpus: (unset) -> 1" "$work/out" || fail "cluster field diff missing"
 grep -q "reaches the next submission of 3 jobs: new, ppo, same" "$work/out" ||
   fail "the jobs the cluster change reaches: $(grep reaches "$work/out")"

@@ -96,6 +96,11 @@ md = body["metadata"]
 assert body["submission_id"] == "ppo-qwen-" + md["gitops.spec-hash"] + "-r2", body
 assert md["gitops.attempt"] == "2" and md["gitops.managed-by"] == "staging", md
 assert "trainer.experiment_name=" + body["submission_id"] in argv, argv'
+check_json "attempt 2 writes and reads the checkpoints of the run (attempt 0's id), not its own" '
+run_id = body["submission_id"][:-len("-r2")]
+assert "trainer.default_local_dir=/private/jobs/" + run_id + "/checkpoints" in argv, argv
+assert not any(w.startswith("trainer.default_local_dir=") and w.endswith("-r2/checkpoints")
+               for w in argv), argv'
 
 # --- sft ---
 render --repo "$REPO" jobs/sft/qwen.yaml --format json

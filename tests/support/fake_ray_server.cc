@@ -294,7 +294,7 @@ class FakeRayServer::Impl {
   // --- test controls ---
 
   bool SetStatus(std::string_view id, RayJobStatus status, std::string message,
-                 std::optional<int64_t> exit_code) {
+                 std::optional<int64_t> exit_code, std::optional<std::string> error_type) {
     std::lock_guard lock(mu_);
     FakeJob* job = Find(id);
     if (job == nullptr) return false;
@@ -305,7 +305,10 @@ class FakeRayServer::Impl {
     if (core::IsTerminal(status)) {
       job->end_time_ms = EpochMs();
       job->driver_started = true;
-      if (status == RayJobStatus::kFailed) {
+      if (status == RayJobStatus::kFailed && error_type) {
+        job->driver_exit_code = exit_code;
+        job->error_type = std::move(error_type);
+      } else if (status == RayJobStatus::kFailed) {
         job->driver_exit_code = exit_code.value_or(1);
         job->error_type = "JOB_ENTRYPOINT_COMMAND_ERROR";
       } else if (status == RayJobStatus::kSucceeded) {
@@ -895,6 +898,13 @@ class FakeRayServer::Impl {
       case RayJobStatus::kSucceeded:
         return "Job finished successfully.";
       case RayJobStatus::kFailed:
+        if (job.error_type == "JOB_SUPERVISOR_ACTOR_DIED") {
+          return "Job supervisor actor died: The actor died unexpectedly before finishing this "
+                 "task.";
+        }
+        if (job.error_type && *job.error_type != "JOB_ENTRYPOINT_COMMAND_ERROR") {
+          return "Job failed: " + *job.error_type + ".";
+        }
         return "Job entrypoint command failed with exit code " +
                std::to_string(job.driver_exit_code.value_or(1)) +
                ", last available logs (truncated to 20,000 chars):\n" + job.logs;
@@ -1048,8 +1058,9 @@ std::string FakeRayServer::address() const {
   return "http://127.0.0.1:" + std::to_string(impl_->port());
 }
 bool FakeRayServer::SetStatus(std::string_view id, core::RayJobStatus status, std::string message,
-                              std::optional<int64_t> exit_code) {
-  return impl_->SetStatus(id, status, std::move(message), exit_code);
+                              std::optional<int64_t> exit_code,
+                              std::optional<std::string> error_type) {
+  return impl_->SetStatus(id, status, std::move(message), exit_code, std::move(error_type));
 }
 bool FakeRayServer::AppendLogs(std::string_view id, std::string_view text) {
   return impl_->AppendLogs(id, text);

@@ -124,10 +124,14 @@ class FakeRayServer {
 
   // --- driving jobs ---
   // Takes the job over: it keeps `status` until the next SetStatus, whatever its entrypoint.
-  // Terminal statuses set end_time; FAILED sets driver_exit_code to `exit_code` (default 1).
-  // Returns false when no such job exists.
+  // Terminal statuses set end_time; FAILED sets driver_exit_code to `exit_code` (default 1)
+  // and error_type to JOB_ENTRYPOINT_COMMAND_ERROR, unless `error_type` names another (Ray's
+  // JobErrorType, e.g. JOB_SUPERVISOR_ACTOR_DIED: then the exit code is `exit_code` as given,
+  // null by default, as a head whose supervisor died gives none). Returns false when no such
+  // job exists.
   bool SetStatus(std::string_view submission_id, core::RayJobStatus status,
-                 std::string message = "", std::optional<int64_t> exit_code = std::nullopt);
+                 std::string message = "", std::optional<int64_t> exit_code = std::nullopt,
+                 std::optional<std::string> error_type = std::nullopt);
   bool AppendLogs(std::string_view submission_id, std::string_view text);
   // Finishes every requested stop now and advances every job to the present.
   void Tick();

@@ -264,7 +264,7 @@ TEST_CASE("A lost run of a job with after is checked against its upstream's succ
   w.Pass();  // a submitted, b waits
   const std::string a0 = w.Record("a").submission_id;
   w.Advance(2s);  // a SUCCEEDED; the ledger does not know yet
-  core::Value b = Render(*w.source, "jobs/b.yaml", 0, core::UpstreamRuns{{"a", a0}});
+  core::Value b = Render(*w.source, "jobs/b.yaml", 0, core::UpstreamRuns{{"a", {a0, ""}}});
   const std::string id = IdOf(b);
   SECTION("our run, submitted by a pass that died before its status commit: adopted") {
     Plant(w.ray(), b);

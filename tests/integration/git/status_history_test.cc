@@ -153,7 +153,9 @@ TEST_CASE("history shows a failed attempt, its retry and a replaced run's stop",
   CommandRun train = History(args);
   REQUIRE(train.exit_code == 0);
   INFO(train.out);
-  const auto failed = LinesWith(train.out, {" 0 ", "Pending -> Failed", "FAILED"});
+  // The attempt's end names Ray's error_type and whose failure it was.
+  const auto failed = LinesWith(
+      train.out, {" 0 ", "Pending -> Failed (JOB_ENTRYPOINT_COMMAND_ERROR, own)", "FAILED"});
   const auto retry = LinesWith(train.out, {" 1 ", "-r1", "new -> Pending", "PENDING"});
   REQUIRE(failed.size() == 1);
   REQUIRE(retry.size() == 1);
@@ -166,7 +168,9 @@ TEST_CASE("history shows a failed attempt, its retry and a replaced run's stop",
   CommandRun serve = History(args);
   REQUIRE(serve.exit_code == 0);
   INFO(serve.out);
-  const auto stopped = LinesWith(serve.out, {"Running -> Stopped", "STOPPED"});
+  // The stop was caused by the second spec commit, whose pass sent it.
+  const auto stopped =
+      LinesWith(serve.out, {"Running -> Stopped", "STOPPED", second_spec.substr(0, 10)});
   REQUIRE(stopped.size() == 1);
   const auto replacement = LinesWith(serve.out, {"new -> Pending", second_spec.substr(0, 10)});
   REQUIRE(replacement.size() == 1);
@@ -179,6 +183,7 @@ TEST_CASE("history shows a failed attempt, its retry and a replaced run's stop",
   CHECK(json.out.find("\"name\": \"serve\"") != std::string::npos);
   CHECK(json.out.find("\"from\": \"Running\"") != std::string::npos);
   CHECK(json.out.find("\"to\": \"Stopped\"") != std::string::npos);
+  CHECK(json.out.find("\"failure_class\": null") != std::string::npos);
   CHECK(json.out.find("\"spec_commit\": \"" + second_spec + "\"") != std::string::npos);
 }
 

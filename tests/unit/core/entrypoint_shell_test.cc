@@ -130,7 +130,8 @@ TEST_CASE("hostile spec values reach python3 as one Hydra-quoted argument and ru
     spec.name = "inj";
     spec.spec_hash = "0123456789";
     spec.mutable_trainer().train_file = hostile.value;
-    auto entrypoint = rg::core::RenderEntrypoint(spec, RayConfig{}, "inj-0123456789");
+    auto entrypoint =
+        rg::core::RenderEntrypoint(spec, RayConfig{}, "inj-0123456789", "inj-0123456789");
     REQUIRE(entrypoint.ok());
     INFO("value: " << hostile.value << "\nentrypoint: " << *entrypoint);
 
@@ -153,7 +154,8 @@ TEST_CASE("hostile user overrides reach python3 verbatim as one argument and run
     spec.name = "inj";
     spec.spec_hash = "0123456789";
     spec.mutable_trainer().overrides = {"+extra.value=" + hostile.value, hostile.value};
-    auto entrypoint = rg::core::RenderEntrypoint(spec, RayConfig{}, "inj-0123456789");
+    auto entrypoint =
+        rg::core::RenderEntrypoint(spec, RayConfig{}, "inj-0123456789", "inj-0123456789");
     REQUIRE(entrypoint.ok());
     INFO("value: " << hostile.value << "\nentrypoint: " << *entrypoint);
 

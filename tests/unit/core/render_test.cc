@@ -47,7 +47,8 @@ JobSpec TrainingSpec(Workload workload, std::string name) {
 }
 
 std::string Entrypoint(const JobSpec& spec, const RayConfig& cluster) {
-  auto rendered = rg::core::RenderEntrypoint(spec, cluster, rg::core::SubmissionIdBase(spec));
+  auto rendered = rg::core::RenderEntrypoint(spec, cluster, rg::core::SubmissionIdBase(spec),
+                                             rg::core::SubmissionIdBase(spec));
   REQUIRE(rendered.ok());
   return *rendered;
 }
@@ -159,7 +160,7 @@ TEST_CASE("custom entrypoints run verbatim after ${shared_root} interpolation") 
   CHECK(Entrypoint(spec, SampleCluster()) ==
         "python3 /private/user/hello.py --x 'a b' && echo ${HOME} $(date)");
   spec.entrypoint.reset();
-  CHECK_FALSE(rg::core::RenderEntrypoint(spec, SampleCluster(), "x").ok());
+  CHECK_FALSE(rg::core::RenderEntrypoint(spec, SampleCluster(), "x", "x").ok());
 }
 
 TEST_CASE("${shared_root} without a shared_root in the cluster is invalid input") {
@@ -197,16 +198,88 @@ TEST_CASE("the body carries id, entrypoint, runtime_env, resources and metadata"
   CHECK(*body.Find("entrypoint_resources") == Value(Value::Object{{"worker_node", 1.0}}));
 }
 
+// The value of `key=` in a rendered entrypoint (every one of ours is a bare shell word here).
+std::string OverrideValue(const Value& body, std::string_view key) {
+  const std::string& entrypoint = body.Find("entrypoint")->as_string();
+  const std::string needle = " " + std::string(key) + "=";
+  const size_t at = entrypoint.find(needle);
+  REQUIRE(at != std::string::npos);
+  const size_t start = at + needle.size();
+  return entrypoint.substr(start, entrypoint.find(' ', start) - start);
+}
+
 TEST_CASE("the submission id and experiment name follow the attempt") {
   JobSpec spec = TrainingSpec(Workload::kPpo, "ppo-qwen");
   RenderContext context;
   context.attempt = 2;
   Value body = Render(spec, SampleCluster(), context);
   CHECK(body.Find("submission_id")->as_string() == "ppo-qwen-abcdef0123-r2");
-  const std::string& entrypoint = body.Find("entrypoint")->as_string();
-  CHECK(entrypoint.find("trainer.experiment_name=ppo-qwen-abcdef0123-r2 ") != std::string::npos);
-  CHECK(entrypoint.find("/private/jobs/ppo-qwen-abcdef0123-r2/checkpoints") != std::string::npos);
+  CHECK(OverrideValue(body, "trainer.experiment_name") == "ppo-qwen-abcdef0123-r2");
   CHECK(body.Find("metadata")->Find("gitops.attempt")->as_string() == "2");
+}
+
+TEST_CASE("every attempt of a verl run shares the run's checkpoint folder, named by attempt 0") {
+  for (Workload workload : {Workload::kPpo, Workload::kGrpo, Workload::kSft}) {
+    JobSpec spec = TrainingSpec(workload, "train");
+    INFO("workload " << static_cast<int>(workload));
+    std::vector<Value> bodies;
+    for (int attempt : {0, 1, 3}) {
+      RenderContext context;
+      context.attempt = attempt;
+      bodies.push_back(Render(spec, SampleCluster(), context));
+    }
+    for (const Value& body : bodies) {
+      CHECK(OverrideValue(body, "trainer.default_local_dir") ==
+            "/private/jobs/train-abcdef0123/checkpoints");
+    }
+    CHECK(OverrideValue(bodies[0], "trainer.experiment_name") == "train-abcdef0123");
+    CHECK(OverrideValue(bodies[1], "trainer.experiment_name") == "train-abcdef0123-r1");
+    CHECK(OverrideValue(bodies[2], "trainer.experiment_name") == "train-abcdef0123-r3");
+    CHECK(bodies[1].Find("submission_id")->as_string() == "train-abcdef0123-r1");
+  }
+}
+
+TEST_CASE(
+    "a scheduled verl run's attempts share the folder of the slot's run, not another slot's") {
+  JobSpec spec = TrainingSpec(Workload::kPpo, "nightly");
+  RenderContext context;
+  context.slot = "202501020300";
+  context.attempt = 1;
+  Value retry = Render(spec, SampleCluster(), context);
+  CHECK(retry.Find("submission_id")->as_string() == "nightly-abcdef0123-202501020300-r1");
+  CHECK(OverrideValue(retry, "trainer.experiment_name") == "nightly-abcdef0123-202501020300-r1");
+  CHECK(OverrideValue(retry, "trainer.default_local_dir") ==
+        "/private/jobs/nightly-abcdef0123-202501020300/checkpoints");
+  context.slot = "202501030300";
+  context.attempt = 0;
+  CHECK(OverrideValue(Render(spec, SampleCluster(), context), "trainer.default_local_dir") ==
+        "/private/jobs/nightly-abcdef0123-202501030300/checkpoints");
+}
+
+TEST_CASE("a pinned verl run's attempts share the pinned id's folder") {
+  JobSpec spec = TrainingSpec(Workload::kGrpo, "p");
+  spec.submission_id = "my-pinned-run";
+  RenderContext context;
+  context.attempt = 2;
+  Value body = Render(spec, SampleCluster(), context);
+  CHECK(body.Find("submission_id")->as_string() == "my-pinned-run-r2");
+  CHECK(OverrideValue(body, "trainer.experiment_name") == "my-pinned-run-r2");
+  CHECK(OverrideValue(body, "trainer.default_local_dir") ==
+        "/private/jobs/my-pinned-run/checkpoints");
+}
+
+TEST_CASE("without a shared_root a verl run gets no default_local_dir") {
+  RayConfig cluster = SampleCluster();
+  cluster.shared_root.reset();
+  JobSpec spec = TrainingSpec(Workload::kSft, "sft");
+  spec.mutable_trainer().code_path.reset();
+  spec.mutable_trainer().train_file = "/data/train.parquet";
+  spec.mutable_trainer().val_file.reset();
+  cluster.runtime_env = Value::Object{};
+  RenderContext context;
+  context.attempt = 1;
+  const Value body = Render(spec, cluster, context);
+  CHECK(body.Find("entrypoint")->as_string().find("default_local_dir") == std::string::npos);
 }
 
 TEST_CASE("entrypoint resources: job value, else cluster value, else omitted") {

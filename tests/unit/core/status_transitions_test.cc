@@ -242,5 +242,59 @@ TEST_CASE("JobHistory lists every transition oldest first with its commits", "[s
   CHECK(rows[3].spec_commit == "spec1");  // the last record's
 }
 
+TEST_CASE("An attempt's end names its error_type and class, each transition the commit that caused it",
+          "[status][history]") {
+  core::AttemptRecord running = kR0Running;
+  running.commit = "spec1";
+  core::AttemptRecord died = kR0Failed;
+  died.commit = "spec1";
+  died.failure_class = core::FailureClass::kInfra;
+  died.ending.mutable_get().error_type = "JOB_SUPERVISOR_ACTOR_DIED";
+  core::AttemptRecord retry = kR1Pending;
+  retry.commit = "spec2";
+  const auto before = Record("p", Phase::kRunning, {running});
+  const auto after = Record("p", Phase::kPending, {died, retry});
+  CHECK(Lines(&before, &after) ==
+        std::vector<std::string>{"p: Running -> Failed (p-aa, JOB_SUPERVISOR_ACTOR_DIED, infra)",
+                                 "p: new -> Pending (attempt 1, p-aa-r1)"});
+  const auto ts = core::RecordTransitions(&before, &after);
+  REQUIRE(ts.size() == 2);
+  CHECK(core::TransitionTarget(ts[0]) == "Failed (JOB_SUPERVISOR_ACTOR_DIED, infra)");
+  CHECK(ts[0].commit.empty());  // the cluster's doing, no commit's
+  CHECK(core::TransitionTarget(ts[1]) == "Pending");
+  CHECK(ts[1].commit == "spec2");
+
+  // A Lost attempt: its class; a stopped one: the commit whose pass sent the stop.
+  core::AttemptRecord lost = kR0Running;
+  lost.phase = Phase::kLost;
+  lost.failure_class = core::FailureClass::kInfra;
+  core::AttemptRecord stopped = Attempt(0, "p-aa", Phase::kStopped, RayJobStatus::kStopped);
+  stopped.stop_reason = core::StopReason::kReplacement;
+  stopped.ending.mutable_get().stop_commit = "spec3";
+  const auto lost_after = Record("p", Phase::kLost, {lost});
+  const auto stopped_after = Record("p", Phase::kStopped, {stopped});
+  const auto lost_ts = core::RecordTransitions(&before, &lost_after);
+  REQUIRE(lost_ts.size() == 1);
+  CHECK(core::TransitionTarget(lost_ts[0]) == "Lost (infra)");
+  const auto stop_ts = core::RecordTransitions(&before, &stopped_after);
+  REQUIRE(stop_ts.size() == 1);
+  CHECK(stop_ts[0].commit == "spec3");
+
+  // history's rows carry the causing commit, else the record's spec commit.
+  auto first = before;
+  first.spec_commit = "spec1";
+  auto second = stopped_after;
+  second.spec_commit = "spec1";
+  std::vector<core::RecordVersion> versions(2);
+  versions[0].commit = "c1";
+  versions[0].record = first;
+  versions[1].commit = "c2";
+  versions[1].record = second;
+  const auto rows = core::JobHistory(versions);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].spec_commit == "spec1");
+  CHECK(rows[1].spec_commit == "spec3");
+}
+
 }  // namespace
 }  // namespace rg

@@ -113,6 +113,71 @@ TEST_CASE("the json plan is versioned and lists actions and jobs", "[plan_format
   CHECK(j["jobs"][1]["attempt"] == 0);
 }
 
+DesiredState VerlJobs(const std::string& cluster_extra) {
+  return spec::LoadDesiredState(
+      spec::SourceFile{"cluster.yaml", "address: http://127.0.0.1:8265\n" + cluster_extra},
+      {spec::SourceFile{"jobs/ppo.yaml",
+                        "workload: ppo\nmodel_id: m\ntrain_file: /d/t.parquet\nsave_freq: 10\n"
+                        "retries: 1\n"},
+       spec::SourceFile{"jobs/run.yaml", "workload: custom\nentrypoint: sleep 5\n"}});
+}
+
+TEST_CASE("a plan shows the checkpoint folder of each verl submit, shared by its retries",
+          "[plan_format]") {
+  const DesiredState desired = VerlJobs("shared_root: /shared\n");
+  REQUIRE(desired.invalid.empty());
+  const JobSpec& ppo = desired.jobs[0];
+  const std::string run_id = SubmissionIdForAttempt(ppo, 0);
+  const std::string checkpoints = "/shared/jobs/" + run_id + "/checkpoints";
+  SECTION("attempt 0") {
+    const Plan plan = PlanActions(desired, {}, {}, {});
+    PlanView view{&plan, &desired, nullptr, "c0ffee", {}};
+    const std::string text = FormatPlanText(view);
+    INFO(text);
+    CHECK(text.find("\nCheckpoints (trainer.default_local_dir, shared by every attempt of a run):\n"
+                    "  " +
+                    run_id + ": " + checkpoints + "\n") != std::string::npos);
+    // A custom spec has no checkpoints of ours.
+    CHECK(text.find(SubmissionIdForAttempt(desired.jobs[1], 0) + ": /shared") == std::string::npos);
+    const std::string md = FormatPlanMarkdown(view);
+    CHECK(md.find("Checkpoints: `" + checkpoints + "`.\n") != std::string::npos);
+    const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+    REQUIRE(j["actions"].size() == 2);
+    CHECK(j["actions"][0]["run_dir"] == "/shared/jobs/" + run_id);
+    CHECK(j["actions"][0]["checkpoint_dir"] == checkpoints);
+    CHECK(j["actions"][1]["run_dir"] ==
+          "/shared/jobs/" + SubmissionIdForAttempt(desired.jobs[1], 0));
+    CHECK(j["actions"][1]["checkpoint_dir"].is_null());
+  }
+  SECTION("a retry resumes from the run's folder, not a folder of its own") {
+    RayJob failed = Running(ppo);
+    failed.status = RayJobStatus::kFailed;
+    const Plan plan = PlanActions(desired, {failed, Running(desired.jobs[1])}, {}, {});
+    REQUIRE(plan.actions.size() == 1);
+    REQUIRE(plan.actions[0].submission_id == run_id + "-r1");
+    PlanView view{&plan, &desired, nullptr, "c0ffee", {}};
+    const std::string text = FormatPlanText(view);
+    INFO(text);
+    CHECK(text.find("  " + run_id + "-r1: " + checkpoints +
+                    " (attempt 1 resumes from the latest checkpoint its run saved there, if "
+                    "any)\n") != std::string::npos);
+    CHECK(text.find("-r1/checkpoints") == std::string::npos);
+    CHECK(FormatPlanMarkdown(view).find("Checkpoints: `" + checkpoints + "` (attempt 1 resumes") !=
+          std::string::npos);
+    const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+    CHECK(j["actions"][0]["checkpoint_dir"] == checkpoints);
+  }
+  SECTION("without a shared_root there is no folder to show") {
+    const DesiredState bare = VerlJobs("");
+    const Plan plan = PlanActions(bare, {}, {}, {});
+    PlanView view{&plan, &bare, nullptr, "c0ffee", {}};
+    CHECK(FormatPlanText(view).find("Checkpoints") == std::string::npos);
+    const nlohmann::json j = nlohmann::json::parse(FormatPlanJson(view));
+    CHECK(j["actions"][0]["run_dir"].is_null());
+    CHECK(j["actions"][0]["checkpoint_dir"].is_null());
+  }
+}
+
 // Issue 9, point 10: jobs/a.yaml moved to jobs/team/a2.yaml, content unchanged.
 TEST_CASE("a plan says a moved unnamed spec is a rename that starts a new run", "[plan_format]") {
   const DesiredState before = TwoJobs("sleep 1");

@@ -60,17 +60,35 @@ TEST_CASE("a job waits while its upstream is new, pending or running") {
 TEST_CASE("a job is submitted in the first plan after its upstream SUCCEEDED, with its run") {
   JobSpec a = Spec("a");
   a.retries = 2;
-  const DesiredState desired = Desired({a, Downstream("b", {"a"})});
-  // a's attempt 1 succeeded (attempt 0 failed): b's ${runs.a.dir} is attempt 1's directory.
-  const Plan plan = PlanActions(
-      desired, {Job("a", 0, RayJobStatus::kFailed), Job("a", 1, RayJobStatus::kSucceeded)}, {},
-      PlanPolicy{});
+  DesiredState desired = Desired({a, Downstream("b", {"a"})});
+  desired.cluster->shared_root = "/shared";
+  const std::vector<RayJob> observed = {Job("a", 0, RayJobStatus::kFailed),
+                                        Job("a", 1, RayJobStatus::kSucceeded)};
+  // a's attempt 1 succeeded (attempt 0 failed): b's ${runs.a.dir} is a's run folder, which
+  // both attempts shared, as a's record says.
+  StatusRecord recorded = Record(
+      "a", {Attempt("a", 0, RayJobStatus::kFailed), Attempt("a", 1, RayJobStatus::kSucceeded)});
+  recorded.run_dir = "/shared/jobs/a-aaaaaaaaaa";
+  const Plan plan = PlanActions(desired, observed, {{"a", recorded}}, PlanPolicy{});
   CHECK(Describe(plan) == "submit b-dddddddddd;");
   CHECK(Row(plan, "b").phase == Phase::kPending);
   const Action* submit = SubmitOf(plan, "b");
   REQUIRE(submit != nullptr);
   CHECK(submit->upstream_runs ==
-        std::map<std::string, std::string, std::less<>>{{"a", "a-aaaaaaaaaa-r1"}});
+        UpstreamRuns{{"a", UpstreamRun{"a-aaaaaaaaaa-r1", "/shared/jobs/a-aaaaaaaaaa"}}});
+  // Run before run folders existed (a record without run_dir): attempt 1's own folder, which
+  // its checkpoints went to.
+  recorded.run_dir.clear();
+  const Plan legacy = PlanActions(desired, observed, {{"a", recorded}}, PlanPolicy{});
+  const Action* legacy_submit = SubmitOf(legacy, "b");
+  REQUIRE(legacy_submit != nullptr);
+  CHECK(legacy_submit->upstream_runs == UpstreamRuns{{"a", UpstreamRun{"a-aaaaaaaaaa-r1", ""}}});
+  // No ledger at all: the run was this version's, so its run folder.
+  const Plan unrecorded = PlanActions(desired, observed, {}, PlanPolicy{});
+  const Action* unrecorded_submit = SubmitOf(unrecorded, "b");
+  REQUIRE(unrecorded_submit != nullptr);
+  CHECK(unrecorded_submit->upstream_runs ==
+        UpstreamRuns{{"a", UpstreamRun{"a-aaaaaaaaaa-r1", "/shared/jobs/a-aaaaaaaaaa"}}});
   // An upstream that Ray forgot but the ledger remembers SUCCEEDED still counts.
   const Plan remembered = PlanActions(
       desired, {}, {{"a", Record("a", {Attempt("a", 0, RayJobStatus::kSucceeded)})}}, PlanPolicy{});

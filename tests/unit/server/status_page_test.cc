@@ -425,3 +425,31 @@ TEST_CASE("no control character, bidi control or line break of a value reaches t
           std::string::npos);
   }
 }
+
+TEST_CASE("the job page names how the latest attempt failed, whose failure it was, and the retry") {
+  auto s = SampleSnapshot();
+  for (auto& job : s.jobs) {
+    if (job.name != "grpo-llama") continue;
+    auto& latest = job.attempts.back();
+    latest.status = rg::core::RayJobStatus::kFailed;
+    latest.phase = rg::core::Phase::kFailed;
+    latest.failure_class = rg::core::FailureClass::kInfra;
+    latest.ending.mutable_get().error_type = "JOB_SUPERVISOR_ACTOR_DIED";
+    job.submission_id = latest.submission_id;
+    job.phase = rg::core::Phase::kPending;
+    job.message = "retrying after JOB_SUPERVISOR_ACTOR_DIED, 1 of 3: attempt 3 waits 30s after " +
+                  latest.submission_id + " ended";
+  }
+  const auto* job = FindJob(s, "grpo-llama");
+  REQUIRE(job != nullptr);
+  const std::string html = RenderJobPage(s, *job, 0);
+  CHECK(html.find("<dd id=\"job-failure\">JOB_SUPERVISOR_ACTOR_DIED (infra)</dd>") !=
+        std::string::npos);
+  CHECK(html.find("<td class=\"failure\">JOB_SUPERVISOR_ACTOR_DIED (infra)</td>") !=
+        std::string::npos);
+  CHECK(html.find(">retrying after JOB_SUPERVISOR_ACTOR_DIED, 1 of 3: attempt 3 waits 30s after ") !=
+        std::string::npos);
+  const auto j = nlohmann::json::parse(RenderJobJson(s, *job));
+  CHECK(j["job"]["attempts"].back()["failure_class"] == "infra");
+  CHECK(j["job"]["attempts"].back()["error_type"] == "JOB_SUPERVISOR_ACTOR_DIED");
+}

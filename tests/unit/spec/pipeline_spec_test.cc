@@ -242,7 +242,7 @@ TEST_CASE("the planning order puts every upstream first") {
   CHECK(names == std::vector<std::string>{"q", "z", "m", "a"});
 }
 
-TEST_CASE("${runs.<name>.dir} resolves to the run directory of the given run") {
+TEST_CASE("${runs.<name>.dir} of a run without a recorded folder is its attempt's folder") {
   core::DesiredState state = LoadDesiredState(
       kCluster,
       {{"jobs/sft.yaml", "workload: sft\nmodel_id: m\n"},
@@ -252,7 +252,9 @@ TEST_CASE("${runs.<name>.dir} resolves to the run directory of the given run") {
         "  FROM: ${runs.sft.dir} and ${runs.sft.dir}\nafter: [sft]\n"}});
   REQUIRE(state.invalid.empty());
   const core::JobSpec& grpo = *FindJob(state, "grpo");
-  auto resolved = core::ResolveRunsVariables(grpo, {{"sft", "sft-0123456789-r1"}}, *state.cluster);
+  // A run submitted before run folders existed: its successful attempt's folder.
+  auto resolved =
+      core::ResolveRunsVariables(grpo, {{"sft", {"sft-0123456789-r1", ""}}}, *state.cluster);
   REQUIRE(resolved.ok());
   CHECK(*resolved->trainer().model_id ==
         "/shared/jobs/sft-0123456789-r1/checkpoints/global_step_5/huggingface");
@@ -266,6 +268,61 @@ TEST_CASE("${runs.<name>.dir} resolves to the run directory of the given run") {
   auto missing = core::ResolveRunsVariables(grpo, {}, *state.cluster);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().message() == "${runs.sft.dir}: sft has no successful current run");
+}
+
+TEST_CASE("${runs.<name>.dir} resolves to the recorded run folder, not the attempt's") {
+  core::DesiredState state = LoadDesiredState(
+      kCluster, {{"jobs/sft.yaml", "workload: sft\nmodel_id: m\n"},
+                 {"jobs/grpo.yaml",
+                  "workload: grpo\nmodel_id: ${runs.sft.dir}/checkpoints/global_step_5\n"
+                  "after: [sft]\n"}});
+  REQUIRE(state.invalid.empty());
+  const core::JobSpec& grpo = *FindJob(state, "grpo");
+  auto resolved = core::ResolveRunsVariables(
+      grpo, {{"sft", {"sft-0123456789-r1", "/shared/jobs/sft-0123456789"}}}, *state.cluster);
+  REQUIRE(resolved.ok());
+  CHECK(*resolved->trainer().model_id == "/shared/jobs/sft-0123456789/checkpoints/global_step_5");
+  // The folder as recorded, even when cluster.yaml moved shared_root since: the checkpoints are
+  // where the run wrote them.
+  core::RayConfig moved = *state.cluster;
+  moved.shared_root = "/elsewhere";
+  auto same = core::ResolveRunsVariables(
+      grpo, {{"sft", {"sft-0123456789-r1", "/shared/jobs/sft-0123456789"}}}, moved);
+  REQUIRE(same.ok());
+  CHECK(*same->trainer().model_id == "/shared/jobs/sft-0123456789/checkpoints/global_step_5");
+}
+
+TEST_CASE("an upstream's run folder comes from its record, else from its run id") {
+  core::RayConfig cluster;
+  cluster.shared_root = "/shared";
+  core::StatusRecord rec;
+  rec.submission_id = "sft-0123456789-r1";
+  rec.attempt = 1;
+  rec.run_dir = "/shared/jobs/sft-0123456789";
+  CHECK(core::UpstreamRunOf("sft-0123456789-r1", 1, &rec, cluster) ==
+        core::UpstreamRun{"sft-0123456789-r1", "/shared/jobs/sft-0123456789"});
+  // Recorded before run folders existed: no folder, so the attempt's.
+  rec.run_dir.clear();
+  CHECK(core::UpstreamRunOf("sft-0123456789-r1", 1, &rec, cluster) ==
+        core::UpstreamRun{"sft-0123456789-r1", ""});
+  // No record of this run (none at all, or one of another run): the run folder of its run id.
+  CHECK(core::UpstreamRunOf("sft-0123456789-r2", 2, &rec, cluster) ==
+        core::UpstreamRun{"sft-0123456789-r2", "/shared/jobs/sft-0123456789"});
+  CHECK(core::UpstreamRunOf("sft-0123456789-r2", 2, nullptr, cluster) ==
+        core::UpstreamRun{"sft-0123456789-r2", "/shared/jobs/sft-0123456789"});
+  CHECK(core::UpstreamRunOf("sft-0123456789", 0, nullptr, cluster) ==
+        core::UpstreamRun{"sft-0123456789", "/shared/jobs/sft-0123456789"});
+  CHECK(core::UpstreamRunOf("sft-0123456789", 0, nullptr, core::RayConfig{}) ==
+        core::UpstreamRun{"sft-0123456789", ""});
+}
+
+TEST_CASE("RunIdOf strips only the attempt's own retry suffix") {
+  CHECK(core::RunIdOf("a-0123456789-r2", 2) == "a-0123456789");
+  CHECK(core::RunIdOf("a-0123456789-202501020300-r1", 1) == "a-0123456789-202501020300");
+  CHECK(core::RunIdOf("a-0123456789", 0) == "a-0123456789");
+  CHECK(core::RunIdOf("pinned-r1", 0) == "pinned-r1");
+  CHECK(core::RunIdOf("a-0123456789-r12", 2) == "a-0123456789-r12");
+  CHECK(core::RunIdOf("-r1", 1) == "-r1");
 }
 
 }  // namespace

@@ -590,7 +590,8 @@ TEST_CASE("the rendered keys are those of the rendered entrypoint, in its order"
   REQUIRE(spec.ok());
   core::RayConfig cluster;
   cluster.shared_root = "/shared";
-  const auto rendered = core::RenderEntrypoint(*spec.value, cluster, "x-1234567890");
+  const auto rendered =
+      core::RenderEntrypoint(*spec.value, cluster, "x-1234567890", "x-1234567890");
   REQUIRE(rendered.ok());
   std::vector<std::string> ours;
   for (const RenderedKey& key : RenderedVerlKeys(*spec.value, text, true)) {
