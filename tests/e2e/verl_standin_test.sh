@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The example PPO and SFT specs run a stand-in verl (tests/e2e/data/verl) found through
-# PYTHONPATH=code_path; every Hydra override reaches the trainer as one intact argument, and an
-# override full of shell metacharacters runs no command.
+# PYTHONPATH=code_path; every Hydra override reaches the trainer as one intact argument, an
+# override full of shell metacharacters runs no command, and the trainers save checkpoints
+# where trainer.default_local_dir says.
 # Usage: verl_standin_test.sh RAY_GITOPS_BINARY SOURCE_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rg_e2e_init "$@"
@@ -57,7 +58,7 @@ for w in ppo sft; do
   # The shell words of the entrypoint Ray ran, after `python3 -m MODULE`, are exactly the
   # arguments the trainer printed, in order.
   "$RG_PY" - "$RG_TMP/$w.json" "$RG_TMP/$w.log" "$w" "$pwned" <<'PYEOF' || rg_fail "$w: overrides not intact"
-import json, shlex, sys
+import json, os, shlex, sys
 job = json.load(open(sys.argv[1]))
 words = shlex.split(job["entrypoint"])
 assert words[:2] == ["python3", "-m"], words
@@ -74,6 +75,13 @@ for token in wanted:
 assert any(job["submission_id"] in a and a.startswith("trainer.experiment_name=") for a in printed)
 hostile = [a for a in printed if a.startswith("trainer.project_name=")]
 assert len(hostile) == 1 and "touch " + sys.argv[4] in hostile[0] and "$(" in hostile[0], hostile
+# The stand-in checkpoints as verl: every save_freq-th step (50) and the last one, the
+# tracker naming the last.
+ckpt = [a for a in printed if a.startswith("trainer.default_local_dir=")][-1].split("=", 1)[1]
+last = {"ppo": 200, "sft": 100}[sys.argv[3]]
+assert open(os.path.join(ckpt, "latest_checkpointed_iteration.txt")).read() == str(last), ckpt
+saved = sorted(int(d.split("_")[-1]) for d in os.listdir(ckpt) if d.startswith("global_step_"))
+assert saved == list(range(50, last + 1, 50)), (ckpt, saved)
 PYEOF
   node=$("$RG_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["driver_node_id"] or "")' "$RG_TMP/$w.json")
   [ -n "$node" ] || rg_fail "$w has no driver node"

@@ -1,8 +1,8 @@
-"""verl.trainer.main_ppo stand-in (PPO and GRPO runs)."""
+"""verl.trainer.main_ppo stand-in (PPO and GRPO runs): checkpoints as ray_trainer.py's fit."""
 
 import sys
 
-from verl.trainer import report
+from verl.trainer import run
 
 if __name__ == "__main__":
-    sys.exit(report("verl.trainer.main_ppo"))
+    sys.exit(run("verl.trainer.main_ppo", save_last_always=False))

@@ -1,0 +1,1 @@
+"""verl.utils stand-in."""

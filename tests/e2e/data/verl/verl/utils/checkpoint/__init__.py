@@ -1,0 +1,1 @@
+"""verl.utils.checkpoint stand-in."""
