@@ -432,6 +432,21 @@ class Planner {
     return at;
   }
 
+  // A later attempt (a retry, a restore) of a run whose `deadline`, counted from its first
+  // attempt (DESIGN §3.4), has passed on the head's clock is not submitted: the next pass would
+  // stop it. The run is DeadlineExceeded; a new spec hash (`rerun` included) starts a new run.
+  bool PastRunDeadline(const JobSpec& spec, int attempt, JobPlan& jp) const {
+    const std::optional<int64_t> deadline = spec.lifecycle().deadline_ms;
+    if (!deadline || !run_start_ms_ || policy_.now_ms == 0) return false;
+    if (RayNow() < *run_start_ms_ + *deadline) return false;
+    jp.phase = Phase::kDeadlineExceeded;
+    jp.message = "deadline " + FormatDurationMs(*deadline) +
+                 " exceeded (the run's first attempt was submitted at " +
+                 FormatRfc3339Millis(*run_start_ms_) + "): attempt " + std::to_string(attempt) +
+                 " is not submitted (change the spec, or its rerun token, to start a new run)";
+    return true;
+  }
+
   // Adds the submit of `attempt` of `spec` to the plan, or marks `jp` a conflict when its id
   // is taken. True when the submit was planned.
   // A scheduled job's slot runs are submitted while `slot_` names the slot (PlanScheduled).
@@ -442,6 +457,7 @@ class Planner {
       jp.message = upstreams_.waiting;
       return false;
     }
+    if (attempt > 0 && PastRunDeadline(spec, attempt, jp)) return false;
     const std::string id = SubmissionIdForSlot(spec, slot_, attempt);
     std::string why;
     if (!IdUsable(id, spec, &why)) {
@@ -542,7 +558,9 @@ class Planner {
     if (at.Latest() < 0) {
       PlanFirstRun(spec, jp);
     } else {
+      run_start_ms_ = at.RunStartMs();
       PlanLatestAttempt(spec, at, jp);
+      run_start_ms_.reset();
     }
     AddJobPlan(std::move(jp));
   }
@@ -1094,7 +1112,9 @@ class Planner {
     if (auto it = runs.slots.find(slot); it != runs.slots.end()) {
       // The slot has its run: the usual rules (retries, lost, deadline, restore) per slot.
       slot_ = slot;
+      run_start_ms_ = it->second.RunStartMs();
       PlanLatestAttempt(spec, it->second, jp);
+      run_start_ms_.reset();
       slot_.clear();
       return;
     }
@@ -1283,6 +1303,9 @@ class Planner {
   std::unordered_map<std::string_view, size_t> planned_;
   Upstreams upstreams_;  // of the spec being planned (PlanDesired)
   std::string slot_;     // the slot Submit submits for, while a scheduled job's slot is planned
+  // When the run being planned began (VersionAttempts::RunStartMs), while its latest attempt is
+  // planned: a later attempt is not submitted past the run's deadline (PastRunDeadline).
+  std::optional<int64_t> run_start_ms_;
 };
 
 }  // namespace

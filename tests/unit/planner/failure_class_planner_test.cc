@@ -329,5 +329,39 @@ TEST_CASE("deadline counts from the run's first attempt, across its retries") {
   }
 }
 
+TEST_CASE("a later attempt is not submitted once the run's deadline has passed") {
+  JobSpec spec = Budgets(2, 3);
+  spec.mutable_lifecycle().deadline_ms = 60 * kSecond;
+  SECTION("an own failure with retries left, past the deadline: DeadlineExceeded, no retry") {
+    RayJob first = FailedJob(0, "JOB_ENTRYPOINT_COMMAND_ERROR", kNow - 5 * kSecond);
+    first.start_time_ms = kNow - 70 * kSecond;
+    const Plan plan = PlanNow(spec, {first});
+    CHECK(Describe(plan).empty());
+    CHECK(plan.jobs.at(0).phase == Phase::kDeadlineExceeded);
+    CHECK(plan.jobs.at(0).message.find("attempt 1 is not submitted") != std::string::npos);
+  }
+  SECTION("an infrastructure failure whose backoff ends after the deadline: not submitted") {
+    RayJob first = FailedJob(0, "JOB_SUPERVISOR_ACTOR_DIED", kNow - 40 * kSecond);
+    first.start_time_ms = kNow - 70 * kSecond;
+    const Plan plan = PlanNow(spec, {first});
+    CHECK(Describe(plan).empty());
+    CHECK(plan.jobs.at(0).phase == Phase::kDeadlineExceeded);
+  }
+  SECTION("a run ray-gitops suspended, unsuspended past its deadline: not restored") {
+    AttemptRecord stopped = Attempt("a", 0, RayJobStatus::kStopped);
+    stopped.stop_reason = StopReason::kSuspend;
+    stopped.stop_sent_ms = kNow - 30 * kSecond;
+    stopped.start_time_ms = kNow - 70 * kSecond;
+    const Plan plan = PlanNow(spec, {}, {{"a", Record("a", {stopped})}});
+    CHECK(Describe(plan).empty());
+    CHECK(plan.jobs.at(0).phase == Phase::kDeadlineExceeded);
+  }
+  SECTION("within the deadline the retry goes ahead") {
+    RayJob first = FailedJob(0, "JOB_ENTRYPOINT_COMMAND_ERROR", kNow - 5 * kSecond);
+    first.start_time_ms = kNow - 30 * kSecond;
+    CHECK(Describe(PlanNow(spec, {first})) == "submit a-aaaaaaaaaa-r1;");
+  }
+}
+
 }  // namespace
 }  // namespace rg::core
