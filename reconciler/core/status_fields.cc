@@ -89,7 +89,7 @@ std::vector<StatusField> AttemptFields(const AttemptRecord& a) {
   };
   if (a.stop_sent_ms) fields.push_back(Time("stop_sent_at", a.stop_sent_ms));
   if (!a.ending.get().stop_commit.empty()) {
-    fields.emplace_back("stop_commit", a.ending.get().stop_commit);
+    fields.push_back({"stop_commit", a.ending.get().stop_commit});
   }
   if (a.ending.get().lost_ms) fields.push_back(Time("lost_at", a.ending.get().lost_ms));
   return fields;
