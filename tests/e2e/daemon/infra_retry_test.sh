@@ -87,7 +87,9 @@ dmn_wait 150 "$id1 submitted" dmn_in_ray "$id1" >/dev/null
 gap=$(($(field_of "$id1" start_time) - $(field_of "$id0" end_time)))
 echo "infra: $id1 submitted $gap ms after $id0 ended (backoff 30000 ms)"
 [ "$gap" -ge 30000 ] || rg_fail "$id1 was submitted before the 30 s backoff ($gap ms)"
-[ "$gap" -le $((30000 + 2000 + 3000)) ] || rg_fail "$id1 was submitted $gap ms after $id0 ended: not the first pass after the backoff"
+# The first backoff, not the second (60 s): passes run every second, and a loaded machine may
+# delay one by some seconds, which must not fail the test.
+[ "$gap" -lt 55000 ] || rg_fail "$id1 was submitted $gap ms after $id0 ended: later than the first backoff (30 s) explains"
 
 # Attempt 0's record keeps what ended it.
 dmn_status_file sleeper >"$RG_TMP/sleeper.yaml"
