@@ -8,7 +8,7 @@
 #                                  against the second one (RG_VENV2, Ray 2.51.1)
 #   RG_SKIP_SANITIZERS=1           leave out the two stages after the suite: the ASan+UBSan
 #                                  build (everything but e2e) and the fuzzers
-#   RG_FUZZ_SECONDS=N              how long each fuzzer runs (default 45)
+#   RG_FUZZ_SECONDS=N              how long each fuzzer runs (default 30)
 #   RG_SKIP_TIDY=1                 leave out clang-tidy over reconciler/ (scripts/tidy.sh)
 #   RG_DEBUG_FLAGS=FLAGS           debug info of the debug-type builds (default -g1)
 set -euo pipefail
@@ -80,8 +80,8 @@ if [ "${RG_SKIP_SANITIZERS:-0}" != 1 ]; then
     ctest --preset asan -j 2 --timeout 600 -LE e2e
     stage_done "the asan suite"
   fi
-  echo "test: the fuzzers (preset fuzz), ${RG_FUZZ_SECONDS:-45} s each"
-  cmake --preset fuzz -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-45}" "$debug_info" >/dev/null
+  echo "test: the fuzzers (preset fuzz), ${RG_FUZZ_SECONDS:-30} s each"
+  cmake --preset fuzz -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-30}" "$debug_info" >/dev/null
   # Only the fuzzers and the libraries they link: the daemon, the engine and the command line
   # are built and tested by the stages above.
   cmake --build --preset fuzz -j "$(nproc)" --target rg_fuzzers
