@@ -99,7 +99,13 @@ grep -q '^quick:' "$RG_TMP/commit.txt" && rg_fail "the commit touches quick, whi
 git -C "$remote" show ray-gitops/status-$instance:STATUS.md | grep -q 'Lost' || rg_fail "STATUS.md shows no Lost job"
 
 # --- once the backoff is over: runner is resubmitted as attempt 1, from infra_retries ---
-sleep 31
+# The backoff counts from attempt 0's lost_at (30 s for the first): wait until the clock has
+# passed that, as recorded, then pass once.
+lost_at=$(git -C "$remote" show "ray-gitops/status-$instance:status/runner.yaml" |
+  sed -n "s/^ *lost_at: ['\"]\{0,1\}\([^'\"]*\).*/\1/p" | head -n 1)
+[ -n "$lost_at" ] || rg_fail "runner's attempt 0 records no lost_at"
+due=$(($(date -d "$lost_at" +%s) + 30))
+until [ "$(date +%s)" -gt "$due" ]; do sleep 0.2; done
 sync_
 want_r1="$runner_id-r1"
 after_restart=$(list_ours)
