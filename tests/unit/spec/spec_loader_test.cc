@@ -111,6 +111,10 @@ TEST_CASE("every JobSpec validation error names its field, what was written, lin
        {"jobs/t.yaml:2:10: error: retries must be an integer from 0 to 100 (got 101)"}},
       {"workload: ppo\nretries: -1\n",
        {"jobs/t.yaml:2:10: error: retries must be an integer from 0 to 100 (got -1)"}},
+      {"workload: ppo\ninfra_retries: -1\n",
+       {"jobs/t.yaml:2:16: error: infra_retries must be an integer from 0 to 100 (got -1)"}},
+      {"workload: ppo\ninfra_retries: lots\n",
+       {"jobs/t.yaml:2:16: error: infra_retries must be an integer from 0 to 100 (got \"lots\")"}},
       {"workload: ppo\nsuspend: yes\n",
        {"jobs/t.yaml:2:10: error: suspend must be true or false (got \"yes\")"}},
       {"workload: ppo\nsuspend: \"true\"\n",
@@ -592,6 +596,16 @@ TEST_CASE("hostile input ends quickly with a diagnostic, never a crash or a hang
       CHECK_FALSE(parsed.ok());
     }
   }
+}
+
+TEST_CASE("infra_retries is 3 unless the spec sets it, and never part of the spec hash") {
+  const core::JobSpec unset = LoadValidJob("workload: custom\nentrypoint: \"true\"\n");
+  CHECK(unset.infra_retries == core::kDefaultInfraRetries);
+  CHECK(core::kDefaultInfraRetries == 3);
+  const core::JobSpec set =
+      LoadValidJob("workload: custom\nentrypoint: \"true\"\ninfra_retries: 0\n");
+  CHECK(set.infra_retries == 0);
+  CHECK(set.spec_hash == unset.spec_hash);
 }
 
 TEST_CASE("CRLF line endings and tabs are read like any other text") {
