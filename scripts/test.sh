@@ -10,6 +10,8 @@
 #                                  build (everything but e2e) and the fuzzers
 #   RG_FUZZ_SECONDS=N              how long each fuzzer runs (default 30)
 #   RG_SKIP_TIDY=1                 leave out clang-tidy over reconciler/ (scripts/tidy.sh)
+#   RG_SKIP_PACKAGE=1              leave out the Debian package and the image
+#                                  (tests/package/package_test.sh: root, buildah, mmdebstrap)
 #   RG_DEBUG_FLAGS=FLAGS           debug info of the debug-type builds (default -g1)
 set -euo pipefail
 # Each stage's wall time, so that the whole command's time can be kept in check
@@ -37,10 +39,40 @@ cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_
 cmake --build --preset "$preset" -j "$(nproc)"
 stage_done "the $preset build"
 
+# The Debian package of this build and the image's runtime stage made from it
+# (tests/package/package_test.sh; docs/install.md, "What the tests check"). It waits on the
+# package mirror and the disk more than on the cores, so it runs beside clang-tidy, which
+# waits on nothing else; its output is printed when both are done.
+package_pid=""
+package_log=build/package-test.log
+if [ "${RG_SKIP_PACKAGE:-0}" != 1 ]; then
+  if [ "$preset" = asan ]; then
+    echo "test: RG_PRESET=asan: no package of a sanitizer build (the package stage is left out)"
+  else
+    echo "test: the Debian package and the image (tests/package/package_test.sh), beside clang-tidy"
+    # In a process group of its own, so that a failed stage beside it stops it whole.
+    setsid bash tests/package/package_test.sh "build/$preset" >"$package_log" 2>&1 &
+    package_pid=$!
+    trap 'if [ -n "$package_pid" ]; then kill -TERM -- "-$package_pid" 2>/dev/null || true; fi' EXIT
+  fi
+fi
+
 if [ "${RG_SKIP_TIDY:-0}" != 1 ]; then
   echo "test: clang-tidy over reconciler/ (scripts/tidy.sh)"
   bash scripts/tidy.sh "build/$preset"
   stage_done "clang-tidy"
+fi
+
+if [ -n "$package_pid" ]; then
+  package_status=0
+  wait "$package_pid" || package_status=$?
+  package_pid=""
+  cat "$package_log"
+  stage_done "the package and the image (after clang-tidy)"
+  if [ "$package_status" != 0 ]; then
+    echo "test: FAILED: the package and the image (see above)" >&2
+    exit 1
+  fi
 fi
 
 ctest_args=(--preset "$preset" -j 2 --timeout 600)

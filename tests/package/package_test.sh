@@ -31,6 +31,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 fail() {
   echo "FAIL: $*" >&2
   exit 1
