@@ -178,6 +178,21 @@ grep -q "HOME (unset) cannot be written: a private HOME" "$work/nogit.err" ||
   fail "nogit: the private HOME is not logged: $(cat "$work/nogit.err")"
 left_behind nogit
 
+# A cancelled job (SIGTERM while ray-gitops runs) removes its private HOME too.
+printf '#!/bin/sh\nexec /bin/sleep 30\n' >"$work/slow"
+chmod 755 "$work/slow"
+mkdir -p "$work/cancel.tmp"
+(cd "$work/full" && exec env -i PATH="$nogit" TMPDIR="$work/cancel.tmp" RAY_GITOPS="$work/slow" \
+  RAY_GITOPS_DRY_RUN=1 "${github[@]}" "$nogit/python3" "$src/hooks/ci/ray-gitops-review" \
+  >"$work/cancel.out" 2>"$work/cancel.err") &
+cancelled=$!
+for _ in $(seq 100); do [[ -n $(ls -A "$work/cancel.tmp") ]] && break; sleep 0.1; done
+[[ -n $(ls -A "$work/cancel.tmp") ]] || fail "cancel: no private HOME was made: $(cat "$work/cancel.err")"
+kill -TERM "$cancelled"
+wait "$cancelled"
+[[ $? == 143 ]] || fail "cancel: the script did not exit on SIGTERM with 143"
+left_behind cancel
+
 # A shallow checkout without git: the base cannot be fetched; the comment says what to do.
 rm -rf "$work/shallow" && git clone -q --depth 1 --branch feature "file://$remote" "$work/shallow"
 image_review shallow "$work/shallow" -- HOME="$work/shallow" "${github[@]}"
