@@ -159,6 +159,17 @@ void CodeFolders::ResolveAtCommit(core::DesiredState& state, git_repository* rep
       resolve_ref, commit);
 }
 
+void CodeFolders::FailAll(core::DesiredState& state, const core::Error& why) {
+  Resolve(
+      state,
+      [&why](const core::JobSpec&, const std::string&, int64_t) -> core::Result<CodeFolderInfo> {
+        return why;
+      },
+      [&why](const core::JobSpec&, const CodeFolderInfo&) -> core::Result<uint64_t> { return why; },
+      [&why](const std::string&) -> core::Result<std::string> { return why; },
+      /*head_commit=*/"");
+}
+
 void CodeFolders::ResolveOnDisk(core::DesiredState& state, git_repository* repo,
                                 const std::string& workdir, const RefResolver& resolve_ref) {
   Resolve(
@@ -194,13 +205,17 @@ void CodeFolders::ResolveOnDisk(core::DesiredState& state, git_repository* repo,
 
 namespace {
 
-// The checkout at `repo_dir`; null when it is none.
-git::Repository OpenCheckout(const std::string& repo_dir) {
+// The checkout at `repo_dir`; null when it is none. A checkout Git refuses to open (another
+// user owns it) is an error: read as plain files, its code would not be what a commit holds.
+core::Result<git::Repository> OpenCheckout(const std::string& repo_dir) {
   git::EnsureLibraryInitialised();
   git_repository* raw = nullptr;
-  if (git_repository_open_ext(&raw, repo_dir.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) !=
-      0) {
+  if (const int rc =
+          git_repository_open_ext(&raw, repo_dir.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
+      rc != 0) {
+    std::optional<std::string> foreign = git::ForeignOwnerProblem(rc, repo_dir);
     git_error_clear();
+    if (foreign) return core::Error::InvalidInput(std::move(*foreign));
     raw = nullptr;
   }
   return git::Repository(raw);
@@ -212,9 +227,13 @@ void ResolveCodeOnDisk(core::DesiredState& state, const std::string& repo_dir) {
   if (std::ranges::none_of(state.jobs, [](const core::JobSpec& s) { return s.has_code(); })) {
     return;
   }
-  git::Repository repo = OpenCheckout(repo_dir);
-  git_repository* r = repo.get();
+  core::Result<git::Repository> repo = OpenCheckout(repo_dir);
   CodeFolders folders;
+  if (!repo.ok()) {
+    folders.FailAll(state, repo.error());
+    return;
+  }
+  git_repository* r = repo->get();
   folders.ResolveOnDisk(
       state, r, repo_dir, [r](const std::string& ref) -> core::Result<std::string> {
         if (std::optional<std::string> commit = git::RevparseCommit(r, ref)) return *commit;
@@ -223,12 +242,13 @@ void ResolveCodeOnDisk(core::DesiredState& state, const std::string& repo_dir) {
 }
 
 core::Result<std::string> CodeZipOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
-  git::Repository repo = OpenCheckout(repo_dir);
+  core::Result<git::Repository> repo = OpenCheckout(repo_dir);
+  if (!repo.ok()) return repo.error();
   if (spec.code().ref) {
-    if (!repo) return core::Error::InvalidInput(repo_dir + " is not a Git checkout");
-    return BuildCodeZip(repo.get(), spec.code().tree_id);
+    if (!*repo) return core::Error::InvalidInput(repo_dir + " is not a Git checkout");
+    return BuildCodeZip(repo->get(), spec.code().tree_id);
   }
-  return BuildCodeZipFromDisk(repo.get(), repo_dir, spec.code().folder);
+  return BuildCodeZipFromDisk(repo->get(), repo_dir, spec.code().folder);
 }
 
 CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string& repo_dir) {
@@ -239,7 +259,9 @@ CodeFileReader CodeFileReaderOnDisk(const core::JobSpec& spec, const std::string
       return ReadCodeFileOnDisk(repo_dir, folder, path, spec::kMaxSpecFileBytes);
     };
   }
-  auto repo = std::make_shared<git::Repository>(OpenCheckout(repo_dir));
+  core::Result<git::Repository> opened = OpenCheckout(repo_dir);
+  // A checkout that does not open failed its spec in ResolveCodeOnDisk: nothing is read.
+  auto repo = std::make_shared<git::Repository>(opened.ok() ? std::move(*opened) : nullptr);
   const std::optional<git_oid> tree_oid = git::ParseOid(spec.code().tree_id);
   return [repo, tree_oid](const std::string& path) -> std::optional<std::string> {
     if (!*repo || !tree_oid) return std::nullopt;

@@ -34,6 +34,10 @@ class CodeFolders {
   void ResolveOnDisk(core::DesiredState& state, git_repository* repo, const std::string& workdir,
                      const RefResolver& resolve_ref);
 
+  // Every spec with `code` invalid for `why` (its folder cannot be read: the checkout Git
+  // refuses to open), at `code`, or at `code_ref` for a spec that names one.
+  void FailAll(core::DesiredState& state, const core::Error& why);
+
   // How many folders were looked up (specs sharing a folder at one commit count once) since
   // this object was made; a tree seen before is looked up without being read again.
   int inspections() const { return inspections_; }

@@ -1303,8 +1303,10 @@ core::Status HashGitlink(const DiskWalk& w, const std::string& rel, TreeItem& it
     }
   }
   git_repository* raw = nullptr;
-  if (git_repository_open(&raw, (w.workdir + repo_path).c_str()) != 0) {
+  if (const int rc = git_repository_open(&raw, (w.workdir + repo_path).c_str()); rc != 0) {
+    std::optional<std::string> foreign = git::ForeignOwnerProblem(rc, w.workdir + repo_path);
     git_error_clear();
+    if (foreign) return core::Error::InvalidInput(shown + ": " + *foreign);
     return core::Error::InvalidInput(shown + " holds a .git but is no repository");
   }
   const git::Repository nested(raw);

@@ -1,7 +1,12 @@
 #include "reconciler/adapters/git_common.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstdlib>
+#include <filesystem>
+#include <string_view>
 
 #include "reconciler/adapters/git_transport.h"
 
@@ -70,6 +75,39 @@ core::Error LastError(int code, std::string_view what) {
     default:
       return core::Error::Fatal(std::move(message));
   }
+}
+
+std::optional<std::string> ForeignOwnerProblem(int code, const std::string& path) {
+  const git_error* e = git_error_last();
+  const std::string_view said = e != nullptr && e->message != nullptr ? e->message : "";
+  if (code != GIT_EOWNER && said.find("safe.directory") == std::string_view::npos &&
+      said.find("not owned by current user") == std::string_view::npos) {
+    return std::nullopt;
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec).lexically_normal();
+  if (ec) absolute = path;
+  std::string shown = absolute.string();
+  while (shown.size() > 1 && shown.back() == '/') shown.pop_back();
+  const uid_t self = ::geteuid();
+  // libgit2 checks the working tree, the .git file or folder and the git directory: the first
+  // of them another user owns is named.
+  std::string owner;
+  for (const std::string& candidate : {shown, shown + "/.git"}) {
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && st.st_uid != self) {
+      owner = std::to_string(st.st_uid);
+      break;
+    }
+  }
+  const std::string run_as = owner.empty() ? "its owner" : "uid " + owner;
+  return "the Git repository " + shown + " is owned by another user (" +
+         (owner.empty() ? "" : "uid " + owner + "; ") + "this process runs as uid " +
+         std::to_string(self) +
+         "), and Git refuses to open it (safe.directory): trust it with `git config --global "
+         "--add safe.directory " +
+         shown + "` as this user, or run ray-gitops as " + run_as;
 }
 
 std::string OidHex(const git_oid& oid) {

@@ -44,6 +44,12 @@ using Odb = Owned<git_odb, git_odb_free>;
 // kInvalidInput, anything else kFatal. The message is "<what>: <libgit2's message>".
 core::Error LastError(int code, std::string_view what);
 
+// When the git_repository_open* of `path` that just returned `code` failed because another
+// user owns the repository (libgit2's safe.directory check), what to tell the user: the path,
+// both uids, and the two ways out. nullopt for any other failure. libgit2 1.5 reports this case
+// as a missing `safe.directory` config value, later versions as GIT_EOWNER: both are matched.
+std::optional<std::string> ForeignOwnerProblem(int code, const std::string& path);
+
 std::string OidHex(const git_oid& oid);
 std::optional<git_oid> ParseOid(std::string_view hex);
 

@@ -487,6 +487,9 @@ void UpdateRows(StatusRowCache& cache, bool incremental, PlannedChanges& planned
 core::Result<git_oid> WriteBlobApart(const std::string& repo_path, const std::string& content) {
   git_repository* raw = nullptr;
   if (int rc = git_repository_open(&raw, repo_path.c_str()); rc != 0) {
+    if (std::optional<std::string> foreign = git::ForeignOwnerProblem(rc, repo_path)) {
+      return core::Error::InvalidInput(*foreign);
+    }
     return git::LastError(rc, "cannot open " + repo_path);
   }
   git::Repository repo(raw);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -98,6 +99,15 @@ std::string RemoveStaleRefLock(const std::string& remote_url, const std::string&
   }
   std::error_code ec;
   return fs::remove(lock, ec) ? lock.string() : "";
+}
+
+// Why the local repository at `local` (named `shown` on the command line) did not open.
+core::Error NotARepository(int rc, const std::string& shown, const std::string& local) {
+  if (std::optional<std::string> foreign = git::ForeignOwnerProblem(rc, local)) {
+    return core::Error::InvalidInput(*foreign);
+  }
+  return core::Error::InvalidInput("not a Git repository: " + shown + " (" +
+                                   git::LastError(rc, "open").message() + ")");
 }
 
 struct CallbackState {
@@ -405,10 +415,7 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::Open(const GitWorkspac
     const int rc =
         git_repository_open_ext(&probe, local->c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
     git::Repository owned_probe(probe);
-    if (rc != 0) {
-      return core::Error::InvalidInput("not a Git repository: " + options.repo + " (" +
-                                       git::LastError(rc, "open").message() + ")");
-    }
+    if (rc != 0) return NotARepository(rc, options.repo, *local);
     // Only a checkout: a bare copy with an origin is a mirror or a moved repository, a
     // repository of its own that adopts the old one's runs with --previous-repo.
     if (git_repository_is_bare(probe) == 0) origin = OriginUrl(probe);
@@ -444,10 +451,7 @@ core::Result<std::shared_ptr<GitWorkspace>> GitWorkspace::OpenInPlace(const std:
   git_repository* raw = nullptr;
   const int rc =
       git_repository_open_ext(&raw, local->c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
-  if (rc != 0) {
-    return core::Error::InvalidInput("not a Git repository: " + path + " (" +
-                                     git::LastError(rc, "open").message() + ")");
-  }
+  if (rc != 0) return NotARepository(rc, path, *local);
   std::shared_ptr<GitWorkspace> ws(new GitWorkspace());
   ws->repo_ = raw;
   ws->in_place_ = true;
@@ -483,6 +487,9 @@ core::Status GitWorkspace::OpenClone() {
   fs::create_directories(fs::path(clone_path_).parent_path(), ec);
   int rc = git_repository_open_bare(&repo_, clone_path_.c_str());
   if (rc != 0) {
+    if (std::optional<std::string> foreign = git::ForeignOwnerProblem(rc, clone_path_)) {
+      return core::Error::InvalidInput("the clone in the cache: " + *foreign);
+    }
     rc = git_repository_init(&repo_, clone_path_.c_str(), /*is_bare=*/1);
     if (rc != 0) return git::LastError(rc, "cannot create the clone at " + clone_path_);
   }

@@ -6,7 +6,10 @@
 # same comment; an invalid spec fails the check and still updates the comment. With
 # RAY_GITOPS_PLAN=1, plan talks to the CI's RAY_ADDRESS (with the token), never to the
 # cluster.yaml address of the change, which points at a listener recording every request; with
-# no RAY_ADDRESS, plan is skipped and the comment says why.
+# no RAY_ADDRESS, plan is skipped and the comment says why. As in the image (no git): a full
+# checkout reviews, a shallow one fails with the hint to check out the history; a checkout
+# another user owns (as root, and root's checkout as the image's user) is trusted in a private
+# HOME, logged in one line and removed at the end; an unset HOME gets a private one too.
 # Args: path-to-binary source-dir.
 set -u
 bin=$1
@@ -127,5 +130,112 @@ grep '"PUT"' "$work/calls.jsonl" | grep -q '"path": "/api/v4/projects/42/merge_r
 review bad "${github[@]/GITHUB_TOKEN=$token/GITHUB_TOKEN=wrong}"
 [[ $(cat "$work/bad.rc") == 1 ]] || fail "a refused token: exit $(cat "$work/bad.rc")"
 grep -q "cannot post the review comment" "$work/bad.err" || fail "a refused token: $(cat "$work/bad.err")"
+
+# --- the image: no git, a checkout another user owns, a HOME that cannot be written ---
+# The image has python3 and ray-gitops but no git; its python3 is Debian's.
+nogit=$work/nogit-bin
+mkdir -p "$nogit"
+system_python=/usr/bin/python3
+[[ -x $system_python ]] || system_python=$(python3 -c 'import sys; print(sys.executable)')
+ln -s "$system_python" "$nogit/python3"
+cp "$bin" "$work/ray-gitops"
+chmod 755 "$work" "$work/ray-gitops"
+PATH=$nogit type -P git >/dev/null && fail "git is on the image-like PATH"
+
+# image_review NAME CHECKOUT [PREFIX...] -- ENV...: the recipe in CHECKOUT with only PATH=$nogit
+# (no git) and the given CI variables, its temporary files in a TMPDIR of its own, run under
+# PREFIX (setpriv ...) when given; stdout, stderr, exit status in $work/NAME.{out,err,rc}.
+image_review() {
+  local name=$1 dir=$2 prefix=()
+  shift 2
+  while [[ $1 != -- ]]; do prefix+=("$1"); shift; done
+  shift
+  mkdir -p "$work/$name.tmp"
+  chmod 1777 "$work/$name.tmp"
+  (cd "$dir" && "${prefix[@]}" env -i PATH="$nogit" TMPDIR="$work/$name.tmp" \
+    RAY_GITOPS="$work/ray-gitops" RAY_GITOPS_DRY_RUN=1 "$@" \
+    "$nogit/python3" "$src/hooks/ci/ray-gitops-review" >"$work/$name.out" 2>"$work/$name.err")
+  echo $? >"$work/$name.rc"
+}
+# left_behind NAME: the run left nothing in its TMPDIR (its private HOME is gone).
+left_behind() {
+  [[ -z $(ls -A "$work/$1.tmp") ]] || fail "$1 left its private HOME behind: $(ls -A "$work/$1.tmp")"
+}
+diffed() {
+  [[ $(cat "$work/$1.rc") == 0 ]] || fail "$1: exit $(cat "$work/$1.rc"): $(cat "$work/$1.err") $(cat "$work/$1.out")"
+  grep -q "| replace | a |" "$work/$1.out" || fail "$1: no diff in the comment: $(cat "$work/$1.out")"
+}
+
+# A full checkout (fetch-depth: 0) holds origin/main: no git needed. HOME is unset, as for
+# `docker run --user UID` with a uid the image does not know: a private HOME, then removed.
+cd "$work/person" || exit 1
+printf 'workload: custom\nentrypoint: python eval.py --full\n' >jobs/b.yaml
+git commit -qam "typo fixed" && git push -q origin feature
+git clone -q --branch feature "file://$remote" "$work/full"
+image_review nogit "$work/full" -- "${github[@]}"
+diffed nogit
+grep -q "HOME (unset) cannot be written: a private HOME" "$work/nogit.err" ||
+  fail "nogit: the private HOME is not logged: $(cat "$work/nogit.err")"
+left_behind nogit
+
+# A cancelled job (SIGTERM while ray-gitops runs) removes its private HOME too.
+printf '#!/bin/sh\nexec /bin/sleep 30\n' >"$work/slow"
+chmod 755 "$work/slow"
+mkdir -p "$work/cancel.tmp"
+(cd "$work/full" && exec env -i PATH="$nogit" TMPDIR="$work/cancel.tmp" RAY_GITOPS="$work/slow" \
+  RAY_GITOPS_DRY_RUN=1 "${github[@]}" "$nogit/python3" "$src/hooks/ci/ray-gitops-review" \
+  >"$work/cancel.out" 2>"$work/cancel.err") &
+cancelled=$!
+for _ in $(seq 100); do [[ -n $(ls -A "$work/cancel.tmp") ]] && break; sleep 0.1; done
+[[ -n $(ls -A "$work/cancel.tmp") ]] || fail "cancel: no private HOME was made: $(cat "$work/cancel.err")"
+kill -TERM "$cancelled"
+wait "$cancelled"
+[[ $? == 143 ]] || fail "cancel: the script did not exit on SIGTERM with 143"
+left_behind cancel
+
+# A shallow checkout without git: the base cannot be fetched; the comment says what to do.
+rm -rf "$work/shallow" && git clone -q --depth 1 --branch feature "file://$remote" "$work/shallow"
+image_review shallow "$work/shallow" -- HOME="$work/shallow" "${github[@]}"
+[[ $(cat "$work/shallow.rc") == 1 ]] || fail "shallow without git: exit $(cat "$work/shallow.rc")"
+grep -q "fetch-depth: 0" "$work/shallow.out" || fail "shallow without git: no hint: $(cat "$work/shallow.out")"
+grep -q "private HOME" "$work/shallow.err" && fail "shallow: a private HOME with a writable HOME of one's own"
+
+if [[ $(id -u) == 0 ]]; then
+  # As root on a checkout another user owns (a container on a mounted checkout): trusted as
+  # the CI's own, in a private HOME that includes the user's own .gitconfig, then removed.
+  rm -rf "$work/owned" && git clone -q --branch feature "file://$remote" "$work/owned"
+  mkdir -p "$work/roothome"
+  printf '[core]\n\tabbrev = 12\n' >"$work/roothome/.gitconfig"
+  chown -R 4242:4242 "$work/owned"
+  image_review owned "$work/owned" -- HOME="$work/roothome" "${github[@]}"
+  diffed owned
+  grep -q "the checkout $work/owned is owned by uid 4242, not by this user (uid 0): trusted" "$work/owned.err" ||
+    fail "owned: the trust is not logged: $(cat "$work/owned.err")"
+  [[ $(grep -c . "$work/owned.err") == 1 ]] || fail "owned: more than one line logged: $(cat "$work/owned.err")"
+  left_behind owned
+  [[ $(ls -A "$work/roothome") == .gitconfig ]] || fail "owned: the user's HOME was written: $(ls -A "$work/roothome")"
+  # The same with git on PATH (a runner of one's own): git is told too.
+  rm -rf "$work/ci" && git clone -q --depth 1 --branch feature "file://$remote" "$work/ci"
+  chown -R 4242:4242 "$work/ci"
+  (cd "$work/ci" && env -i PATH="$PATH" HOME="$work/roothome" TMPDIR="$work/owned.tmp" \
+    RAY_GITOPS="$bin" RAY_GITOPS_DRY_RUN=1 "${github[@]}" \
+    python3 "$src/hooks/ci/ray-gitops-review" >"$work/owned_git.out" 2>"$work/owned_git.err")
+  echo $? >"$work/owned_git.rc"
+  diffed owned_git
+  grep -q "cannot fetch" "$work/owned_git.err" && fail "owned_git: git refused the checkout: $(cat "$work/owned_git.err")"
+  left_behind owned
+  # GitLab: the helper clones as root, the job runs as the image's user.
+  rm -rf "$work/gitlab" && git clone -q --branch feature "file://$remote" "$work/gitlab"
+  base_sha=$(git -C "$work/gitlab" rev-parse origin/main)
+  chmod -R a+rX "$work/gitlab"
+  image_review gitlab "$work/gitlab" setpriv --reuid 65532 --regid 65532 --clear-groups -- \
+    HOME=/nonexistent "${gitlab[@]}" CI_MERGE_REQUEST_DIFF_BASE_SHA="$base_sha"
+  diffed gitlab
+  grep -q "owned by uid 0, not by this user (uid 65532): trusted" "$work/gitlab.err" ||
+    fail "gitlab: the trust is not logged: $(cat "$work/gitlab.err")"
+  left_behind gitlab
+else
+  echo "not root: the checkouts another user owns were not tried"
+fi
 
 finish "all review recipe checks passed"

@@ -3,11 +3,18 @@
 # and wire what the docs promise (probes, scrape annotations, a non-loopback listener with its
 # explicit flag, credentials from the Secret as files), the systemd unit is hardened and takes
 # its secrets as credentials, and every ray-gitops flag either uses exists in the binary.
-# `systemd-analyze verify` runs when it is installed. Usage:
-#   deploy_examples_test.sh RAY_GITOPS_BINARY SOURCE_DIR
+# `systemd-analyze verify` runs when it is installed. The image: the Kubernetes manifest, both CI
+# recipes and docs/install.md name the one image of this release,
+# ghcr.io/ray-gitops/ray-gitops:<project version>; the manifest runs it as the Containerfile's
+# USER, hardened (read-only root with a writable /tmp, no privilege escalation, non-root, no
+# capabilities, RuntimeDefault seccomp, requests and a memory limit) and probed (/healthz,
+# /readyz); the GitHub recipe runs the review in it by `docker run` as the runner's user, with
+# every variable passed by name. Usage:
+#   deploy_examples_test.sh RAY_GITOPS_BINARY SOURCE_DIR PROJECT_VERSION
 set -euo pipefail
 bin=$1
 src=$2
+version=$3
 py=${RG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/venv}/bin/python
 tmp=$(mktemp -d /tmp/rg-deploy.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -129,6 +136,137 @@ for flag in ("--ray-token-file", "--git-token-file", "--webhook-secret-file"):
 listen = exec_args[exec_args.index("--listen") + 1]
 assert listen.startswith("127.0.0.1:") and "--listen-any" not in exec_args, listen
 print("manifests and unit: ok")
+PYEOF
+
+"$py" - "$src" "$version" <<'PYEOF'
+import os, re, shlex, sys, yaml
+src, version = sys.argv[1:]
+expected = f"ghcr.io/ray-gitops/ray-gitops:{version}"
+IMAGE_IN_TEXT = r"[a-z0-9.-]+\.[a-z]+/[a-z0-9._/-]*ray-gitops:[A-Za-z0-9._-]+"
+
+def path(*parts):
+    return os.path.join(src, *parts)
+
+# --- docs/install.md names the image ---
+install = open(path("docs", "install.md")).read()
+named = re.findall(IMAGE_IN_TEXT, install)
+assert named, "docs/install.md names no image (registry/...ray-gitops:TAG)"
+for ref in named:
+    assert ref == expected, f"docs/install.md names {ref}, expected {expected}"
+
+# --- the Kubernetes manifest runs it as the Containerfile's user, hardened and probed ---
+docs = [d for d in yaml.safe_load_all(open(path("examples", "kubernetes", "ray-gitops.yaml")))
+        if d is not None]
+
+def images(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "image":
+                yield v
+            else:
+                yield from images(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from images(v)
+
+found = [i for d in docs for i in images(d)]
+assert found, "the manifest names no image"
+for ref in found:
+    assert ref == expected, f"the manifest runs {ref}, expected {expected}"
+(deploy,) = [d for d in docs if d["kind"] == "Deployment"]
+pod = deploy["spec"]["template"]["spec"]
+(c,) = pod["containers"]
+assert c.get("imagePullPolicy") == "IfNotPresent", c.get("imagePullPolicy")
+psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
+effective = lambda key: csc.get(key, psc.get(key))
+containerfile = path("Containerfile")
+if os.path.exists(containerfile):
+    users = [l.split(None, 1)[1].strip() for l in open(containerfile)
+             if re.match(r"USER\s", l)]
+    assert users, "the Containerfile has no USER line"
+    m = re.fullmatch(r"(\d+)(?::(\d+))?", users[-1])
+    assert m, f"the Containerfile's USER {users[-1]} is not numeric (runAsNonRoot needs a uid)"
+    uid, gid = int(m.group(1)), int(m.group(2) or m.group(1))
+    assert effective("runAsUser") == uid, (effective("runAsUser"), uid)
+    assert effective("runAsGroup") == gid, (effective("runAsGroup"), gid)
+    print(f"the manifest runs as the Containerfile's USER {uid}:{gid}")
+else:
+    print("SKIPPED: no Containerfile at the root: runAsUser/runAsGroup not compared with its USER")
+assert effective("runAsNonRoot") is True, "runAsNonRoot"
+assert effective("seccompProfile") == {"type": "RuntimeDefault"}, effective("seccompProfile")
+assert csc.get("readOnlyRootFilesystem") is True, "readOnlyRootFilesystem"
+assert csc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation"
+assert csc.get("capabilities", {}).get("drop") == ["ALL"], csc.get("capabilities")
+res = c.get("resources", {})
+assert {"cpu", "memory"} <= set(res.get("requests", {})), res
+assert "memory" in res.get("limits", {}), res
+# The read-only root: /tmp (the code zips) and the cache on writable volumes of their own.
+mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+volumes = {v["name"]: v for v in pod["volumes"]}
+cache = next(a.split("=", 1)[1] for a in c["args"] if a.startswith("--cache-dir="))
+for where in ("/tmp", cache):
+    assert where in mounts, f"{where} is on the read-only root"
+    assert "emptyDir" in volumes[mounts[where]], f"{where}: not an emptyDir"
+    assert not any(m.get("readOnly") for m in c["volumeMounts"] if m["mountPath"] == where)
+port_names = {p.get("name") for p in c["ports"]} | {p["containerPort"] for p in c["ports"]}
+for probe, want in (("livenessProbe", "/healthz"), ("startupProbe", "/healthz"),
+                    ("readinessProbe", "/readyz")):
+    assert probe in c, f"no {probe}"
+    get = c[probe]["httpGet"]
+    assert get["path"] == want, (probe, get["path"], want)
+    assert get["port"] in port_names, (probe, get["port"], port_names)
+
+# --- GitHub Actions: the runner checks out, `docker run` reviews in the image ---
+gh = yaml.safe_load(open(path("hooks", "ci", "github-actions.yml")))
+assert gh["permissions"]["pull-requests"] == "write" and gh["permissions"]["contents"] == "read"
+(job,) = gh["jobs"].values()
+assert "container" not in job, "a container: job would need git in the image for checkout"
+checkout, review = job["steps"]
+assert checkout["uses"] == "actions/checkout@v4" and checkout["with"]["fetch-depth"] == 0
+run = review["run"]
+assert "${{" not in run, f"an expression in the run line puts its value on the command line: {run}"
+words = shlex.split(run)
+assert words[:2] == ["docker", "run"], words[:2]
+WITH_VALUE = {"--user", "-u", "--volume", "-v", "--workdir", "-w", "--env", "-e", "--entrypoint",
+              "--network", "--name", "--pull"}
+opts, rest, i = [], [], 2
+while i < len(words):
+    w = words[i]
+    if rest or not w.startswith("-"):
+        rest.append(w)
+    elif "=" in w:
+        opts.append(tuple(w.split("=", 1)))
+    elif w in WITH_VALUE:
+        opts.append((w, words[i + 1]))
+        i += 1
+    else:
+        opts.append((w, None))
+    i += 1
+values = lambda *names: [v for k, v in opts if k in names]
+assert rest == [expected], f"docker run's image and command: {rest}, expected [{expected}]"
+assert values("--entrypoint") == ["ray-gitops-review"], values("--entrypoint")
+assert values("--user", "-u") == ["$(id -u):$(id -g)"], values("--user", "-u")
+assert ("--rm", None) in opts
+assert values("--workdir", "-w") == ["$GITHUB_WORKSPACE"], values("--workdir", "-w")
+vols = values("--volume", "-v")
+assert "$GITHUB_WORKSPACE:$GITHUB_WORKSPACE" in vols, vols
+assert "$GITHUB_EVENT_PATH:$GITHUB_EVENT_PATH:ro" in vols, vols
+passed = values("--env", "-e")
+for name in passed:
+    assert re.fullmatch(r"[A-Z_][A-Z0-9_]*", name), f"--env {name}: a value on the command line"
+needed = {"GITHUB_ACTIONS", "GITHUB_API_URL", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH",
+          "GITHUB_BASE_REF", "GITHUB_TOKEN", "RAY_GITOPS_PLAN", "RAY_ADDRESS", "RAY_AUTH_TOKEN"}
+needed |= set(review.get("env", {}))
+assert needed <= set(passed), f"not passed to the container: {sorted(needed - set(passed))}"
+
+# --- GitLab CI: the job runs in the image, through a shell ---
+gl = yaml.safe_load(open(path("hooks", "ci", "gitlab-ci.yml")))
+gjob = gl["ray-gitops-review"]
+assert gjob["image"]["name"] == expected, f"the GitLab job runs {gjob['image']['name']}"
+assert gjob["image"]["entrypoint"] == [""], gjob["image"]
+assert gjob["script"] == ["ray-gitops-review"], gjob["script"]
+assert gjob["variables"]["GIT_DEPTH"] == "0", gjob["variables"]
+print(f"the manifest, both CI recipes and docs/install.md name {expected}: ok")
 PYEOF
 
 if command -v systemd-analyze >/dev/null 2>&1; then
