@@ -272,7 +272,7 @@ PYEOF
 if command -v systemd-analyze >/dev/null 2>&1; then
   # verify wants the ExecStart binary to exist: the one under test stands in for it.
   mkdir -p "$tmp/units"
-  sed "s|/usr/local/bin/ray-gitops|$bin|" "$unit" >"$tmp/units/ray-gitops.service"
+  sed "s|/usr/bin/ray-gitops |$bin |" "$unit" >"$tmp/units/ray-gitops.service"
   if ! systemd-analyze verify "$tmp/units/ray-gitops.service" >"$tmp/verify.out" 2>&1 ||
     [ -s "$tmp/verify.out" ]; then
     cat "$tmp/verify.out" >&2
