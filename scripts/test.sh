@@ -6,8 +6,8 @@
 #   RG_SKIP_E2E=1                  leave out the tests that need a real Ray head (label e2e)
 #   RG_SKIP_SECOND_RAY=1           run the e2e label only against the pinned Ray, not also
 #                                  against the second one (RG_VENV2, Ray 2.51.1)
-#   RG_SKIP_SANITIZERS=1           leave out the two stages after the suite: the ASan+UBSan
-#                                  build (everything but e2e) and the fuzzers
+#   RG_SKIP_SANITIZERS=1           leave out the ASan+UBSan build and its suite (everything
+#                                  but e2e, and the fuzzers)
 #   RG_FUZZ_SECONDS=N              how long each fuzzer runs (default 30)
 #   RG_SKIP_TIDY=1                 leave out clang-tidy over reconciler/ (scripts/tidy.sh)
 #   RG_SKIP_PACKAGE=1              leave out the Debian package and the image
@@ -35,7 +35,7 @@ export RG_VERL_DIR=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/ver
 debug_info=-DCMAKE_CXX_FLAGS_DEBUG=${RG_DEBUG_FLAGS:--g1}
 preset=${RG_PRESET:-debug}
 cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" \
-  "$debug_info" >/dev/null
+  -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-30}" "$debug_info" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
 stage_done "the $preset build"
 
@@ -100,26 +100,20 @@ if [ "$second_ray_failed" = 1 ]; then
   exit 1
 fi
 
-# The ASan+UBSan suite without the real-Ray tests (already run when that was the preset
-# above), then the fuzzers (docs/testing.md, "Sanitizers and fuzzing").
+# The ASan+UBSan suite without the real-Ray tests (the suite above when that was the preset).
+# Built with clang++, its fuzz targets are libFuzzer binaries on the same
+# instrumented code, and its suite runs each for RG_FUZZ_SECONDS (label fuzz): one build for
+# both (docs/testing.md, "Sanitizers and fuzzing").
 if [ "${RG_SKIP_SANITIZERS:-0}" != 1 ]; then
   if [ "$preset" != asan ]; then
-    echo "test: the ASan+UBSan suite (preset asan), everything but the real-Ray tests"
+    echo "test: the ASan+UBSan build (preset asan): the suite but the real-Ray tests, and the fuzzers, ${RG_FUZZ_SECONDS:-30} s each"
     cmake --preset asan -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" \
-      "$debug_info" >/dev/null
+      -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-30}" "$debug_info" >/dev/null
     cmake --build --preset asan -j "$(nproc)"
     stage_done "the asan build"
     ctest --preset asan -j 2 --timeout 600 -LE e2e
-    stage_done "the asan suite"
+    stage_done "the asan suite and the fuzzers"
   fi
-  echo "test: the fuzzers (preset fuzz), ${RG_FUZZ_SECONDS:-30} s each"
-  cmake --preset fuzz -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-30}" "$debug_info" >/dev/null
-  # Only the fuzzers and the libraries they link: the daemon, the engine and the command line
-  # are built and tested by the stages above.
-  cmake --build --preset fuzz -j "$(nproc)" --target rg_fuzzers
-  stage_done "the fuzz build"
-  ctest --preset fuzz -j 2
-  stage_done "the fuzzers"
-  grep -E '^[0-9]+/[0-9]+ Testing: |^#[0-9]+[[:space:]]+DONE' \
-    build/fuzz/Testing/Temporary/LastTest.log || true
+  grep -E '^[0-9]+/[0-9]+ Testing: fuzz\.|^#[0-9]+[[:space:]]+DONE' \
+    build/asan/Testing/Temporary/LastTest.log || true
 fi
