@@ -19,9 +19,12 @@
 #   (also on Ctrl-C).
 #
 #   bash scripts/demo.sh
-#     RG_DEMO_SKIP_INSTALL=1        skip scripts/install-deps.sh
+#     RG_DEMO_SKIP_INSTALL=1        skip `scripts/install-deps.sh demo` (the Debian packages of
+#                                   scripts/packages/build and demo, the venv with the pinned
+#                                   Ray, the verl wheel)
 #     RG_DEMO_PRESET=release|debug  which CMake preset builds ray-gitops (default release, in
-#                                   build/release; the test suite's build/debug is left alone)
+#                                   build/release, configured with RG_BUILD_TESTS=OFF; the test
+#                                   suite's build/debug is left alone)
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 preset=${RG_DEMO_PRESET:-release}
@@ -60,18 +63,39 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 if [ "${RG_DEMO_SKIP_INSTALL:-0}" != 1 ]; then
-  say "installing dependencies (scripts/install-deps.sh)"
-  bash "$src/scripts/install-deps.sh"
+  say "installing what the demo needs (scripts/install-deps.sh demo)"
+  bash "$src/scripts/install-deps.sh" demo
 fi
 
-say "building ray-gitops (preset $preset, build/$preset; the first build takes several minutes)"
-build_log=$demo/build.log
-if ! (cd "$src" && cmake --preset "$preset" && cmake --build "build/$preset" --target ray-gitops -j2) \
-  >"$build_log" 2>&1; then
+# Ninja's status lines ("[done/total] what it builds") from the build's output: on a terminal
+# one line rewritten in place, elsewhere one line each.
+build_progress() {
+  if [ -t 1 ]; then
+    local cols
+    cols=$(stty size </dev/tty 2>/dev/null | cut -d' ' -f2)
+    awk -v cols="${cols:-80}" '/^\[[0-9]+\/[0-9]+\] / {
+        printf "\r\033[K%s", substr($0, 1, cols - 1); fflush(); shown = 1 }
+      END { if (shown) printf "\n" }'
+  else
+    awk '/^\[[0-9]+\/[0-9]+\] / { print; fflush() }'
+  fi
+}
+
+say "building ray-gitops (preset $preset in build/$preset, without the tests; the first build takes several minutes)"
+# The binary alone: RG_BUILD_TESTS=OFF, so configuring needs none of the test suite's packages.
+# The whole output goes to a log kept in the build folder; its tail is shown when the build
+# fails.
+build_log=$src/build/$preset/demo-build.log
+mkdir -p "$(dirname "$build_log")"
+build_started=$SECONDS
+if ! (cd "$src" && cmake --preset "$preset" -DRG_BUILD_TESTS=OFF &&
+  NINJA_STATUS='[%f/%t] ' cmake --build "build/$preset" --target ray-gitops -j2) 2>&1 |
+  tee "$build_log" | build_progress; then
   tail -n 40 "$build_log"
-  echo "build failed" >&2
+  echo "build failed (the whole log: $build_log)" >&2
   exit 1
 fi
+echo "built in $((SECONDS - build_started)) s"
 bin=$src/build/$preset/reconciler/cli/ray-gitops
 "$bin" version
 
