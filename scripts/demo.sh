@@ -67,18 +67,25 @@ if [ "${RG_DEMO_SKIP_INSTALL:-0}" != 1 ]; then
   bash "$src/scripts/install-deps.sh" demo
 fi
 
-# Ninja's status lines ("[done/total] what it builds") from the build's output: on a terminal
-# one line rewritten in place, elsewhere one line each.
+# Ninja's status lines ("[done/total] what it builds") from the build's output, as they come:
+# on a terminal one line rewritten in place, elsewhere one line each. (bash's read, not awk:
+# mawk reads a pipe in blocks, which holds the lines back until the build ends.)
 build_progress() {
+  local line cols=0 shown=0
   if [ -t 1 ]; then
-    local cols
-    cols=$(stty size </dev/tty 2>/dev/null | cut -d' ' -f2)
-    awk -v cols="${cols:-80}" '/^\[[0-9]+\/[0-9]+\] / {
-        printf "\r\033[K%s", substr($0, 1, cols - 1); fflush(); shown = 1 }
-      END { if (shown) printf "\n" }'
-  else
-    awk '/^\[[0-9]+\/[0-9]+\] / { print; fflush() }'
+    cols=$(stty size </dev/tty 2>/dev/null | cut -d' ' -f2) || true
+    cols=${cols:-80}
   fi
+  while IFS= read -r line; do
+    [[ $line =~ ^\[[0-9]+/[0-9]+\]\  ]] || continue
+    if ((cols)); then
+      printf '\r\033[K%s' "${line:0:cols-1}"
+      shown=1
+    else
+      printf '%s\n' "$line"
+    fi
+  done
+  if ((shown)); then printf '\n'; fi
 }
 
 say "building ray-gitops (preset $preset in build/$preset, without the tests; the first build takes several minutes)"
