@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The whole GitOps loop on one machine, in a few minutes on 2 cores:
-#   install the dependencies, build, start a local Ray head, push the example repository to a
-#   local bare Git remote (jobs pointed at a CPU-only stand-in of verl, plus the smoke job),
-#   `ray-gitops plan` and `render`, then the daemon (`ray-gitops run`): its first pass submits
-#   the jobs; /readyz, /metrics and /api/v1/status; a spec change, reviewed with
+# The whole GitOps loop on one machine (about 11 minutes the first time on 2 cores, 10 of them
+# building; a minute after that):
+#   install what the demo uses (scripts/install-deps.sh demo: no test tool, one Ray), build the
+#   binary (Ninja's progress on the terminal), start a local Ray head, push the example
+#   repository to a local bare Git remote (jobs pointed at a CPU-only stand-in of verl, plus
+#   the smoke job), `ray-gitops plan` and `render`, then the daemon (`ray-gitops run`): its
+#   first pass submits the jobs; /readyz, /metrics and /api/v1/status; a spec change, reviewed with
 #   `ray-gitops diff`, is pushed and reaches Ray through a
 #   signed GitHub push webhook (the interval is 10 minutes, so the webhook is what runs the
 #   pass); the example pipeline: a pass while the SFT stage runs shows the GRPO stage Waiting
@@ -88,7 +90,8 @@ build_progress() {
   if ((shown)); then printf '\n'; fi
 }
 
-say "building ray-gitops (preset $preset in build/$preset, without the tests; the first build takes several minutes)"
+say "building ray-gitops (preset $preset in build/$preset, without the tests;" \
+  "the first build takes about 10 minutes on 2 cores)"
 # The binary alone: RG_BUILD_TESTS=OFF, so configuring needs none of the test suite's packages.
 # The whole output goes to a log kept in the build folder; its tail is shown when the build
 # fails.
