@@ -1,16 +1,43 @@
 #!/usr/bin/env bash
-# Installs everything ray-gitops needs to build and test on a fresh Debian machine:
-# the C++ toolchain and libraries from Debian's packages, and a Python virtual environment
-# outside the checkout with ray[default] (for the real Ray head the end-to-end tests start).
+# Installs what ray-gitops needs on a Debian 12 machine, for one of two uses:
+#
+#   scripts/install-deps.sh [test]   what the test command (scripts/test.sh) uses: the Debian
+#                                    packages of scripts/packages/{build,package,demo,test},
+#                                    a venv with the pinned Ray and one with Ray 2.51.1 (not
+#                                    with RG_SKIP_E2E=1 or RG_SKIP_SECOND_RAY=1), and the
+#                                    verl 0.9.1 wheel unpacked
+#   scripts/install-deps.sh demo     what scripts/demo.sh uses and nothing more: the packages
+#                                    of scripts/packages/{build,demo}, the venv with the
+#                                    pinned Ray, and the verl 0.9.1 wheel unpacked
+#
+# The Debian packages are listed in scripts/packages/ (the Containerfile reads the same
+# lists); the venvs and the wheel go outside the checkout, under ~/.cache/ray-gitops.
 # Idempotent: re-running it only checks what is already there.
+#
+#   RG_VENV, RG_RAY_SPEC        the pinned Ray's venv and pip requirement
+#   RG_VENV2, RG_RAY2_SPEC      the second Ray's (test only)
+#   RG_VERL_DIR, RG_VERL_SPEC   where the verl wheel is unpacked, and which one
+#   RG_PYTHON                   the interpreter that creates the venvs (default python3)
 set -euo pipefail
 
-APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ca-certificates curl
-  libgit2-dev libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev
-  catch2 libcli11-dev libssl-dev chromium libfyaml-dev clang libclang-rt-14-dev
-  clang-tidy libjemalloc-dev zlib1g-dev lld tzdata libzip-dev libssh2-1-dev openssh-server
-)
+profile=${1:-test}
+case $profile in
+  demo) lists=(build demo) ;;
+  test) lists=(build package demo test) ;;
+  *)
+    echo "usage: $0 [demo|test]" >&2
+    exit 2
+    ;;
+esac
+
+# Every word of a list that is not on a comment line: the same reading as the Containerfile's
+# $(grep -v '^#' scripts/packages/LIST).
+packages_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/packages
+APT_PACKAGES=()
+for list in "${lists[@]}"; do
+  # shellcheck disable=SC2207 # one package a word is the lists' format
+  APT_PACKAGES+=($(grep -v '^#' "$packages_dir/$list"))
+done
 
 need_apt=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -43,15 +70,17 @@ if ((${#need_apt[@]})); then
 fi
 
 # The Python side: venvs outside the checkout, cached between runs. The pinned Ray is the
-# main one; a second venv holds the Ray our first users run (the first production cluster's:
-# docs/ray-jobs-api.md, "Across Ray versions"), so the real-Ray tests run against both.
+# main one (the demo's head runs it); for the tests a second venv holds the Ray our first
+# users run (the first production cluster's: docs/ray-jobs-api.md, "Across Ray versions"),
+# so the real-Ray tests run against both.
 install_venv() {
   local venv=$1 spec=$2
   local stamp="$venv/.rg-installed"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$spec" ]; then
     local py=${RG_PYTHON:-python3}
     if ! "$py" -m venv --help >/dev/null 2>&1; then
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+      echo "install-deps: $py has no venv module (python3-venv is in scripts/packages/demo)" >&2
+      exit 1
     fi
     echo "install-deps: creating $venv with $spec"
     mkdir -p "$(dirname "$venv")"
@@ -64,12 +93,13 @@ install_venv() {
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops
 install_venv "${RG_VENV:-$cache/venv}" "${RG_RAY_SPEC:-ray[default]==2.60.0}"
-if [ "${RG_SKIP_E2E:-0}" != 1 ] && [ "${RG_SKIP_SECOND_RAY:-0}" != 1 ]; then
+if [ "$profile" = test ] && [ "${RG_SKIP_E2E:-0}" != 1 ] && [ "${RG_SKIP_SECOND_RAY:-0}" != 1 ]; then
   install_venv "${RG_VENV2:-$cache/venv-ray2.51.1}" "${RG_RAY2_SPEC:-ray[default]==2.51.1}"
 fi
 
-# verl's own Hydra config folder, for `validate --verl-config` and its tests: the verl wheel,
-# downloaded once without its dependencies (no torch) and unpacked beside the venvs.
+# verl's own Hydra config folder, for `validate --verl-config` and its tests, and the package
+# the demo copies into the example's fork (examples/repo/forks/verl/fetch.sh): the verl
+# wheel, downloaded once without its dependencies (no torch) and unpacked beside the venvs.
 install_verl() {
   local dir=$1 spec=$2 pip=$3
   local stamp="$dir/.rg-installed"
