@@ -34,8 +34,9 @@ export RG_VERL_DIR=${RG_VERL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ray-gitops/ver
 # long the suite takes"). Configure a preset yourself for a debugger.
 debug_info=-DCMAKE_CXX_FLAGS_DEBUG=${RG_DEBUG_FLAGS:--g1}
 preset=${RG_PRESET:-debug}
-cmake --preset "$preset" -DRG_WERROR=ON -DRG_VENV="$RG_VENV" -DRG_VERL_DIR="$RG_VERL_DIR" \
-  -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-30}" "$debug_info" >/dev/null
+# RG_BUILD_TESTS=ON: a build folder the demo configured without them gets them back.
+cmake --preset "$preset" -DRG_WERROR=ON -DRG_BUILD_TESTS=ON -DRG_VENV="$RG_VENV" \
+  -DRG_VERL_DIR="$RG_VERL_DIR" -DRG_FUZZ_SECONDS="${RG_FUZZ_SECONDS:-30}" "$debug_info" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
 stage_done "the $preset build"
 
