@@ -101,7 +101,9 @@ for label in version revision source; do
 done
 ictr=$(bh from --quiet --pull=never "$image")
 containers+=("$ictr")
-[ "$(run_in "$ictr" -- id -u)" = 65532 ] || fail "a command in the image does not run as uid 65532"
+ids=$(run_in "$ictr" -- sh -c 'id -u; id -g; id -un; id -gn; stat -c %u:%g "$HOME" /var/cache/ray-gitops')
+[ "$(echo $ids)" = "65532 65532 ray-gitops ray-gitops 65532:65532 65532:65532" ] ||
+  fail "a command in the image runs as $(echo $ids) (uid, gid, names, owners of its home and cache)"
 run_in "$ictr" -- test -s /etc/ssl/certs/ca-certificates.crt || fail "the image has no CA certificates"
 run_in "$ictr" -- test -f /usr/share/zoneinfo/Europe/Berlin || fail "the image has no tzdata"
 run_in "$ictr" -- sh -c '! command -v gcc && ! command -v cmake' >/dev/null || fail "the image holds a compiler"
