@@ -16,17 +16,21 @@ install(TARGETS ray-gitops RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # The unit of examples/systemd starts /usr/bin/ray-gitops, where the package puts it; installed
 # under another prefix, it starts that prefix's binary. The prefix is known only when
-# installing (cpack installs under /usr whatever the build was configured with).
+# installing (cpack installs under /usr whatever the build was configured with), so the unit is
+# written straight to where it goes: two installs at once (cpack and `cmake --install`) never
+# share a file. Under lib/systemd/system, where systemd looks for the units of packages
+# (/usr/lib/systemd/system on Debian 12).
 set(rg_unit_src ${PROJECT_SOURCE_DIR}/examples/systemd/ray-gitops.service)
-set(rg_unit_out ${PROJECT_BINARY_DIR}/install/ray-gitops.service)
 install(CODE "
   file(READ \"${rg_unit_src}\" unit)
   string(REPLACE \"/usr/bin/ray-gitops \" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/ray-gitops \"
          unit \"\${unit}\")
-  file(WRITE \"${rg_unit_out}\" \"\${unit}\")
+  set(dest \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system/ray-gitops.service\")
+  message(STATUS \"Installing: \${dest}\")
+  file(WRITE \"\${dest}\" \"\${unit}\")
+  file(CHMOD \"\${dest}\" FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${dest}\")
 ")
-# Where systemd looks for the units of packages (/usr/lib/systemd/system on Debian 12).
-install(FILES ${rg_unit_out} DESTINATION lib/systemd/system)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/schema/ DESTINATION ${RG_DATADIR}/schema
         FILES_MATCHING PATTERN "*.json")

@@ -40,41 +40,58 @@ cmake --preset "$preset" -DRG_WERROR=ON -DRG_BUILD_TESTS=ON -DRG_VENV="$RG_VENV"
 cmake --build --preset "$preset" -j "$(nproc)"
 stage_done "the $preset build"
 
-# The Debian package of this build and the image's runtime stage made from it
-# (tests/package/package_test.sh; docs/install.md, "What the tests check"). It waits on the
-# package mirror and the disk more than on the cores, so it runs beside clang-tidy, which
-# waits on nothing else; its output is printed when both are done.
-package_pid=""
-package_log=build/package-test.log
+# Two stages run in the background from here on, each in a process group of its own (so
+# that the command stops them whole when it fails) and at the lowest CPU priority: clang-tidy
+# over reconciler/, and the Debian package of this build with the image's runtime stage made
+# from it (tests/package/package_test.sh; docs/install.md, "What the tests check"). The test
+# stages in the foreground wait on Ray heads, sshd, backoffs and schedules for much of their
+# time; the background stages use those idle cores, and never take a core from a test. Their
+# output is printed, and their failure fails the command, at the end (docs/testing.md, "How
+# long the suite takes").
+background=()
+background_names=()
+background_logs=()
+trap 'for pid in "${background[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done' EXIT
+in_background() { # NAME LOG COMMAND...
+  local name=$1 log=$2
+  shift 2
+  setsid nice -n 19 bash -c 'started=$SECONDS; "$@"; status=$?
+    echo "test: $0 took $((SECONDS - started)) s in the background (exit $status)"; exit $status' \
+    "$name" "$@" >"$log" 2>&1 &
+  background+=("$!")
+  background_names+=("$name")
+  background_logs+=("$log")
+  echo "test: $name, in the background (its output follows the last stage)"
+}
+mkdir -p build
+if [ "${RG_SKIP_TIDY:-0}" != 1 ]; then
+  in_background "clang-tidy over reconciler/ (scripts/tidy.sh)" build/tidy.log \
+    bash scripts/tidy.sh "build/$preset"
+fi
 if [ "${RG_SKIP_PACKAGE:-0}" != 1 ]; then
   if [ "$preset" = asan ]; then
     echo "test: RG_PRESET=asan: no package of a sanitizer build (the package stage is left out)"
   else
-    echo "test: the Debian package and the image (tests/package/package_test.sh), beside clang-tidy"
-    # In a process group of its own, so that a failed stage beside it stops it whole.
-    setsid bash tests/package/package_test.sh "build/$preset" >"$package_log" 2>&1 &
-    package_pid=$!
-    trap 'if [ -n "$package_pid" ]; then kill -TERM -- "-$package_pid" 2>/dev/null || true; fi' EXIT
+    in_background "the Debian package and the image (tests/package/package_test.sh)" \
+      build/package-test.log bash tests/package/package_test.sh "build/$preset"
   fi
 fi
-
-if [ "${RG_SKIP_TIDY:-0}" != 1 ]; then
-  echo "test: clang-tidy over reconciler/ (scripts/tidy.sh)"
-  bash scripts/tidy.sh "build/$preset"
-  stage_done "clang-tidy"
-fi
-
-if [ -n "$package_pid" ]; then
-  package_status=0
-  wait "$package_pid" || package_status=$?
-  package_pid=""
-  cat "$package_log"
-  stage_done "the package and the image (after clang-tidy)"
-  if [ "$package_status" != 0 ]; then
-    echo "test: FAILED: the package and the image (see above)" >&2
-    exit 1
-  fi
-fi
+# At the end: each background stage's output, and 1 when one failed.
+finish_background() {
+  local i status failed=0
+  for i in "${!background[@]}"; do
+    status=0
+    wait "${background[$i]}" || status=$?
+    cat "${background_logs[$i]}"
+    if [ "$status" != 0 ]; then
+      echo "test: FAILED: ${background_names[$i]} (see above)" >&2
+      failed=1
+    fi
+  done
+  background=()
+  stage_done "waiting for the background stages"
+  return "$failed"
+}
 
 ctest_args=(--preset "$preset" -j 2 --timeout 600)
 if [ "${RG_SKIP_E2E:-0}" = 1 ]; then
@@ -98,6 +115,7 @@ ctest "${ctest_args[@]}"
 stage_done "the $preset suite"
 if [ "$second_ray_failed" = 1 ]; then
   echo "test: FAILED: the real-Ray tests against the Ray of $venv2 (see above)" >&2
+  finish_background || true
   exit 1
 fi
 
@@ -118,3 +136,6 @@ if [ "${RG_SKIP_SANITIZERS:-0}" != 1 ]; then
   grep -E '^[0-9]+/[0-9]+ Testing: fuzz\.|^#[0-9]+[[:space:]]+DONE' \
     build/asan/Testing/Temporary/LastTest.log || true
 fi
+
+finish_background
+echo "test: all stages passed (${SECONDS} s in all)"
