@@ -179,18 +179,28 @@ grep -q "HOME (unset) cannot be written: a private HOME" "$work/nogit.err" ||
 left_behind nogit
 
 # A cancelled job (SIGTERM while ray-gitops runs) removes its private HOME too.
-printf '#!/bin/sh\nexec /bin/sleep 30\n' >"$work/slow"
+# The stand-in ray-gitops says it runs (its pid, inside the private HOME's lifetime), then waits
+# to be stopped; the test stops it itself afterwards, whatever the script did with it.
+printf '#!/bin/sh\necho $$ >"%s"\nexec /bin/sleep 600\n' "$work/slow.pid" >"$work/slow"
 chmod 755 "$work/slow"
 mkdir -p "$work/cancel.tmp"
 (cd "$work/full" && exec env -i PATH="$nogit" TMPDIR="$work/cancel.tmp" RAY_GITOPS="$work/slow" \
   RAY_GITOPS_DRY_RUN=1 "${github[@]}" "$nogit/python3" "$src/hooks/ci/ray-gitops-review" \
   >"$work/cancel.out" 2>"$work/cancel.err") &
 cancelled=$!
-for _ in $(seq 100); do [[ -n $(ls -A "$work/cancel.tmp") ]] && break; sleep 0.1; done
+# Wait until ray-gitops runs (the script made its HOME before), or the script ended early.
+for _ in $(seq 600); do
+  [[ -s $work/slow.pid ]] && break
+  kill -0 "$cancelled" 2>/dev/null || break
+  sleep 0.1
+done
+[[ -s $work/slow.pid ]] || fail "cancel: ray-gitops never ran: $(cat "$work/cancel.err")"
 [[ -n $(ls -A "$work/cancel.tmp") ]] || fail "cancel: no private HOME was made: $(cat "$work/cancel.err")"
 kill -TERM "$cancelled"
-wait "$cancelled"
-[[ $? == 143 ]] || fail "cancel: the script did not exit on SIGTERM with 143"
+status=0
+wait "$cancelled" || status=$?
+kill "$(cat "$work/slow.pid")" 2>/dev/null || true
+[[ $status == 143 ]] || fail "cancel: the script did not exit on SIGTERM with 143 (exit $status)"
 left_behind cancel
 
 # A shallow checkout without git: the base cannot be fetched; the comment says what to do.

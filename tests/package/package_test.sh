@@ -118,8 +118,10 @@ fake=$build/tests/support/fake-ray-server
 [ -x "$fake" ] || fail "no $fake (build the debug preset's tests first)"
 "$fake" >"$tmp/fake.out" 2>"$tmp/fake.err" &
 fake_pid=$!
-for _ in $(seq 1 100); do
+# Its first line is its port, once it listens.
+for _ in $(seq 1 600); do
   [ -s "$tmp/fake.out" ] && break
+  kill -0 "$fake_pid" 2>/dev/null || fail "the fake Ray head exited: $(cat "$tmp/fake.err")"
   sleep 0.1
 done
 port=$(head -n 1 "$tmp/fake.out")
